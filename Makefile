@@ -1,0 +1,84 @@
+# tierd: a hierarchical storage manager on fanotify pre-content events.
+#   make            build tierd, tierd-worker and tierctl into build/
+#   sudo make demo  the main job on the embedded default (loop btrfs, file:// store)
+#   sudo make check every test: unit (plain and ASan+UBSan) and integration
+#   make deps       install the Debian packages the build and tests need
+
+CC ?= gcc
+BUILD ?= build
+PKGS := mount libsystemd json-c libcrypto
+DEB_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
+	libcmocka-dev libseccomp-dev btrfs-progs xfsprogs e2fsprogs attr dbus util-linux procps
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+WARN := -Wall -Wextra -Werror
+BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -Icommon -Ipolicy -Isupervisor -Idbus -Iworker
+CFLAGS ?=
+ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
+
+COMMON_SRC := common/log.c common/ranges.c common/size.c common/url.c common/hex.c common/stub.c common/proto.c
+POLICY_SRC := policy/policy.c policy/json-strict.c
+TIERD_SRC := $(wildcard supervisor/*.c) dbus/manager.c
+WORKER_SRC := $(wildcard worker/*.c)
+TIERCTL_SRC := cli/tierctl.c
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+BINARIES := $(BUILD)/tierd $(BUILD)/tierd-worker $(BUILD)/tierctl
+TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
+UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test-*.c))
+
+.PHONY: all deps demo check check-unit check-integration clean
+all: $(BINARIES)
+
+# Installs only what is missing, so it is cheap when nothing is.
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing" $$missing; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -q --no-install-recommends $$missing >/dev/null || \
+		{ apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $$missing >/dev/null; }; \
+	fi
+
+$(BUILD)/obj/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/tierd: $(call obj,$(TIERD_SRC) $(POLICY_SRC) $(COMMON_SRC))
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/tierd-worker: $(call obj,$(WORKER_SRC) $(COMMON_SRC))
+	$(CC) $(ALL_CFLAGS) -pthread -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/tierctl: $(call obj,$(TIERCTL_SRC))
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# Small programs the integration tests run (mmap reader, pread...).
+$(BUILD)/tests/%: tests/helpers/%.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+# Unit tests, built plain and with ASan+UBSan.
+UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC)
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+$(BUILD)/unit/%: tests/unit/%.c $(UNIT_LIB_SRC) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs cmocka)
+$(BUILD)/unit-asan/%: tests/unit/%.c $(UNIT_LIB_SRC) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs cmocka)
+
+UNIT_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-asan/,$(UNIT_TESTS))
+
+check: all $(TEST_HELPERS) $(UNIT_BINS)
+	@BUILD=$(abspath $(BUILD)) bash tests/run-all.sh
+
+demo: all
+	@BUILD=$(abspath $(BUILD)) bash tests/demo.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tierctl: the admin client. Every verb is a call to org.tierd1.Manager on
+ * the system bus (DBUS_SYSTEM_BUS_ADDRESS for a private bus).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+#define BUS_NAME "org.tierd1"
+#define BUS_PATH "/org/tierd1"
+#define BUS_MANAGER "org.tierd1.Manager"
+#define CALL_TIMEOUT_USEC (24ull * 3600 * 1000 * 1000) /* archives of big trees take long */
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_DENIED = 3 };
+
+static void bus_unrefp(sd_bus **b) { sd_bus_flush_close_unref(*b); }
+static void msg_unrefp(sd_bus_message **m) { sd_bus_message_unref(*m); }
+
+static int call_failed(const char *what, const sd_bus_error *e, int r) {
+        fprintf(stderr, "tierctl: %s: %s\n", what, e && e->message ? e->message : strerror(-r));
+        return e && sd_bus_error_has_name(e, "org.tierd1.Error.AccessDenied") ? EXIT_DENIED : EXIT_FAILED;
+}
+
+/* Paths are sent absolute and with symlinks resolved: tierd resolves them
+ * again inside the tenant's subvolume, refusing anything that leads out. */
+static int absolute_paths(int n, char **in, char ***ret) {
+        char **out = calloc((size_t)n + 1, sizeof(char *));
+        if (!out)
+                return -ENOMEM;
+        for (int i = 0; i < n; i++) {
+                out[i] = realpath(in[i], NULL);
+                if (!out[i]) {
+                        fprintf(stderr, "tierctl: %s: %s\n", in[i], strerror(errno));
+                        for (int j = 0; j < i; j++)
+                                free(out[j]);
+                        free(out);
+                        return -errno;
+                }
+        }
+        *ret = out;
+        return 0;
+}
+
+static void strv_free(char **v) {
+        for (size_t i = 0; v && v[i]; i++)
+                free(v[i]);
+        free(v);
+}
+
+static int call_with_paths(sd_bus *bus, const char *method, char **paths, sd_bus_message **reply, sd_bus_error *e) {
+        _cleanup_(msg_unrefp) sd_bus_message *m = NULL;
+        int r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER, method);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, paths);
+        if (r >= 0)
+                r = sd_bus_call(bus, m, CALL_TIMEOUT_USEC, e, reply);
+        return r;
+}
+
+static int verb_files(sd_bus *bus, const char *method, const char *done_word, int n, char **argv) {
+        _cleanup_(msg_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        char **paths = NULL;
+        const char *path, *err;
+        int r, ret = EXIT_OK;
+
+        if (n == 0) {
+                fprintf(stderr, "tierctl: %s needs at least one PATH\n", done_word);
+                return EXIT_USAGE;
+        }
+        if (absolute_paths(n, argv, &paths) < 0)
+                return EXIT_FAILED;
+        r = call_with_paths(bus, method, paths, &reply, &e);
+        strv_free(paths);
+        if (r < 0) {
+                ret = call_failed(method, &e, r);
+                sd_bus_error_free(&e);
+                return ret;
+        }
+        r = sd_bus_message_enter_container(reply, 'a', "(ss)");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(ss)", &path, &err)) > 0) {
+                if (*err) {
+                        fprintf(stderr, "tierctl: %s\n", err);
+                        ret = EXIT_FAILED;
+                } else if (isatty(STDOUT_FILENO))
+                        printf("%s: %s\n", done_word, path);
+        }
+        if (r < 0)
+                return call_failed("bad reply", NULL, r);
+        return ret;
+}
+
+static void json_string(const char *s) {
+        putchar('"');
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+                if (c == '"' || c == '\\')
+                        printf("\\%c", c);
+                else if (c < 0x20)
+                        printf("\\u%04x", c);
+                else
+                        putchar(c);
+        }
+        putchar('"');
+}
+
+static int status_files(sd_bus *bus, int n, char **argv, bool json) {
+        _cleanup_(msg_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        const char *path, *err, *tenant, *state;
+        uint64_t size, resident;
+        char **paths = NULL;
+        int r, ret = EXIT_OK, k = 0;
+
+        if (absolute_paths(n, argv, &paths) < 0)
+                return EXIT_FAILED;
+        r = call_with_paths(bus, "FileStatus", paths, &reply, &e);
+        strv_free(paths);
+        if (r < 0) {
+                ret = call_failed("FileStatus", &e, r);
+                sd_bus_error_free(&e);
+                return ret;
+        }
+        if (json)
+                printf("[");
+        else
+                printf("%-9s %14s %14s %-12s %s\n", "STATE", "SIZE", "RESIDENT", "TENANT", "PATH");
+        r = sd_bus_message_enter_container(reply, 'a', "(sssstt)");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(sssstt)", &path, &err, &tenant, &state, &size, &resident)) > 0) {
+                if (*err) {
+                        fprintf(stderr, "tierctl: %s\n", err);
+                        ret = EXIT_FAILED;
+                        continue;
+                }
+                if (json) {
+                        printf("%s{\"path\":", k++ ? "," : "");
+                        json_string(path);
+                        printf(",\"tenant\":");
+                        json_string(tenant);
+                        printf(",\"state\":\"%s\",\"size\":%" PRIu64 ",\"resident\":%" PRIu64 ",\"released\":%" PRIu64 "}",
+                               state, size, resident, size - MIN(size, resident));
+                } else
+                        printf("%-9s %14" PRIu64 " %14" PRIu64 " %-12s %s\n", state, size, resident, tenant, path);
+        }
+        if (json)
+                printf("]\n");
+        if (r < 0)
+                return call_failed("bad reply", NULL, r);
+        return ret;
+}
+
+static int status_tenants(sd_bus *bus, bool json) {
+        _cleanup_(msg_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        const char *name, *subvol, *mount, *backend, *wstate;
+        uint32_t pid;
+        uint64_t res, rel, f_res, f_arch, f_part, f_rel, f_dirty, fills, fbytes, ferr;
+        int r, k = 0;
+
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "TenantStatus", &e, &reply, "");
+        if (r < 0) {
+                int ret = call_failed("TenantStatus", &e, r);
+                sd_bus_error_free(&e);
+                return ret;
+        }
+        if (json)
+                printf("[");
+        else
+                printf("%-12s %-10s %8s %14s %14s %8s %8s %8s %8s %8s %8s %6s  %s\n", "TENANT", "WORKER", "PID",
+                       "RESIDENT", "RELEASED", "LOCAL", "ARCHIVED", "PARTIAL", "RELEASED", "DIRTY", "FILLS", "ERRORS",
+                       "VIEW");
+        r = sd_bus_message_enter_container(reply, 'a', "(sssssutttttttttt)");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(sssssutttttttttt)", &name, &subvol, &mount, &backend, &wstate,
+                                                  &pid, &res, &rel, &f_res, &f_arch, &f_part, &f_rel, &f_dirty, &fills,
+                                                  &fbytes, &ferr)) > 0) {
+                if (json) {
+                        printf("%s{\"name\":", k++ ? "," : "");
+                        json_string(name);
+                        printf(",\"subvolume\":");
+                        json_string(subvol);
+                        printf(",\"mount\":");
+                        json_string(mount);
+                        printf(",\"backend\":");
+                        json_string(backend);
+                        printf(",\"worker\":{\"state\":\"%s\",\"pid\":%u},\"resident_bytes\":%" PRIu64
+                               ",\"released_bytes\":%" PRIu64 ",\"files\":{\"resident\":%" PRIu64 ",\"archived\":%" PRIu64
+                               ",\"partial\":%" PRIu64 ",\"released\":%" PRIu64 ",\"dirty\":%" PRIu64 "},\"fills\":%" PRIu64
+                               ",\"fill_bytes\":%" PRIu64 ",\"fill_errors\":%" PRIu64 "}",
+                               wstate, pid, res, rel, f_res, f_arch, f_part, f_rel, f_dirty, fills, fbytes, ferr);
+                } else
+                        printf("%-12s %-10s %8u %14" PRIu64 " %14" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+                               " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %6" PRIu64 "  %s\n",
+                               name, wstate, pid, res, rel, f_res, f_arch, f_part, f_rel, f_dirty, fills, ferr, mount);
+        }
+        if (json)
+                printf("]\n");
+        return r < 0 ? call_failed("bad reply", NULL, r) : EXIT_OK;
+}
+
+static void usage(FILE *f) {
+        fprintf(f, "Usage: tierctl VERB [ARGS]\n\n"
+                   "  archive PATH...          upload files to their tenant's store (they stay local)\n"
+                   "  release PATH...          free the local blocks of archived, unchanged files\n"
+                   "  restore PATH...          bring released files back whole\n"
+                   "  status [--json] [PATH...] per tenant, or per file: resident / partial / released\n\n"
+                   "Talks to tierd over the D-Bus system bus (DBUS_SYSTEM_BUS_ADDRESS).\n"
+                   "Exit: 0 ok, 1 failed, 2 usage, 3 access denied.\n");
+}
+
+int main(int argc, char **argv) {
+        _cleanup_(bus_unrefp) sd_bus *bus = NULL;
+        bool json = false;
+        const char *verb;
+        int r;
+
+        if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+                usage(argc < 2 ? stderr : stdout);
+                return argc < 2 ? EXIT_USAGE : EXIT_OK;
+        }
+        verb = argv[1];
+        argv += 2;
+        argc -= 2;
+        /* "--json" may stand anywhere among the arguments of status. */
+        int n = 0;
+        for (int i = 0; i < argc; i++) {
+                if (strcmp(verb, "status") == 0 && strcmp(argv[i], "--json") == 0)
+                        json = true;
+                else
+                        argv[n++] = argv[i];
+        }
+        argc = n;
+        if (strcmp(verb, "archive") && strcmp(verb, "release") && strcmp(verb, "restore") && strcmp(verb, "status")) {
+                fprintf(stderr, "tierctl: unknown verb '%s'\n", verb);
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        r = sd_bus_open_system(&bus);
+        if (r < 0) {
+                fprintf(stderr, "tierctl: cannot connect to the system bus: %s\n", strerror(-r));
+                return EXIT_FAILED;
+        }
+        if (strcmp(verb, "archive") == 0)
+                return verb_files(bus, "ArchivePaths", "archived", argc, argv);
+        if (strcmp(verb, "release") == 0)
+                return verb_files(bus, "ReleasePaths", "released", argc, argv);
+        if (strcmp(verb, "restore") == 0)
+                return verb_files(bus, "RestorePaths", "restored", argc, argv);
+        return argc > 0 ? status_files(bus, argc, argv, json) : status_tenants(bus, json);
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers in the style of systemd's macro.h: cleanup attributes. */
+#pragma once
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+static inline void freep(void *p) { free(*(void **)p); }
+static inline void closep(int *fd) {
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+static inline void fclosep(FILE **f) { if (*f) fclose(*f); }
+static inline void closedirp(DIR **d) { if (*d) closedir(*d); }
+
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_closedir_ _cleanup_(closedirp)
+
+/* Hand ownership out of a cleanup variable. */
+#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
+#define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
+
+static inline int negative_errno(void) { return errno > 0 ? -errno : -EIO; }
+
+static inline int safe_close(int fd) {
+        if (fd >= 0)
+                closep(&fd);
+        return -1;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Byte range sets: which parts of a stub are populated, which are missing.
+ * Ranges are half-open [start, end), kept sorted, merged and non-empty.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct range {
+        uint64_t start, end;
+};
+
+struct range_set {
+        struct range *r;
+        size_t n, allocated;
+};
+
+void range_set_done(struct range_set *s);
+void range_set_clear(struct range_set *s);
+int range_set_add(struct range_set *s, uint64_t start, uint64_t end);
+int range_set_copy(struct range_set *dst, const struct range_set *src);
+bool range_set_covers(const struct range_set *s, uint64_t start, uint64_t end);
+bool range_set_overlaps(const struct range_set *s, uint64_t start, uint64_t end);
+/* Appends to out the parts of [start, end) that s does not cover. */
+int range_set_missing(const struct range_set *s, uint64_t start, uint64_t end, struct range_set *out);
+uint64_t range_set_total(const struct range_set *s);
+
+/* Widens [*start, *end) to multiples of chunk and clips it to size. Returns
+ * false when nothing is left (start at or beyond size). */
+bool range_round_to_chunks(uint64_t *start, uint64_t *end, uint64_t chunk, uint64_t size);
+uint64_t round_up_u64(uint64_t v, uint64_t align);

@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdint.h>
+
+/* Parses "4096", "512K", "10G" (binary units, K M G T, optional "iB"/"B").
+ * Returns 0 or -EINVAL (garbage, empty, negative) / -ERANGE (overflow). */
+int size_parse(const char *s, uint64_t *ret);

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * org.tierd1.Manager, server side (dbus/org.tierd1.Manager.xml). Each handler
+ * reads its arguments, checks who is asking, acts, replies.
+ */
+#include "manager.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobs.h"
+#include "log.h"
+#include "workers.h"
+#include "macro.h"
+
+#define ERROR_ACCESS_DENIED "org.tierd1.Error.AccessDenied"
+#define ERROR_SHUTTING_DOWN "org.tierd1.Error.ShuttingDown"
+#define ERROR_INVALID_ARGS "org.tierd1.Error.InvalidArguments"
+#define MAX_PATHS 100000
+#define MAX_PATH_LEN 4096
+
+/* Mutations need uid 0, from the bus's own record of the caller. */
+static int check_privileged(sd_bus_message *m, sd_bus_error *error) {
+        sd_bus_creds *creds = NULL;
+        uid_t uid;
+        int r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &creds);
+        if (r >= 0)
+                r = sd_bus_creds_get_euid(creds, &uid);
+        sd_bus_creds_unref(creds);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "cannot identify the caller: %m");
+        if (uid != 0)
+                return sd_bus_error_set(error, ERROR_ACCESS_DENIED, "only root may change files (caller is not uid 0)");
+        return 0;
+}
+
+static int read_paths(sd_bus_message *m, char ***ret, sd_bus_error *error) {
+        char **paths = NULL;
+        int r = sd_bus_message_read_strv(m, &paths);
+        if (r < 0)
+                return r;
+        size_t n = 0;
+        for (; paths[n]; n++)
+                if (strlen(paths[n]) > MAX_PATH_LEN || paths[n][0] != '/') {
+                        r = sd_bus_error_setf(error, ERROR_INVALID_ARGS, "path #%zu is not an absolute path of at most %d bytes",
+                                              n, MAX_PATH_LEN);
+                        goto fail;
+                }
+        if (n > MAX_PATHS) {
+                r = sd_bus_error_setf(error, ERROR_INVALID_ARGS, "at most %d paths per call", MAX_PATHS);
+                goto fail;
+        }
+        *ret = paths;
+        return (int)n;
+fail:
+        for (size_t i = 0; paths[i]; i++)
+                free(paths[i]);
+        free(paths);
+        return r;
+}
+
+static void strv_free(char **v) {
+        if (!v)
+                return;
+        for (size_t i = 0; v[i]; i++)
+                free(v[i]);
+        free(v);
+}
+
+/* One method call over many paths, answered when the last one is done. */
+struct batch {
+        sd_bus_message *call;
+        char **paths;
+        char **errors;
+        size_t n, pending;
+};
+
+struct batch_item {
+        struct batch *b;
+        size_t i;
+};
+
+static void batch_free(struct batch *b) {
+        sd_bus_message_unref(b->call);
+        strv_free(b->paths);
+        for (size_t i = 0; i < b->n; i++)
+                free(b->errors[i]);
+        free(b->errors);
+        free(b);
+}
+
+static void batch_reply(struct batch *b) {
+        sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(b->call, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ss)");
+        for (size_t i = 0; r >= 0 && i < b->n; i++)
+                r = sd_bus_message_append(reply, "(ss)", b->paths[i], b->errors[i] ? b->errors[i] : "");
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        if (r < 0)
+                log_error_errno(r, "cannot send a reply: %m");
+        sd_bus_message_unref(reply);
+        batch_free(b);
+}
+
+static void batch_item_done(void *userdata, int error, const char *message) {
+        struct batch_item *it = userdata;
+        struct batch *b = it->b;
+        if (error < 0 && !(b->errors[it->i] = strdup(message ? message : strerror(-error))))
+                b->errors[it->i] = NULL;
+        if (error < 0 && !b->errors[it->i])
+                b->errors[it->i] = strdup("failed");
+        free(it);
+        if (--b->pending == 0)
+                batch_reply(b);
+}
+
+typedef int (*async_job_t)(struct tierd *t, const char *path, job_done_t done, void *userdata);
+
+static int method_batch(sd_bus_message *m, struct tierd *t, async_job_t job, sd_bus_error *error) {
+        struct batch *b;
+        char **paths = NULL;
+        int r, n;
+
+        if ((r = check_privileged(m, error)) < 0)
+                return r;
+        if (t->stopping)
+                return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
+        if ((n = read_paths(m, &paths, error)) < 0)
+                return n;
+        b = calloc(1, sizeof(*b));
+        if (!b || !(b->errors = calloc((size_t)n + 1, sizeof(char *)))) {
+                free(b);
+                strv_free(paths);
+                return -ENOMEM;
+        }
+        b->call = sd_bus_message_ref(m);
+        b->paths = paths;
+        b->n = (size_t)n;
+        b->pending = (size_t)n + 1; /* held until every job is started */
+        for (size_t i = 0; i < b->n; i++) {
+                struct batch_item *it = calloc(1, sizeof(*it));
+                if (!it) {
+                        b->errors[i] = strdup("out of memory");
+                        b->pending--;
+                        continue;
+                }
+                *it = (struct batch_item){ .b = b, .i = i };
+                r = job(t, paths[i], batch_item_done, it);
+                if (r < 0)
+                        batch_item_done(it, r, NULL);
+        }
+        if (--b->pending == 0)
+                batch_reply(b);
+        return 1;
+}
+
+static int method_archive_paths(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return method_batch(m, userdata, job_archive, error);
+}
+
+static int method_restore_paths(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return method_batch(m, userdata, job_restore, error);
+}
+
+static int method_release_paths(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        sd_bus_message *reply = NULL;
+        char **paths = NULL;
+        int r, n;
+
+        if ((r = check_privileged(m, error)) < 0)
+                return r;
+        if (t->stopping)
+                return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
+        if ((n = read_paths(m, &paths, error)) < 0)
+                return n;
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ss)");
+        for (int i = 0; r >= 0 && i < n; i++) {
+                char msg[512];
+                int k = job_release(t, paths[i], msg, sizeof(msg));
+                r = sd_bus_message_append(reply, "(ss)", paths[i], k < 0 ? msg : "");
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        strv_free(paths);
+        return r < 0 ? r : 1;
+}
+
+static int method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        sd_bus_message *reply = NULL;
+        char **paths = NULL;
+        int r, n;
+
+        if ((n = read_paths(m, &paths, error)) < 0)
+                return n;
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sssstt)");
+        for (int i = 0; r >= 0 && i < n; i++) {
+                struct file_status st = { .tenant = "", .state = "" };
+                char msg[512] = "";
+                job_file_status(t, paths[i], &st, msg, sizeof(msg));
+                r = sd_bus_message_append(reply, "(sssstt)", paths[i], msg, st.tenant, st.state, st.size, st.resident);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        strv_free(paths);
+        return r < 0 ? r : 1;
+}
+
+static int method_tenant_status(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        sd_bus_message *reply = NULL;
+        int r;
+        (void)error;
+
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sssssutttttttttt)");
+        for (size_t i = 0; r >= 0 && i < t->n_tenants; i++) {
+                struct tenant *tn = &t->tenants[i];
+                struct tenant_usage u;
+                job_tenant_usage(tn, &u);
+                r = sd_bus_message_append(reply, "(sssssutttttttttt)", tn->cfg->name, tn->cfg->subvolume, tn->cfg->mount,
+                                          tn->cfg->backend, worker_state_to_string(tn->worker.state),
+                                          (uint32_t)tn->worker.pid, u.resident_bytes, u.released_bytes,
+                                          u.files[USAGE_RESIDENT], u.files[USAGE_ARCHIVED], u.files[USAGE_PARTIAL],
+                                          u.files[USAGE_RELEASED], u.files[USAGE_DIRTY], tn->counters.fills,
+                                          tn->counters.fill_bytes, tn->counters.fill_errors);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        return r < 0 ? r : 1;
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD_WITH_ARGS("ArchivePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ss)", results),
+                                method_archive_paths, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ReleasePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ss)", results),
+                                method_release_paths, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("RestorePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ss)", results),
+                                method_restore_paths, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("FileStatus", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(sssstt)", files),
+                                method_file_status, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("TenantStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssutttttttttt)", tenants),
+                                method_tenant_status, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+int manager_bus_open(struct tierd *t) {
+        int r = sd_bus_open_system(&t->bus);
+        if (r < 0)
+                return log_error_errno(r, "cannot connect to the system bus (DBUS_SYSTEM_BUS_ADDRESS?): %m");
+        r = sd_bus_add_object_vtable(t->bus, NULL, TIERD_BUS_PATH, TIERD_BUS_MANAGER, manager_vtable, t);
+        if (r < 0)
+                return log_error_errno(r, "cannot publish %s: %m", TIERD_BUS_PATH);
+        r = sd_bus_request_name(t->bus, TIERD_BUS_NAME, 0);
+        if (r < 0)
+                return log_error_errno(r, "cannot own %s on the system bus (is another tierd running, or the bus policy "
+                                          "contrib/dbus/org.tierd1.conf missing?): %m", TIERD_BUS_NAME);
+        r = sd_bus_attach_event(t->bus, t->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return log_error_errno(r, "sd_bus_attach_event: %m");
+        return 0;
+}

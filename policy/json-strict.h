@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stddef.h>
+
+/* json-c keeps the last of duplicate keys silently, even in strict mode.
+ * Given JSON text that json-c already accepted, finds the first object key
+ * that appears twice in one object. Returns 1 and the key (malloc'd, in
+ * *dup) if there is one, 0 if none, -EINVAL/-ENOMEM on error. */
+int json_find_duplicate_key(const char *text, size_t len, char **dup);

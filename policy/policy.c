@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+#include "policy.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "json-strict.h"
+#include "macro.h"
+#include "size.h"
+#include "stub.h"
+#include "url.h"
+
+#define POLICY_FILE_MAX (4u << 20)
+
+static void json_putp(json_object **o) { if (*o) json_object_put(*o); }
+#define _cleanup_json_ _cleanup_(json_putp)
+
+struct parse_ctx {
+        const char *origin;
+        char **error;
+};
+
+static int fail(struct parse_ctx *c, const char *tenant, const char *key, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static int fail(struct parse_ctx *c, const char *tenant, const char *key, const char *fmt, ...) {
+        char what[512], where[256] = "";
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        if (tenant)
+                snprintf(where, sizeof(where), " tenant '%s':", tenant);
+        if (key)
+                snprintf(where + strlen(where), sizeof(where) - strlen(where), " key '%s':", key);
+        if (c->error && asprintf(c->error, "%s:%s %s", c->origin, where, what) < 0)
+                *c->error = NULL;
+        return -EINVAL;
+}
+
+/* Keys allowed in a tenant and in "defaults" (name/subvolume/mount/backend
+ * only in tenants). */
+static const char *const tenant_keys[] = { "name", "subvolume", "mount", "backend", "chunk", "readahead", "small_file" };
+static const char *const default_keys[] = { "backend", "chunk", "readahead", "small_file" };
+
+static bool key_known(const char *key, const char *const *keys, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(key, keys[i]) == 0)
+                        return true;
+        return false;
+}
+
+static int check_keys(struct parse_ctx *c, json_object *o, const char *tenant, const char *const *keys, size_t n) {
+        json_object_object_foreach(o, key, val) {
+                (void)val;
+                if (!key_known(key, keys, n))
+                        return fail(c, tenant, key, "unknown key");
+        }
+        return 0;
+}
+
+static int get_string(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, const char **ret) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        if (!json_object_is_type(v, json_type_string))
+                return fail(c, tenant, key, "must be a string");
+        *ret = json_object_get_string(v);
+        return 1;
+}
+
+/* Sizes are strings with units ("1M") or plain non-negative integers. */
+static int get_size(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, uint64_t *ret) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        if (json_object_is_type(v, json_type_int)) {
+                int64_t i = json_object_get_int64(v);
+                if (i < 0 || (i == INT64_MAX && errno == ERANGE))
+                        return fail(c, tenant, key, "must be a non-negative size");
+                *ret = (uint64_t)i;
+                return 1;
+        }
+        if (!json_object_is_type(v, json_type_string))
+                return fail(c, tenant, key, "must be a size such as \"1M\" or an integer");
+        if (size_parse(json_object_get_string(v), ret) < 0)
+                return fail(c, tenant, key, "'%s' is not a size (use e.g. 4096, \"512K\", \"1M\", \"10G\")",
+                            json_object_get_string(v));
+        return 1;
+}
+
+static int check_abs_path(struct parse_ctx *c, const char *tenant, const char *key, const char *p) {
+        if (p[0] != '/')
+                return fail(c, tenant, key, "'%s' must be an absolute path", p);
+        if (strlen(p) >= 4096)
+                return fail(c, tenant, key, "path too long");
+        if (strcmp(p, "/") == 0)
+                return fail(c, tenant, key, "must not be /");
+        for (const char *s = p; *s; s++) {
+                if ((unsigned char)*s < 0x20)
+                        return fail(c, tenant, key, "control character in path");
+                if (s[0] == '/' && (s[1] == '/' || s[1] == 0))
+                        return fail(c, tenant, key, "'%s' must be normalized (no '//' or trailing '/')", p);
+                if (s[0] == '/' && s[1] == '.' && (s[2] == '/' || s[2] == 0 || (s[2] == '.' && (s[3] == '/' || s[3] == 0))))
+                        return fail(c, tenant, key, "'%s' must be normalized (no '.' or '..')", p);
+        }
+        return 0;
+}
+
+static bool path_is_under(const char *a, const char *b) {
+        size_t n = strlen(b);
+        return strncmp(a, b, n) == 0 && (a[n] == '/' || a[n] == 0);
+}
+
+struct tenant_settings {
+        const char *backend;
+        uint64_t chunk, readahead, small_file;
+};
+
+static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenant, struct tenant_settings *s) {
+        int r;
+        if ((r = get_string(c, o, tenant, "backend", &s->backend)) < 0)
+                return r;
+        if ((r = get_size(c, o, tenant, "chunk", &s->chunk)) < 0)
+                return r;
+        if (r > 0 && (s->chunk < 4096 || s->chunk > (1u << 30) || (s->chunk & (s->chunk - 1))))
+                return fail(c, tenant, "chunk", "must be a power of two from 4K to 1G");
+        if ((r = get_size(c, o, tenant, "readahead", &s->readahead)) < 0)
+                return r;
+        if (r > 0 && s->readahead > (1ull << 30))
+                return fail(c, tenant, "readahead", "must be at most 1G");
+        if ((r = get_size(c, o, tenant, "small_file", &s->small_file)) < 0)
+                return r;
+        return 0;
+}
+
+static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const struct tenant_settings *defaults,
+                        struct policy_tenant *t) {
+        struct tenant_settings s = *defaults;
+        const char *name = NULL, *subvolume = NULL, *mount = NULL, *err = NULL;
+        char label[32];
+        struct backend_url url;
+        int r;
+
+        snprintf(label, sizeof(label), "#%zu", index);
+        if (!json_object_is_type(o, json_type_object))
+                return fail(c, label, NULL, "must be an object");
+        if ((r = get_string(c, o, label, "name", &name)) < 0)
+                return r;
+        if (!name)
+                return fail(c, label, "name", "missing");
+        if (!*name || strlen(name) >= STUB_TENANT_MAX)
+                return fail(c, label, "name", "must have 1 to %d characters", STUB_TENANT_MAX - 1);
+        for (const char *p = name; *p; p++)
+                if (!isalnum((unsigned char)*p) && !strchr("-_.", *p))
+                        return fail(c, label, "name", "'%s' may use only letters, digits, '-', '_' and '.'", name);
+        if ((r = check_keys(c, o, name, tenant_keys, ARRAY_SIZE(tenant_keys))) < 0)
+                return r;
+        if ((r = get_string(c, o, name, "subvolume", &subvolume)) < 0)
+                return r;
+        if (!subvolume)
+                return fail(c, name, "subvolume", "missing");
+        if ((r = check_abs_path(c, name, "subvolume", subvolume)) < 0)
+                return r;
+        if ((r = get_string(c, o, name, "mount", &mount)) < 0)
+                return r;
+        if (!mount)
+                return fail(c, name, "mount", "missing");
+        if ((r = check_abs_path(c, name, "mount", mount)) < 0)
+                return r;
+        if (path_is_under(mount, subvolume) || path_is_under(subvolume, mount))
+                return fail(c, name, "mount", "'%s' must not overlap the subvolume '%s'", mount, subvolume);
+        if ((r = parse_settings(c, o, name, &s)) < 0)
+                return r;
+        if (!s.backend)
+                return fail(c, name, "backend", "missing (set it in the tenant or in \"defaults\")");
+        r = backend_url_parse(s.backend, &url, &err);
+        backend_url_done(&url);
+        if (r < 0)
+                return fail(c, name, "backend", "'%s': %s", s.backend, err);
+
+        *t = (struct policy_tenant){
+                .name = strdup(name), .subvolume = strdup(subvolume), .mount = strdup(mount),
+                .backend = strdup(s.backend), .chunk = s.chunk, .readahead = s.readahead, .small_file = s.small_file,
+        };
+        if (!t->name || !t->subvolume || !t->mount || !t->backend)
+                return -ENOMEM;
+        return 0;
+}
+
+static int check_tenants_distinct(struct parse_ctx *c, const struct policy *p) {
+        for (size_t i = 0; i < p->n_tenants; i++)
+                for (size_t j = 0; j < i; j++) {
+                        const struct policy_tenant *a = &p->tenants[i], *b = &p->tenants[j];
+                        if (strcmp(a->name, b->name) == 0)
+                                return fail(c, a->name, "name", "two tenants have this name");
+                        if (path_is_under(a->subvolume, b->subvolume) || path_is_under(b->subvolume, a->subvolume))
+                                return fail(c, a->name, "subvolume", "'%s' overlaps tenant '%s' ('%s')", a->subvolume,
+                                            b->name, b->subvolume);
+                        if (path_is_under(a->mount, b->mount) || path_is_under(b->mount, a->mount))
+                                return fail(c, a->name, "mount", "'%s' overlaps tenant '%s' ('%s')", a->mount, b->name,
+                                            b->mount);
+                        if (path_is_under(a->mount, b->subvolume) || path_is_under(b->subvolume, a->mount))
+                                return fail(c, a->name, "mount", "'%s' overlaps the subvolume of tenant '%s'",
+                                            a->mount, b->name);
+                }
+        return 0;
+}
+
+int policy_parse(const char *text, size_t len, const char *origin, struct policy **ret, char **error) {
+        struct parse_ctx c = { .origin = origin ? origin : "policy", .error = error };
+        static const char *const top_keys[] = { "version", "defaults", "tenants" };
+        struct tenant_settings defaults = { .chunk = 1u << 20, .readahead = 4u << 20, .small_file = 1u << 20 };
+        _cleanup_json_ json_object *root = NULL;
+        json_tokener *tok;
+        json_object *v, *tenants;
+        _cleanup_free_ char *dup = NULL;
+        struct policy *p;
+        int r;
+
+        if (error)
+                *error = NULL;
+        if (len > POLICY_FILE_MAX)
+                return fail(&c, NULL, NULL, "policy larger than %u bytes", POLICY_FILE_MAX);
+        tok = json_tokener_new();
+        if (!tok)
+                return -ENOMEM;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        root = json_tokener_parse_ex(tok, text, (int)len);
+        if (!root || json_tokener_get_error(tok) != json_tokener_success ||
+            (size_t)json_tokener_get_parse_end(tok) != len) {
+                enum json_tokener_error e = json_tokener_get_error(tok);
+                size_t at = json_tokener_get_parse_end(tok);
+                json_tokener_free(tok);
+                /* Trailing content after a complete value: only whitespace is fine. */
+                if (root && e == json_tokener_success) {
+                        for (size_t i = at; i < len; i++)
+                                if (!strchr(" \t\r\n", text[i]) || !text[i])
+                                        return fail(&c, NULL, NULL, "not valid JSON: content after the top-level object at byte %zu", i);
+                } else
+                        return fail(&c, NULL, NULL, "not valid JSON (strict: no comments, trailing commas or NaN): %s near byte %zu",
+                                    e == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(e), at);
+        } else
+                json_tokener_free(tok);
+        r = json_find_duplicate_key(text, len, &dup);
+        if (r < 0)
+                return fail(&c, NULL, NULL, "could not scan for duplicate keys");
+        if (r > 0)
+                return fail(&c, NULL, dup, "appears twice in one object (JSON allows it, tierd does not: which one was meant?)");
+        if (!json_object_is_type(root, json_type_object))
+                return fail(&c, NULL, NULL, "the policy must be a JSON object");
+        if ((r = check_keys(&c, root, NULL, top_keys, ARRAY_SIZE(top_keys))) < 0)
+                return r;
+
+        unsigned version = 1;
+        if (json_object_object_get_ex(root, "version", &v)) {
+                if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1)
+                        return fail(&c, NULL, "version", "must be a positive integer");
+                if (json_object_get_int64(v) > POLICY_VERSION)
+                        return fail(&c, NULL, "version", "policy version %lld is newer than this tierd understands (%d)",
+                                    (long long)json_object_get_int64(v), POLICY_VERSION);
+                version = (unsigned)json_object_get_int64(v);
+        }
+        if (json_object_object_get_ex(root, "defaults", &v)) {
+                if (!json_object_is_type(v, json_type_object))
+                        return fail(&c, NULL, "defaults", "must be an object");
+                if ((r = check_keys(&c, v, "defaults", default_keys, ARRAY_SIZE(default_keys))) < 0)
+                        return r;
+                if ((r = parse_settings(&c, v, "defaults", &defaults)) < 0)
+                        return r;
+        }
+        if (!json_object_object_get_ex(root, "tenants", &tenants))
+                return fail(&c, NULL, "tenants", "missing");
+        if (!json_object_is_type(tenants, json_type_array))
+                return fail(&c, NULL, "tenants", "must be an array");
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->version = version;
+        size_t n = json_object_array_length(tenants);
+        p->tenants = calloc(n ? n : 1, sizeof(*p->tenants));
+        if (!p->tenants) {
+                policy_free(p);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                r = parse_tenant(&c, json_object_array_get_idx(tenants, i), i, &defaults, &p->tenants[i]);
+                p->n_tenants = i + 1; /* so policy_free frees what was parsed */
+                if (r < 0) {
+                        policy_free(p);
+                        return r;
+                }
+        }
+        r = check_tenants_distinct(&c, p);
+        if (r < 0) {
+                policy_free(p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+int policy_load_file(const char *path, struct policy **ret, char **error) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t n = 0;
+
+        if (error)
+                *error = NULL;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                int r = -errno;
+                if (error && asprintf(error, "%s: cannot read policy: %s", path, strerror(-r)) < 0)
+                        *error = NULL;
+                return r;
+        }
+        if (!S_ISREG(st.st_mode) || st.st_size > POLICY_FILE_MAX) {
+                if (error && asprintf(error, "%s: not a regular file of at most %u bytes", path, POLICY_FILE_MAX) < 0)
+                        *error = NULL;
+                return -EINVAL;
+        }
+        buf = malloc((size_t)st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k = read(fd, buf + n, (size_t)st.st_size + 1 - n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                n += (size_t)k;
+                if (n > (size_t)st.st_size) {
+                        if (error && asprintf(error, "%s: policy changed while being read", path) < 0)
+                                *error = NULL;
+                        return -EAGAIN;
+                }
+        }
+        return policy_parse(buf, n, path, ret, error);
+}
+
+void policy_free(struct policy *p) {
+        if (!p)
+                return;
+        for (size_t i = 0; i < p->n_tenants; i++) {
+                free(p->tenants[i].name);
+                free(p->tenants[i].subvolume);
+                free(p->tenants[i].mount);
+                free(p->tenants[i].backend);
+        }
+        free(p->tenants);
+        free(p);
+}
+
+const struct policy_tenant *policy_find_tenant(const struct policy *p, const char *name) {
+        for (size_t i = 0; i < p->n_tenants; i++)
+                if (strcmp(p->tenants[i].name, name) == 0)
+                        return &p->tenants[i];
+        return NULL;
+}

@@ -1,0 +1,539 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where an event is served. tierd answers what needs no data at once and
+ * parks the rest as waiters on a per-file entry; fills go to the tenant's
+ * worker, one per missing range (two readers of one range cause one fetch),
+ * and every completion re-evaluates the file's waiters. Never allow a range
+ * that was not filled.
+ */
+#include "dispatch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "access.h"
+#include "fanotify-uapi.h"
+#include "fsgroup.h"
+#include "log.h"
+#include "macro.h"
+#include "workers.h"
+
+struct waiter {
+        struct waiter *next;
+        uint64_t start, end; /* needed (reads) */
+        uint64_t want_end;   /* plus read-ahead */
+        bool whole, dirty;
+        int event_fd, group_fd; /* a parked kernel event, or -1 */
+        void (*callback)(void *userdata, int error);
+        void *userdata;
+        int error;
+};
+
+struct fill {
+        struct fill *next;
+        struct tfile *file;
+        uint64_t start, end;
+        bool whole_verified; /* PROTO_FILL_WHOLE: checked against the SHA-256 */
+        bool verify;         /* a PROTO_VERIFY of the whole file */
+};
+
+struct tfile {
+        struct tfile *next;
+        struct tiered_fs *fs;
+        struct tenant *tenant;
+        union {
+                struct file_handle fh;
+                char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+        } h;
+        int fd; /* the fill fd: O_RDWR through the private mount */
+        struct fill *fills;
+        struct waiter *waiters;
+};
+
+static void file_progress(struct tfile *f);
+
+static void answer_event(int group_fd, int event_fd, int error) {
+        struct fanotify_response resp = {
+                .fd = event_fd,
+                .response = error ? FAN_DENY_ERRNO(error == EDQUOT ? EDQUOT : EIO) : FAN_ALLOW,
+        };
+        if (write(group_fd, &resp, sizeof(resp)) != sizeof(resp))
+                log_error("cannot answer event fd %d: %m", event_fd);
+        /* Only now: the kernel matches answers by fd number, reused at once. */
+        close(event_fd);
+}
+
+static void waiter_finish(struct waiter *w, int error) {
+        if (w->event_fd >= 0)
+                answer_event(w->group_fd, w->event_fd, error);
+        else
+                w->callback(w->userdata, error ? -error : 0);
+        free(w);
+}
+
+int stub_put_back_attrs(int fd, const struct stub *s, bool whole) {
+        struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, s->mtime };
+        struct stat st;
+
+        if (whole && s->fcaps_len > 0 &&
+            fsetxattr(fd, "security.capability", s->fcaps, s->fcaps_len, 0) < 0)
+                return log_error_errno(errno, "cannot put back file capabilities: %m");
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if ((st.st_mode & 07777) != (s->mode & 07777) && fchmod(fd, s->mode & 07777) < 0)
+                return log_error_errno(errno, "cannot put back mode: %m");
+        if (futimens(fd, ts) < 0)
+                return log_error_errno(errno, "cannot put back mtime: %m");
+        return 0;
+}
+
+static int file_handle_of(int fd, struct file_handle *fh) {
+        int mount_id;
+        fh->handle_bytes = MAX_HANDLE_SZ;
+        if (name_to_handle_at(fd, "", fh, &mount_id, AT_EMPTY_PATH) < 0)
+                return -errno;
+        return 0;
+}
+
+static struct tfile *file_find(struct tierd *t, struct tiered_fs *fs, const struct file_handle *fh) {
+        for (struct tfile *f = t->files; f; f = f->next)
+                if (f->fs == fs && f->h.fh.handle_type == fh->handle_type &&
+                    f->h.fh.handle_bytes == fh->handle_bytes &&
+                    memcmp(f->h.fh.f_handle, fh->f_handle, fh->handle_bytes) == 0)
+                        return f;
+        return NULL;
+}
+
+static int file_get(struct tenant *tn, int any_fd, struct tfile **ret) {
+        struct tierd *t = tn->t;
+        struct tfile *f;
+        int r;
+
+        f = calloc(1, sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        r = file_handle_of(any_fd, &f->h.fh);
+        if (r < 0) {
+                free(f);
+                return log_error_errno(r, "name_to_handle_at: %m");
+        }
+        struct tfile *existing = file_find(t, tn->fs, &f->h.fh);
+        if (existing) {
+                free(f);
+                *ret = existing;
+                return 0;
+        }
+        /* The fill fd is opened through the private mount: writes raise no
+         * event and keep every permission check (immutable, read-only). */
+        f->fd = open_by_handle_at(tn->fs->root_fd, &f->h.fh, O_RDWR | O_CLOEXEC | O_LARGEFILE);
+        if (f->fd < 0) {
+                r = -errno;
+                free(f);
+                return log_error_errno(r, "tenant %s: cannot open a fill fd: %m", tn->cfg->name);
+        }
+        f->fs = tn->fs;
+        f->tenant = tn;
+        f->next = t->files;
+        t->files = f;
+        *ret = f;
+        return 0;
+}
+
+static void file_free(struct tfile *f) {
+        struct tierd *t = f->tenant->t;
+        for (struct tfile **p = &t->files; *p; p = &(*p)->next)
+                if (*p == f) {
+                        *p = f->next;
+                        break;
+                }
+        safe_close(f->fd);
+        free(f);
+        tierd_check_idle(t);
+}
+
+static void file_add_waiter(struct tfile *f, struct waiter *w) {
+        w->next = f->waiters;
+        f->waiters = w;
+        file_progress(f);
+}
+
+static bool waiter_satisfied(const struct waiter *w, const struct stub *s) {
+        if (s->state == STUB_ARCHIVED || s->state == STUB_DIRTY)
+                return true;
+        if (w->whole)
+                return false;
+        uint64_t end = MIN(w->end, s->size), start = MIN(w->start, end);
+        return s->state == STUB_PARTIAL ? range_set_covers(&s->populated, start, end) : start == end;
+}
+
+static void on_fill_done(struct request *req, const struct proto_reply *rep);
+
+static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const struct stub *s, int type, bool whole) {
+        struct fill *fl = calloc(1, sizeof(*fl));
+        int fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 3);
+        struct request *req;
+
+        if (!fl || fd < 0) {
+                free(fl);
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        req = request_new(type, fd, on_fill_done, fl);
+        if (!req) {
+                free(fl);
+                close(fd);
+                return -ENOMEM;
+        }
+        *fl = (struct fill){ .file = f, .start = start, .end = end, .whole_verified = whole,
+                             .verify = type == PROTO_VERIFY, .next = f->fills };
+        f->fills = fl;
+        req->msg.offset = start;
+        req->msg.length = end - start;
+        req->msg.size = s->size;
+        req->msg.flags = whole ? PROTO_FILL_WHOLE : 0;
+        memcpy(req->msg.key, s->key, sizeof(req->msg.key));
+        memcpy(req->msg.sha256, s->sha256, 32);
+        log_debug("tenant %s: %s %s [%llu, %llu)", f->tenant->cfg->name, type == PROTO_VERIFY ? "verify" : "fill",
+                  s->key, (unsigned long long)start, (unsigned long long)end);
+        worker_submit(&f->tenant->worker, req);
+        return 0;
+}
+
+static void in_flight(const struct tfile *f, struct range_set *out) {
+        for (const struct fill *fl = f->fills; fl; fl = fl->next)
+                range_set_add(out, fl->start, fl->end);
+}
+
+static bool verify_in_flight(const struct tfile *f) {
+        for (const struct fill *fl = f->fills; fl; fl = fl->next)
+                if (fl->verify)
+                        return true;
+        return false;
+}
+
+/* Starts the fills w needs that nobody has started yet. */
+static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub *s) {
+        _cleanup_(range_set_done) struct range_set busy = {}, missing = {}, todo = {};
+        uint64_t chunk = s->chunk, start, end;
+        int r;
+
+        in_flight(f, &busy);
+        if (w->whole || s->populated.n + 2 >= STUB_MAX_RANGES) {
+                w->whole = true;
+                if (s->state == STUB_PARTIAL && range_set_covers(&s->populated, 0, s->size))
+                        return 0; /* all in: file_progress verifies it */
+                if (s->state == STUB_RELEASED && !f->fills)
+                        return fill_submit(f, 0, s->size, s, PROTO_FILL, true);
+                start = 0;
+                end = s->size;
+        } else {
+                start = w->start;
+                end = MIN(w->want_end, s->size);
+        }
+        if (s->state == STUB_PARTIAL)
+                r = range_set_missing(&s->populated, start, end, &missing);
+        else
+                r = range_set_add(&missing, start, end);
+        if (r < 0)
+                return r;
+        /* Round each gap out to whole chunks, then keep only what is neither
+         * present nor already being fetched. */
+        for (size_t i = 0; i < missing.n; i++) {
+                uint64_t a = missing.r[i].start, b = missing.r[i].end;
+                if (range_round_to_chunks(&a, &b, chunk, s->size) && (r = range_set_add(&todo, a, b)) < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < todo.n; i++) {
+                _cleanup_(range_set_done) struct range_set gaps = {}, fresh = {};
+                range_set_missing(&busy, todo.r[i].start, todo.r[i].end, &gaps);
+                for (size_t j = 0; j < gaps.n; j++) {
+                        if (s->state == STUB_PARTIAL)
+                                range_set_missing(&s->populated, gaps.r[j].start, gaps.r[j].end, &fresh);
+                        else
+                                range_set_add(&fresh, gaps.r[j].start, gaps.r[j].end);
+                }
+                for (size_t j = 0; j < fresh.n; j++)
+                        if ((r = fill_submit(f, fresh.r[j].start, fresh.r[j].end, s, PROTO_FILL, false)) < 0)
+                                return r;
+        }
+        return 0;
+}
+
+static void file_mark_dirty(struct tfile *f, struct stub *s) {
+        if (s->state != STUB_ARCHIVED)
+                return;
+        s->state = STUB_DIRTY;
+        int r = stub_write_fd(f->fd, s);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: cannot mark a file dirty: %m", f->tenant->cfg->name);
+}
+
+/* Re-evaluates every waiter of f: answer those whose data is in, start
+ * fills for the others. */
+static void file_progress(struct tfile *f) {
+        _cleanup_(stub_done) struct stub s = {};
+        const char *err = "";
+        int r = stub_read_fd(f->fd, &s, &err);
+
+        if (r < 0) {
+                log_error_errno(r, "tenant %s: stub unreadable during restore: %s%m", f->tenant->cfg->name,
+                                r == -EINVAL ? err : "");
+                for (struct waiter *w = f->waiters; w; w = w->next)
+                        w->error = EIO;
+        }
+        for (struct waiter **p = &f->waiters; *p;) {
+                struct waiter *w = *p;
+                if (w->error || (r == 0 && waiter_satisfied(w, &s))) {
+                        if (!w->error && w->dirty)
+                                file_mark_dirty(f, &s);
+                        *p = w->next;
+                        waiter_finish(w, w->error);
+                        continue;
+                }
+                p = &w->next;
+        }
+        /* Every range in, by whatever reads: check the whole file once, so it
+         * becomes archived and gets its ignore mark. */
+        if (r == 0 && s.state == STUB_PARTIAL && !f->fills && range_set_covers(&s.populated, 0, s.size)) {
+                int k = fill_submit(f, 0, s.size, &s, PROTO_VERIFY, false);
+                if (k < 0)
+                        log_error_errno(k, "tenant %s: cannot start a verification: %m", f->tenant->cfg->name);
+        }
+        for (struct waiter *w = f->waiters; w && r == 0; w = w->next) {
+                int k = waiter_dispatch(f, w, &s);
+                if (k < 0) {
+                        log_error_errno(k, "tenant %s: cannot start a fill: %m", f->tenant->cfg->name);
+                        w->error = EIO;
+                }
+                if (!f->fills && !w->error && !verify_in_flight(f)) {
+                        /* Nothing in flight, nothing to fetch, not satisfied. */
+                        log_error("tenant %s: file cannot be completed (state %s)", f->tenant->cfg->name,
+                                  stub_state_to_string(s.state));
+                        w->error = EIO;
+                }
+        }
+        for (struct waiter **p = &f->waiters; *p;) {
+                struct waiter *w = *p;
+                if (w->error && !f->fills) {
+                        *p = w->next;
+                        waiter_finish(w, w->error);
+                        continue;
+                }
+                p = &w->next;
+        }
+        if (!f->waiters && !f->fills)
+                file_free(f);
+}
+
+/* Records a completed fill in the stub: tierd's own populated record. */
+static int file_record_fill(struct tfile *f, const struct fill *fl) {
+        _cleanup_(stub_done) struct stub s = {};
+        const char *err = "";
+        int r = stub_read_fd(f->fd, &s, &err);
+
+        if (r < 0)
+                return r;
+        if (s.state == STUB_ARCHIVED || s.state == STUB_DIRTY)
+                return 0;
+        if (fl->verify || fl->whole_verified) {
+                s.state = STUB_ARCHIVED;
+                range_set_clear(&s.populated);
+        } else {
+                if (s.state == STUB_RELEASED)
+                        range_set_clear(&s.populated);
+                s.state = STUB_PARTIAL;
+                r = range_set_add(&s.populated, fl->start, fl->end);
+                if (r < 0)
+                        return r;
+        }
+        r = stub_write_fd(f->fd, &s);
+        if (r < 0)
+                return r;
+        r = stub_put_back_attrs(f->fd, &s, s.state == STUB_ARCHIVED);
+        if (r < 0)
+                return r;
+        if (s.state == STUB_ARCHIVED) {
+                fsgroup_ignore_file(f->fs, f->fd);
+                log_info("tenant %s: %s restored whole (%llu bytes, SHA-256 checked)", f->tenant->cfg->name, s.key,
+                         (unsigned long long)s.size);
+        }
+        return 0;
+}
+
+/* A failed whole-file check: the worker punched the file back. */
+static void file_record_verify_failure(struct tfile *f) {
+        _cleanup_(stub_done) struct stub s = {};
+        const char *err = "";
+        if (stub_read_fd(f->fd, &s, &err) < 0)
+                return;
+        s.state = STUB_RELEASED;
+        range_set_clear(&s.populated);
+        if (stub_write_fd(f->fd, &s) < 0 || stub_put_back_attrs(f->fd, &s, false) < 0)
+                log_error("tenant %s: cannot reset the stub of a file that failed verification", f->tenant->cfg->name);
+}
+
+static void on_fill_done(struct request *req, const struct proto_reply *rep) {
+        struct fill *fl = req->userdata;
+        struct tfile *f = fl->file;
+        struct tenant_counters *c = &f->tenant->counters;
+        int r = rep->error;
+
+        for (struct fill **p = &f->fills; *p; p = &(*p)->next)
+                if (*p == fl) {
+                        *p = fl->next;
+                        break;
+                }
+        if (r == 0 && !fl->verify) {
+                c->fills++;
+                c->fill_bytes += rep->bytes;
+        }
+        if (r == 0)
+                r = file_record_fill(f, fl);
+        if (r < 0) {
+                c->fill_errors++;
+                log_error("tenant %s: %s of %s [%llu, %llu) failed: %s", f->tenant->cfg->name,
+                          fl->verify ? "verification" : "fill", req->msg.key, (unsigned long long)fl->start,
+                          (unsigned long long)fl->end, strerror(-r));
+                if (r == -EBADMSG)
+                        file_record_verify_failure(f);
+                /* Everyone who needed these bytes gets EIO, never zeros. */
+                for (struct waiter *w = f->waiters; w; w = w->next)
+                        if (w->whole || fl->verify || fl->whole_verified || (w->start < fl->end && fl->start < w->want_end))
+                                w->error = EIO;
+        }
+        free(fl);
+        file_progress(f);
+}
+
+static struct waiter *waiter_new(void) {
+        struct waiter *w = calloc(1, sizeof(*w));
+        if (w)
+                w->event_fd = w->group_fd = -1;
+        return w;
+}
+
+int dispatch_restore_whole(struct tenant *tn, int fd, void (*callback)(void *userdata, int error), void *userdata) {
+        struct waiter *w = waiter_new();
+        struct tfile *f;
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        r = file_get(tn, fd, &f);
+        if (r < 0) {
+                free(w);
+                return r;
+        }
+        w->whole = true;
+        w->callback = callback;
+        w->userdata = userdata;
+        file_add_waiter(f, w);
+        return 0;
+}
+
+bool dispatch_file_busy(struct tierd *t, struct tiered_fs *fs, int fd) {
+        union {
+                struct file_handle fh;
+                char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+        } h;
+        if (file_handle_of(fd, &h.fh) < 0)
+                return true;
+        return file_find(t, fs, &h.fh) != NULL;
+}
+
+bool dispatch_idle(struct tierd *t) { return t->files == NULL; }
+
+void dispatch_fail_all(struct tierd *t) {
+        for (struct tfile *f = t->files; f; f = f->next)
+                for (struct waiter *w; (w = f->waiters);) {
+                        f->waiters = w->next;
+                        waiter_finish(w, EIO);
+                }
+}
+
+static bool event_range(const struct fanotify_event_metadata *md, uint64_t *offset, uint64_t *count) {
+        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
+        while (p + sizeof(struct fanotify_event_info_header) <= end) {
+                const struct fanotify_event_info_header *h = (const void *)p;
+                if (h->len < sizeof(*h) || p + h->len > end)
+                        break;
+                if (h->info_type == FAN_EVENT_INFO_TYPE_RANGE && h->len >= sizeof(struct fanotify_event_info_range)) {
+                        const struct fanotify_event_info_range *r = (const void *)p;
+                        *offset = r->offset;
+                        *count = r->count;
+                        return true;
+                }
+                p += h->len;
+        }
+        return false;
+}
+
+void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
+        _cleanup_(stub_done) struct stub s = {};
+        uint64_t offset = 0, count = 0;
+        const char *err = "";
+        struct tenant *tn;
+        struct waiter *w;
+        struct tfile *f;
+        enum access_kind kind;
+        int fd = md->fd, r;
+
+        if (fd < 0)
+                return; /* permission events always carry an fd */
+        r = stub_read_fd(fd, &s, &err);
+        if (r == -ENODATA) {
+                /* An ordinary file: allow, and never hear of it again while
+                 * it is cached, so it runs at native speed. */
+                fsgroup_ignore_file(fs, fd);
+                answer_event(fs->pre_fd, fd, 0);
+                return;
+        }
+        if (r < 0) {
+                log_error_errno(r, "pid %d: file with a corrupt stub, EIO: %s%m", (int)md->pid, r == -EINVAL ? err : "");
+                answer_event(fs->pre_fd, fd, EIO);
+                return;
+        }
+        if (s.state == STUB_ARCHIVED || s.state == STUB_DIRTY) {
+                fsgroup_ignore_file(fs, fd);
+                answer_event(fs->pre_fd, fd, 0);
+                return;
+        }
+        tn = tierd_find_tenant(fs->t, s.tenant);
+        if (!tn || tn->fs != fs) {
+                log_error("stub names tenant '%s', which is not served on %s: EIO", s.tenant, fs->mountpoint);
+                answer_event(fs->pre_fd, fd, EIO);
+                return;
+        }
+        kind = access_classify(md->pid, fd, md->mask);
+        if (kind == ACCESS_OPEN_READ) {
+                answer_event(fs->pre_fd, fd, 0);
+                return;
+        }
+        w = waiter_new();
+        if (!w || file_get(tn, fd, &f) < 0) {
+                free(w);
+                answer_event(fs->pre_fd, fd, EIO);
+                return;
+        }
+        w->event_fd = fd;
+        w->group_fd = fs->pre_fd;
+        w->dirty = kind == ACCESS_CHANGE;
+        w->whole = kind != ACCESS_READ || !event_range(md, &offset, &count) || count == 0 ||
+                   s.size < tn->cfg->small_file || (s.mode & 0111);
+        if (!w->whole) {
+                w->start = offset;
+                w->end = offset + count;
+                /* Sequential: from the start, or right after populated bytes. */
+                bool sequential = offset == 0 ||
+                                  (s.state == STUB_PARTIAL && range_set_covers(&s.populated, offset - 1, offset));
+                w->want_end = w->end + (sequential ? tn->cfg->readahead : 0);
+        }
+        log_debug("tenant %s: pid %d %s [%llu, +%llu)%s", tn->cfg->name, (int)md->pid, access_kind_to_string(kind),
+                  (unsigned long long)offset, (unsigned long long)count, w->whole ? " whole" : "");
+        file_add_waiter(f, w);
+}

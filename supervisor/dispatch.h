@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <sys/fanotify.h>
+
+#include "stub.h"
+#include "tierd.h"
+
+/* Serves one event of a pre-content group: answers it at once when no data
+ * is needed, otherwise parks it until the fills it needs are done. */
+void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md);
+
+/* Restores the file behind fd (any fd of it) whole; callback(userdata, 0 or
+ * a negative errno) runs when it is (maybe before this returns). */
+int dispatch_restore_whole(struct tenant *tn, int fd, void (*callback)(void *userdata, int error), void *userdata);
+
+/* Has the file behind fd fills or waiters in flight? */
+bool dispatch_file_busy(struct tierd *t, struct tiered_fs *fs, int fd);
+
+/* Answers every parked event with EIO (shutdown after a timeout). */
+void dispatch_fail_all(struct tierd *t);
+bool dispatch_idle(struct tierd *t);
+
+/* Fills and punches change mtime and clear setuid bits and file
+ * capabilities: put back what the stub recorded. */
+int stub_put_back_attrs(int fd, const struct stub *s, bool whole);

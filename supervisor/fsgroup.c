@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One pre-content fanotify group per tiered filesystem, with a filesystem
+ * mark (every view, and every copy of a view in any mount namespace, is
+ * served), plus a FAN_REPORT_FID notification group for FAN_CLOSE_WRITE.
+ * tierd's private mount is a detached clone of the filesystem's mount that
+ * no other process can reach; both groups ignore it, so archive reads and
+ * fill writes through it raise no event.
+ */
+#include "fsgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libmount/libmount.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "fanotify-uapi.h"
+#include "log.h"
+#include "macro.h"
+
+#define EVENT_BUF 65536
+
+static void mnt_tablep(struct libmnt_table **t) { mnt_unref_table(*t); }
+
+int fsgroup_locate(const char *path, char **mountpoint, char **fstype, char **relative) {
+        _cleanup_(mnt_tablep) struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
+        struct libmnt_fs *fs;
+        const char *target, *rel;
+        size_t n;
+
+        if (!tb)
+                return -errno ?: -EIO;
+        fs = mnt_table_find_mountpoint(tb, path, MNT_ITER_BACKWARD);
+        if (!fs || !(target = mnt_fs_get_target(fs)))
+                return -ENOENT;
+        n = strlen(target);
+        if (strcmp(target, "/") == 0)
+                rel = path + 1;
+        else if (strncmp(path, target, n) == 0 && (path[n] == '/' || path[n] == 0))
+                rel = path[n] ? path + n + 1 : path + n;
+        else
+                return -EINVAL;
+        *mountpoint = strdup(target);
+        *fstype = strdup(mnt_fs_get_fstype(fs) ?: "?");
+        *relative = strdup(*rel ? rel : ".");
+        if (!*mountpoint || !*fstype || !*relative)
+                return -ENOMEM;
+        return 0;
+}
+
+static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct tiered_fs *fs = userdata;
+        char buf[EVENT_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+        (void)s;
+        (void)revents;
+
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN)
+                                log_error("reading fanotify events on %s: %m", fs->mountpoint);
+                        return 0;
+                }
+                for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
+                        if (md->vers != FANOTIFY_METADATA_VERSION) {
+                                log_error("fanotify metadata version %u, expected %u", md->vers, FANOTIFY_METADATA_VERSION);
+                                if (md->fd >= 0)
+                                        close(md->fd);
+                                continue;
+                        }
+                        dispatch_pre_content_event(fs, md);
+                }
+        }
+}
+
+/* A file written since archive is dirty for good, whatever its mtime. */
+static void notification_handle(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
+        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
+
+        if (md->mask & FAN_Q_OVERFLOW) {
+                log_error("%s: notification queue overflow: writes may have been missed", fs->mountpoint);
+                return;
+        }
+        while (p + sizeof(struct fanotify_event_info_header) <= end) {
+                const struct fanotify_event_info_fid *fid = (const void *)p;
+                if (fid->hdr.len < sizeof(fid->hdr) || p + fid->hdr.len > end)
+                        return;
+                if (fid->hdr.info_type == FAN_EVENT_INFO_TYPE_FID) {
+                        struct file_handle *fh = (struct file_handle *)fid->handle;
+                        _cleanup_close_ int fd = open_by_handle_at(fs->root_fd, fh, O_RDONLY | O_CLOEXEC);
+                        _cleanup_(stub_done) struct stub s = {};
+                        const char *err = "";
+                        if (fd < 0 || stub_read_fd(fd, &s, &err) < 0)
+                                return; /* gone, or no stub: nothing to track */
+                        if (s.state == STUB_ARCHIVED) {
+                                s.state = STUB_DIRTY;
+                                int r = stub_write_fd(fd, &s);
+                                if (r < 0)
+                                        log_error_errno(r, "cannot mark %s dirty: %m", s.key);
+                                else
+                                        log_info("tenant %s: file of %s written: dirty", s.tenant, s.key);
+                        } else if (s.state != STUB_DIRTY)
+                                log_warning("tenant %s: a %s file was written (opened before tierd started?)",
+                                            s.tenant, stub_state_to_string(s.state));
+                        return;
+                }
+                p += fid->hdr.len;
+        }
+}
+
+void fsgroup_drain_notifications(struct tiered_fs *fs) {
+        char buf[EVENT_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+        for (;;) {
+                ssize_t n = read(fs->notif_fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return;
+                for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
+                        if (md->fd >= 0)
+                                close(md->fd);
+                        notification_handle(fs, md);
+                }
+        }
+}
+
+static int on_notification(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        (void)s;
+        (void)fd;
+        (void)revents;
+        fsgroup_drain_notifications(userdata);
+        return 0;
+}
+
+static int mark_refused(struct tiered_fs *fs, int r) {
+        if (r == -EINVAL || r == -EOPNOTSUPP || r == -ENOTSUP || r == -EXDEV)
+                log_error("%s (%s) cannot take fanotify pre-content marks: tier only btrfs, xfs or ext4 on a "
+                          "kernel with pre-content events (Linux 6.14+)", fs->mountpoint, fs->fstype);
+        else
+                log_error_errno(r, "cannot mark %s: %m", fs->mountpoint);
+        return r;
+}
+
+int fsgroup_open(struct tiered_fs *fs) {
+        const unsigned ignore = FAN_MARK_ADD | FAN_MARK_MOUNT | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY;
+
+        /* The private mount: detached, so no other process can reach it. */
+        fs->tree_fd = open_tree(AT_FDCWD, fs->mountpoint, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fs->tree_fd < 0)
+                return log_error_errno(errno, "open_tree %s: %m", fs->mountpoint);
+        /* open_tree gives an O_PATH fd, which fanotify_mark and
+         * open_by_handle_at refuse (EBADF): open its root for real. */
+        fs->root_fd = openat(fs->tree_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fs->root_fd < 0)
+                return log_error_errno(errno, "opening the private mount of %s: %m", fs->mountpoint);
+
+        /* Unlimited queue and marks: a full queue drops permission events
+         * and the reads go through, reading zeros. O_RDONLY event fds: with
+         * O_RDWR a read through a read-only bind mount fails with EPERM. */
+        fs->pre_fd = fanotify_init(FAN_CLASS_PRE_CONTENT | FAN_UNLIMITED_QUEUE | FAN_UNLIMITED_MARKS | FAN_REPORT_TID |
+                                           FAN_CLOEXEC | FAN_NONBLOCK,
+                                   O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+        if (fs->pre_fd < 0)
+                return log_error_errno(errno, "fanotify_init (pre-content; needs CAP_SYS_ADMIN): %m");
+        if (fanotify_mark(fs->pre_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, TIERD_PRE_CONTENT_MASK, AT_FDCWD,
+                          fs->mountpoint) < 0)
+                return mark_refused(fs, -errno);
+        if (fanotify_mark(fs->pre_fd, ignore, TIERD_PRE_CONTENT_MASK, fs->root_fd, NULL) < 0)
+                return log_error_errno(errno, "ignore mark on the private mount of %s: %m", fs->mountpoint);
+
+        /* Notifications without fds: an fd per event would cost every open. */
+        fs->notif_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_UNLIMITED_QUEUE | FAN_CLOEXEC | FAN_NONBLOCK,
+                                     O_RDONLY | O_CLOEXEC);
+        if (fs->notif_fd < 0)
+                return log_error_errno(errno, "fanotify_init (notifications): %m");
+        if (fanotify_mark(fs->notif_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_CLOSE_WRITE, AT_FDCWD,
+                          fs->mountpoint) < 0)
+                return log_error_errno(errno, "FAN_CLOSE_WRITE mark on %s: %m", fs->mountpoint);
+        if (fanotify_mark(fs->notif_fd, ignore, FAN_CLOSE_WRITE, fs->root_fd, NULL) < 0)
+                return log_error_errno(errno, "notification ignore mark on the private mount of %s: %m", fs->mountpoint);
+        log_info("watching %s (%s) with a filesystem mark", fs->mountpoint, fs->fstype);
+        return 0;
+}
+
+int fsgroup_attach(struct tiered_fs *fs) {
+        int r = sd_event_add_io(fs->t->event, &fs->pre_src, fs->pre_fd, EPOLLIN, on_pre_content, fs);
+        if (r >= 0)
+                r = sd_event_add_io(fs->t->event, &fs->notif_src, fs->notif_fd, EPOLLIN, on_notification, fs);
+        if (r < 0)
+                return log_error_errno(r, "sd_event_add_io: %m");
+        /* Permission events first: a blocked reader waits on them. */
+        sd_event_source_set_priority(fs->pre_src, SD_EVENT_PRIORITY_IMPORTANT);
+        return 0;
+}
+
+void fsgroup_close(struct tiered_fs *fs) {
+        fs->pre_src = sd_event_source_disable_unref(fs->pre_src);
+        fs->notif_src = sd_event_source_disable_unref(fs->notif_src);
+        fs->pre_fd = safe_close(fs->pre_fd);
+        fs->notif_fd = safe_close(fs->notif_fd);
+        fs->root_fd = safe_close(fs->root_fd);
+        fs->tree_fd = safe_close(fs->tree_fd);
+}
+
+void fsgroup_ignore_file(struct tiered_fs *fs, int fd) {
+        /* SURV_MODIFY, or the call returns 0 and adds nothing; evictable, so
+         * the mark goes with the inode from cache (the next access raises one
+         * event, answered at once). */
+        if (fanotify_mark(fs->pre_fd, FAN_MARK_ADD | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY | FAN_MARK_EVICTABLE,
+                          TIERD_PRE_CONTENT_MASK, fd, NULL) < 0)
+                log_warning("cannot add an inode ignore mark: %m");
+}
+
+int fsgroup_unignore_file(struct tiered_fs *fs, int fd) {
+        if (fanotify_mark(fs->pre_fd, FAN_MARK_REMOVE | FAN_MARK_IGNORE, TIERD_PRE_CONTENT_MASK, fd, NULL) < 0 &&
+            errno != ENOENT)
+                return -errno;
+        return 0;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "tierd.h"
+
+/* Finds the mounted filesystem holding path (libmount): its mount point,
+ * type, and path's place inside it. */
+int fsgroup_locate(const char *path, char **mountpoint, char **fstype, char **relative);
+
+/* Makes the private mount and both fanotify groups of fs, marks the whole
+ * filesystem and ignores the private mount. Refuses a filesystem that cannot
+ * take pre-content marks, with a message saying so. */
+int fsgroup_open(struct tiered_fs *fs);
+int fsgroup_attach(struct tiered_fs *fs);
+void fsgroup_close(struct tiered_fs *fs);
+
+/* Inode ignore mark: the file is whole, reads need nothing from us. */
+void fsgroup_ignore_file(struct tiered_fs *fs, int fd);
+int fsgroup_unignore_file(struct tiered_fs *fs, int fd);
+
+/* Reads and handles every queued notification (FAN_CLOSE_WRITE: dirty). Used
+ * before archive and release decisions so no write is missed. */
+void fsgroup_drain_notifications(struct tiered_fs *fs);

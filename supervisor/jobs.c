@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+#include "jobs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "fsgroup.h"
+#include "log.h"
+#include "macro.h"
+#include "workers.h"
+
+#define WALK_MAX_DEPTH 256
+
+static int say(char *message, size_t size, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int say(char *message, size_t size, int r, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(message, size, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+static const char *path_under(const char *path, const char *prefix) {
+        size_t n = strlen(prefix);
+        if (strncmp(path, prefix, n) != 0 || (path[n] != '/' && path[n] != 0))
+                return NULL;
+        return path[n] == '/' ? path + n + 1 : path + n;
+}
+
+/* Finds the tenant whose view or subvolume holds path and opens the file
+ * beneath the subvolume root: no symlink, '..' or mount leads outside, and
+ * only regular files are served. */
+static int resolve(struct tierd *t, const char *path, int flags, struct tenant **ret_tn, int *ret_fd, char *message,
+                   size_t size) {
+        struct tenant *tn = NULL;
+        const char *rel = NULL;
+        struct stat st;
+        long fd;
+
+        if (path[0] != '/')
+                return say(message, size, -EINVAL, "%s: not an absolute path", path);
+        for (size_t i = 0; i < t->n_tenants && !rel; i++) {
+                tn = &t->tenants[i];
+                rel = path_under(path, tn->cfg->mount) ?: path_under(path, tn->cfg->subvolume);
+        }
+        if (!rel)
+                return say(message, size, -ENOENT, "%s: not in any tenant's subvolume or view", path);
+        if (!*rel)
+                return say(message, size, -EISDIR, "%s: is the tenant's root directory, not a file", path);
+        struct open_how how = {
+                .flags = (uint64_t)flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        };
+        fd = syscall(SYS_openat2, tn->subvol_fd, rel, &how, sizeof(how));
+        if (fd < 0)
+                return say(message, size, -errno, "%s: %s", path,
+                           errno == ELOOP ? "is a symlink" : errno == EXDEV ? "leads outside the tenant" : strerror(errno));
+        if (fstat((int)fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                close((int)fd);
+                return say(message, size, -EINVAL, "%s: not a regular file", path);
+        }
+        *ret_tn = tn;
+        *ret_fd = (int)fd;
+        return 0;
+}
+
+struct archive_job {
+        struct tenant *tn;
+        int fd;
+        struct stat before;
+        job_done_t done;
+        void *userdata;
+        char path[];
+};
+
+static void archive_finish(struct archive_job *j, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void archive_finish(struct archive_job *j, int r, const char *fmt, ...) {
+        char msg[512] = "";
+        if (fmt) {
+                va_list ap;
+                va_start(ap, fmt);
+                vsnprintf(msg, sizeof(msg), fmt, ap);
+                va_end(ap);
+                if (r < 0)
+                        log_error("tenant %s: archive %s", j->tn->cfg->name, msg);
+        }
+        j->done(j->userdata, r, fmt ? msg : NULL);
+        safe_close(j->fd);
+        free(j);
+}
+
+static bool same_version(const struct stat *a, const struct stat *b) {
+        return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+               a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+               a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static void on_archived(struct request *req, const struct proto_reply *rep) {
+        struct archive_job *j = req->userdata;
+        struct stub s = {};
+        struct stat after;
+        ssize_t n;
+        int r;
+
+        if (rep->error < 0) {
+                archive_finish(j, rep->error, "%s: upload failed: %s", j->path,
+                               rep->error == -EBADMSG ? "the file changed during upload" : strerror(-rep->error));
+                return;
+        }
+        /* Drain writes that closed while we uploaded, then compare: a file
+         * changed during upload is not recorded as archived. */
+        fsgroup_drain_notifications(j->tn->fs);
+        if (fstat(j->fd, &after) < 0 || !same_version(&j->before, &after) || rep->size != (uint64_t)after.st_size) {
+                archive_finish(j, -EBUSY, "%s: the file changed during upload, try again", j->path);
+                return;
+        }
+        snprintf(s.tenant, sizeof(s.tenant), "%s", j->tn->cfg->name);
+        s.state = STUB_ARCHIVED;
+        stub_key_for_hash(rep->sha256, s.key);
+        s.size = rep->size;
+        memcpy(s.sha256, rep->sha256, 32);
+        s.mode = after.st_mode;
+        s.uid = after.st_uid;
+        s.gid = after.st_gid;
+        s.mtime = after.st_mtim;
+        s.chunk = j->tn->cfg->chunk;
+        n = fgetxattr(j->fd, "security.capability", s.fcaps, sizeof(s.fcaps));
+        s.fcaps_len = n > 0 ? (size_t)n : 0;
+        r = stub_write_fd(j->fd, &s);
+        if (r < 0) {
+                archive_finish(j, r, "%s: cannot write the stub: %s", j->path, strerror(-r));
+                return;
+        }
+        fsgroup_ignore_file(j->tn->fs, j->fd);
+        j->tn->counters.archives++;
+        log_info("tenant %s: archived %s as %s (%llu bytes%s)", j->tn->cfg->name, j->path, s.key,
+                 (unsigned long long)s.size, rep->bytes ? "" : ", already in the store");
+        archive_finish(j, 0, NULL);
+}
+
+int job_archive(struct tierd *t, const char *path, job_done_t done, void *userdata) {
+        _cleanup_(stub_done) struct stub s = {};
+        struct archive_job *j;
+        struct request *req;
+        const char *err = "";
+        char msg[512];
+        struct tenant *tn;
+        int fd, dupfd, r;
+
+        r = resolve(t, path, O_RDONLY, &tn, &fd, msg, sizeof(msg));
+        if (r < 0) {
+                done(userdata, r, msg);
+                return 0;
+        }
+        r = stub_read_fd(fd, &s, &err);
+        if (r == 0 && s.state != STUB_DIRTY) {
+                close(fd);
+                done(userdata, 0, NULL); /* archived already: nothing to do */
+                return 0;
+        }
+        if (r < 0 && r != -ENODATA) {
+                close(fd);
+                done(userdata, r, r == -EINVAL ? err : strerror(-r));
+                return 0;
+        }
+        j = calloc(1, sizeof(*j) + strlen(path) + 1);
+        dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (!j || dupfd < 0 || !(req = request_new(PROTO_ARCHIVE, dupfd, on_archived, j))) {
+                free(j);
+                close(fd);
+                safe_close(dupfd);
+                return -ENOMEM;
+        }
+        *j = (struct archive_job){ .tn = tn, .fd = fd, .done = done, .userdata = userdata };
+        strcpy(j->path, path);
+        fsgroup_drain_notifications(tn->fs);
+        fstat(fd, &j->before);
+        worker_submit(&tn->worker, req);
+        return 0;
+}
+
+struct restore_job {
+        job_done_t done;
+        void *userdata;
+};
+
+static void on_restored(void *userdata, int error) {
+        struct restore_job *j = userdata;
+        j->done(j->userdata, error, error ? "restore failed (see tierd's log)" : NULL);
+        free(j);
+}
+
+int job_restore(struct tierd *t, const char *path, job_done_t done, void *userdata) {
+        _cleanup_(stub_done) struct stub s = {};
+        _cleanup_close_ int fd = -1;
+        struct restore_job *j;
+        const char *err = "";
+        struct tenant *tn;
+        char msg[512];
+        int r;
+
+        r = resolve(t, path, O_RDONLY, &tn, &fd, msg, sizeof(msg));
+        if (r < 0) {
+                done(userdata, r, msg);
+                return 0;
+        }
+        r = stub_read_fd(fd, &s, &err);
+        if (r == -ENODATA || (r == 0 && stub_is_whole(&s) && s.state != STUB_PARTIAL)) {
+                done(userdata, 0, NULL); /* resident already */
+                return 0;
+        }
+        if (r < 0) {
+                done(userdata, r, r == -EINVAL ? err : strerror(-r));
+                return 0;
+        }
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        *j = (struct restore_job){ .done = done, .userdata = userdata };
+        r = dispatch_restore_whole(tn, fd, on_restored, j);
+        if (r < 0) {
+                free(j);
+                done(userdata, r, "cannot start the restore");
+        }
+        return 0;
+}
+
+int job_release(struct tierd *t, const char *path, char *message, size_t size) {
+        _cleanup_(stub_done) struct stub s = {};
+        _cleanup_close_ int fd = -1;
+        const char *err = "";
+        struct tenant *tn;
+        struct stat st;
+        int r;
+
+        message[0] = 0;
+        r = resolve(t, path, O_RDWR, &tn, &fd, message, size);
+        if (r < 0)
+                return r;
+        r = stub_read_fd(fd, &s, &err);
+        if (r == -ENODATA)
+                return say(message, size, -EINVAL, "%s: not archived: archive it first", path);
+        if (r < 0)
+                return say(message, size, r, "%s: bad stub: %s", path, r == -EINVAL ? err : strerror(-r));
+        if (s.state == STUB_RELEASED)
+                return 0;
+        if (s.state == STUB_DIRTY)
+                return say(message, size, -EBUSY, "%s: changed since it was archived: archive it again first", path);
+        if (dispatch_file_busy(t, tn->fs, fd))
+                return say(message, size, -EBUSY, "%s: a restore is in flight, try again", path);
+
+        /* 1. Remove the ignore mark first, or reads after the punch would see
+         *    zeros without raising an event. */
+        r = fsgroup_unignore_file(tn->fs, fd);
+        if (r < 0)
+                return say(message, size, r, "%s: cannot remove the ignore mark: %s", path, strerror(-r));
+        /* 2. A write lease fails if anyone else has the file open: nobody is
+         *    reading or writing it while we punch. */
+        if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
+                return say(message, size, -EBUSY, "%s: in use (open by a process), not released", path);
+        /* 3. Writes closed before the lease are queued: account for them. */
+        fsgroup_drain_notifications(tn->fs);
+        stub_done(&s);
+        r = stub_read_fd(fd, &s, &err);
+        if (r == 0 && s.state == STUB_DIRTY)
+                r = say(message, size, -EBUSY, "%s: changed since it was archived: archive it again first", path);
+        else if (r == 0 && (fstat(fd, &st) < 0 || (uint64_t)st.st_size != s.size ||
+                            st.st_mtim.tv_sec != s.mtime.tv_sec || st.st_mtim.tv_nsec != s.mtime.tv_nsec))
+                r = say(message, size, -EBUSY, "%s: size or mtime differ from the archived copy: not released", path);
+        /* 4. Punch whole blocks: punching only [0, size) would leave a zeroed
+         *    last block that looks like data. */
+        else if (r == 0 && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+                                     (off_t)round_up_u64(s.size, (uint64_t)st.st_blksize)) < 0)
+                r = say(message, size, -errno, "%s: cannot punch: %m", path);
+        if (r == 0) {
+                s.state = STUB_RELEASED;
+                range_set_clear(&s.populated);
+                r = stub_write_fd(fd, &s);
+                if (r < 0)
+                        say(message, size, r, "%s: cannot record the release: %s", path, strerror(-r));
+        }
+        /* The punch changed mtime and may have cleared setuid bits and caps. */
+        if (r == 0)
+                r = stub_put_back_attrs(fd, &s, true);
+        if (fcntl(fd, F_SETLEASE, F_UNLCK) < 0)
+                log_warning("%s: cannot drop the lease: %m", path);
+        if (r == 0) {
+                tn->counters.releases++;
+                log_info("tenant %s: released %s (%llu bytes)", tn->cfg->name, path, (unsigned long long)s.size);
+        } else if (!message[0])
+                say(message, size, r, "%s: %s", path, strerror(-r));
+        return r;
+}
+
+int job_file_status(struct tierd *t, const char *path, struct file_status *fst, char *message, size_t size) {
+        _cleanup_(stub_done) struct stub s = {};
+        _cleanup_close_ int fd = -1;
+        const char *err = "";
+        struct tenant *tn;
+        struct stat st;
+        int r;
+
+        r = resolve(t, path, O_RDONLY, &tn, &fd, message, size);
+        if (r < 0)
+                return r;
+        fstat(fd, &st);
+        fst->tenant = tn->cfg->name;
+        r = stub_read_fd(fd, &s, &err);
+        if (r == -ENODATA) {
+                fst->state = "resident";
+                fst->size = fst->resident = (uint64_t)st.st_size;
+                return 0;
+        }
+        if (r < 0)
+                return say(message, size, r, "%s: bad stub: %s", path, r == -EINVAL ? err : strerror(-r));
+        fst->state = stub_state_to_string(s.state);
+        fst->size = s.state == STUB_DIRTY ? (uint64_t)st.st_size : s.size;
+        fst->resident = s.state == STUB_DIRTY ? fst->size : stub_resident_bytes(&s);
+        return 0;
+}
+
+static void usage_add_file(int fd, struct tenant_usage *u) {
+        _cleanup_(stub_done) struct stub s = {};
+        const char *err = "";
+        struct stat st;
+        int r = stub_read_fd(fd, &s, &err);
+
+        if (r < 0) {
+                if (fstat(fd, &st) == 0 && r == -ENODATA) {
+                        u->files[USAGE_RESIDENT]++;
+                        u->resident_bytes += (uint64_t)st.st_size;
+                }
+                return;
+        }
+        static const int map[] = { [STUB_ARCHIVED] = USAGE_ARCHIVED, [STUB_PARTIAL] = USAGE_PARTIAL,
+                                   [STUB_RELEASED] = USAGE_RELEASED, [STUB_DIRTY] = USAGE_DIRTY };
+        u->files[map[s.state]]++;
+        uint64_t res = stub_resident_bytes(&s);
+        u->resident_bytes += res;
+        u->released_bytes += s.size - MIN(res, s.size);
+}
+
+static int walk(int dir_fd, unsigned depth, struct tenant_usage *u) {
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+
+        if (depth > WALK_MAX_DEPTH)
+                return -ELOOP;
+        d = fdopendir(dir_fd);
+        if (!d) {
+                close(dir_fd);
+                return -errno;
+        }
+        while ((de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (de->d_type == DT_DIR) {
+                        int sub = openat(dir_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0)
+                                walk(sub, depth + 1, u);
+                } else if (de->d_type == DT_REG) {
+                        _cleanup_close_ int fd = openat(dir_fd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+                        if (fd >= 0)
+                                usage_add_file(fd, u);
+                }
+        }
+        return 0;
+}
+
+int job_tenant_usage(struct tenant *tn, struct tenant_usage *u) {
+        int fd = openat(tn->subvol_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        *u = (struct tenant_usage){};
+        if (fd < 0)
+                return -errno;
+        return walk(fd, 0, u);
+}

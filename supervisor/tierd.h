@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tierd's one context: everything the daemon knows hangs off struct tierd.
+ * Where things happen:
+ *   events are served         supervisor/dispatch.c  (dispatch_pre_content_event)
+ *   fills are decided         supervisor/dispatch.c  (file_progress)
+ *   fills are written         worker/fill.c          (in tierd-worker)
+ *   accessors are classified  supervisor/access.c
+ *   groups, marks, views      supervisor/fsgroup.c, supervisor/views.c
+ *   archive/release/restore   supervisor/jobs.c
+ *   the policy is decided     policy/policy.c
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "policy.h"
+#include "proto.h"
+
+struct tierd;
+struct tenant;
+struct request;
+
+struct tiered_fs {
+        struct tierd *t;
+        char *mountpoint; /* where the filesystem is mounted on the host */
+        char *fstype;
+        int tree_fd;  /* tierd's private mount: a detached clone (O_PATH) */
+        int root_fd;  /* a directory fd on its root, the mount fd for handles */
+        int pre_fd;   /* pre-content group: FAN_PRE_ACCESS | FAN_OPEN_PERM */
+        int notif_fd; /* FAN_REPORT_FID notification group: FAN_CLOSE_WRITE */
+        sd_event_source *pre_src, *notif_src;
+};
+
+enum worker_state { WORKER_STOPPED, WORKER_RUNNING, WORKER_RESTARTING, WORKER_FAILED };
+
+struct worker {
+        struct tenant *tenant;
+        pid_t pid;
+        int sock;
+        sd_event_source *io_src, *child_src, *restart_src;
+        struct request *requests; /* in flight: re-sent to a replacement */
+        unsigned restarts;        /* recent, for crash-loop detection */
+        uint64_t started_usec;
+        enum worker_state state;
+};
+
+struct tenant_counters {
+        uint64_t fills, fill_bytes, fill_errors, archives, releases;
+};
+
+struct tenant {
+        struct tierd *t;
+        const struct policy_tenant *cfg;
+        struct tiered_fs *fs;
+        char *subvol_rel; /* the subvolume's path relative to fs->mountpoint */
+        int subvol_fd;    /* the subvolume through the private mount */
+        int store_fd;     /* file:// store directory handed to the worker */
+        bool view_mounted;
+        struct worker worker;
+        struct tenant_counters counters;
+};
+
+struct tfile; /* a file with fills or waiters in flight: dispatch.c */
+
+struct tierd {
+        sd_event *event;
+        sd_bus *bus;
+        char *policy_path;
+        char *worker_path;
+        struct policy *policy;
+        struct tiered_fs *fss;
+        size_t n_fss;
+        struct tenant *tenants;
+        size_t n_tenants;
+        struct tfile *files;
+        uint64_t next_request_id;
+        bool stopping;
+        sd_event_source *stop_src;
+};
+
+/* A message to a worker and what to do with its reply. fd stays open in
+ * tierd until the reply, so the request can be re-sent to a replacement. */
+struct request {
+        struct request *next;
+        struct proto_request msg;
+        int fd;
+        void (*done)(struct request *req, const struct proto_reply *rep);
+        void *userdata;
+};
+
+struct tenant *tierd_find_tenant(struct tierd *t, const char *name);
+/* Stop when idle: used by SIGTERM and checked whenever work completes. */
+void tierd_check_idle(struct tierd *t);

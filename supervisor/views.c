@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+#include "views.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libmount/libmount.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "macro.h"
+
+static int mkdir_parents(const char *path, mode_t mode) {
+        char buf[4096];
+        if (strlen(path) >= sizeof(buf))
+                return -ENAMETOOLONG;
+        strcpy(buf, path);
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = 0;
+                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* A view left behind by a tierd that was killed: same source, same place. */
+static bool stale_view_present(const char *target) {
+        struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
+        bool found = tb && mnt_table_find_target(tb, target, MNT_ITER_BACKWARD) != NULL;
+        mnt_unref_table(tb);
+        return found;
+}
+
+int view_place(struct tenant *tn) {
+        const char *target = tn->cfg->mount;
+        int r = mkdir_parents(target, 0755);
+        if (r < 0)
+                return log_error_errno(r, "tenant %s: cannot create view mount point %s: %m", tn->cfg->name, target);
+        if (stale_view_present(target)) {
+                log_warning("tenant %s: replacing what is mounted at %s (a stale view?)", tn->cfg->name, target);
+                if (umount2(target, MNT_DETACH) < 0)
+                        return log_error_errno(errno, "tenant %s: cannot unmount %s: %m", tn->cfg->name, target);
+        }
+        if (mount(tn->cfg->subvolume, target, NULL, MS_BIND, NULL) < 0)
+                return log_error_errno(errno, "tenant %s: cannot bind %s at %s: %m", tn->cfg->name,
+                                       tn->cfg->subvolume, target);
+        tn->view_mounted = true;
+        log_info("tenant %s: view %s -> %s", tn->cfg->name, tn->cfg->subvolume, target);
+        return 0;
+}
+
+void view_remove(struct tenant *tn) {
+        if (!tn->view_mounted)
+                return;
+        if (umount2(tn->cfg->mount, MNT_DETACH) < 0)
+                log_error("tenant %s: cannot unmount view %s: %m", tn->cfg->name, tn->cfg->mount);
+        tn->view_mounted = false;
+}

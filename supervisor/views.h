@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "tierd.h"
+
+/* Bind-mounts the tenant's subvolume at its "mount" (the host view),
+ * creating the mount point. Called only once the filesystem is marked. */
+int view_place(struct tenant *tn);
+void view_remove(struct tenant *tn);

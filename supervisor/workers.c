@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Workers: one tierd-worker per tenant. tierd keeps every in-flight request
+ * (and its fd), so when a worker dies the replacement gets the same work and
+ * the blocked readers never notice.
+ */
+#include "workers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+
+#define WORKER_CONTROL_FD 3
+#define WORKER_THREADS 4
+#define RESTART_DELAY_USEC (50 * 1000ull)
+#define RESTART_WINDOW_USEC (10 * 1000 * 1000ull)
+#define RESTART_MAX 5
+
+static const char *const state_names[] = {
+        [WORKER_STOPPED] = "stopped", [WORKER_RUNNING] = "running",
+        [WORKER_RESTARTING] = "restarting", [WORKER_FAILED] = "failed",
+};
+
+const char *worker_state_to_string(enum worker_state s) { return state_names[s]; }
+
+static uint64_t now_usec(struct worker *w) {
+        uint64_t u = 0;
+        sd_event_now(w->tenant->t->event, CLOCK_MONOTONIC, &u);
+        return u;
+}
+
+struct request *request_new(int type, int fd, void (*done)(struct request *, const struct proto_reply *),
+                            void *userdata) {
+        struct request *req = calloc(1, sizeof(*req));
+        if (!req)
+                return NULL;
+        req->msg.type = (uint32_t)type;
+        req->fd = fd;
+        req->done = done;
+        req->userdata = userdata;
+        return req;
+}
+
+static void request_finish(struct request *req, const struct proto_reply *rep) {
+        req->done(req, rep);
+        safe_close(req->fd);
+        free(req);
+}
+
+static void request_fail(struct request *req, int error) {
+        struct proto_reply rep = { .id = req->msg.id, .error = error };
+        request_finish(req, &rep);
+}
+
+static int worker_send(struct worker *w, struct request *req) {
+        return proto_send(w->sock, &req->msg, sizeof(req->msg), req->fd);
+}
+
+static void worker_fail_all(struct worker *w, int error) {
+        struct request *req;
+        while ((req = w->requests)) {
+                w->requests = req->next;
+                request_fail(req, error);
+        }
+}
+
+static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct worker *w = userdata;
+        (void)s;
+        (void)revents;
+
+        for (;;) {
+                struct proto_reply rep;
+                struct request **p, *req;
+                int r = proto_recv(fd, &rep, sizeof(rep), NULL, MSG_DONTWAIT);
+                if (r == -EAGAIN)
+                        return 0;
+                if (r != 0) {
+                        /* End of stream or garbage: the exit handler restarts it. */
+                        if (r < 0)
+                                log_error_errno(r, "tenant %s: bad reply from worker: %m", w->tenant->cfg->name);
+                        if (w->pid > 0)
+                                kill(w->pid, SIGKILL);
+                        sd_event_source_set_enabled(w->io_src, SD_EVENT_OFF);
+                        return 0;
+                }
+                for (p = &w->requests; *p && (*p)->msg.id != rep.id; p = &(*p)->next)
+                        ;
+                if (!*p) {
+                        log_error("tenant %s: worker replied to unknown request %llu", w->tenant->cfg->name,
+                                  (unsigned long long)rep.id);
+                        continue;
+                }
+                req = *p;
+                *p = req->next;
+                if (rep.error > 0 || rep.error < -4095)
+                        rep.error = -EIO;
+                request_finish(req, &rep);
+        }
+}
+
+static int worker_restart_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct worker *w = userdata;
+        (void)s;
+        (void)usec;
+        w->restart_src = sd_event_source_unref(w->restart_src);
+        if (worker_start(w) < 0) {
+                w->state = WORKER_FAILED;
+                worker_fail_all(w, -EIO);
+        }
+        return 0;
+}
+
+static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        struct worker *w = userdata;
+        uint64_t now = now_usec(w);
+        (void)s;
+
+        log_warning("tenant %s: worker %d %s %d", w->tenant->cfg->name, (int)si->si_pid,
+                    si->si_code == CLD_EXITED ? "exited with status" : "killed by signal", si->si_status);
+        w->child_src = sd_event_source_unref(w->child_src);
+        w->io_src = sd_event_source_disable_unref(w->io_src);
+        w->sock = safe_close(w->sock);
+        w->pid = 0;
+        if (w->tenant->t->stopping && !w->requests) {
+                w->state = WORKER_STOPPED;
+                return 0;
+        }
+        if (now - w->started_usec > RESTART_WINDOW_USEC)
+                w->restarts = 0;
+        if (++w->restarts > RESTART_MAX) {
+                log_error("tenant %s: worker crashed %d times in a row, marked failed: readers get EIO",
+                          w->tenant->cfg->name, RESTART_MAX);
+                w->state = WORKER_FAILED;
+                worker_fail_all(w, -EIO);
+                return 0;
+        }
+        w->state = WORKER_RESTARTING;
+        /* First restart at once, then back off. */
+        uint64_t delay = w->restarts <= 1 ? 0 : RESTART_DELAY_USEC << (w->restarts - 2);
+        if (sd_event_add_time_relative(w->tenant->t->event, &w->restart_src, CLOCK_MONOTONIC, delay, 0,
+                                       worker_restart_timer, w) < 0) {
+                w->state = WORKER_FAILED;
+                worker_fail_all(w, -EIO);
+        }
+        return 0;
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void __attribute__((noreturn)) worker_exec(const char *path, int sock) {
+        static char *const argv[] = { "tierd-worker", NULL };
+        static char *const envp[] = { NULL }; /* configuration comes over the socket only */
+        sigset_t none;
+
+        if (dup2(sock, WORKER_CONTROL_FD) < 0)
+                _exit(127);
+        /* Nothing of tierd's leaks into the worker: no group fd, no file. */
+        syscall(SYS_close_range, WORKER_CONTROL_FD + 1, ~0U, 0);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(path, argv, envp);
+        _exit(127);
+}
+
+int worker_start(struct worker *w) {
+        struct tenant *tn = w->tenant;
+        struct proto_config cfg = { .type = PROTO_CONFIG, .threads = WORKER_THREADS };
+        int sv[2], r;
+        pid_t pid;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return log_error_errno(errno, "socketpair: %m");
+        pid = fork();
+        if (pid < 0) {
+                r = -errno;
+                close(sv[0]);
+                close(sv[1]);
+                return log_error_errno(r, "fork: %m");
+        }
+        if (pid == 0)
+                worker_exec(tn->t->worker_path, sv[1]);
+        close(sv[1]);
+        w->sock = sv[0];
+        w->pid = pid;
+        w->started_usec = now_usec(w);
+        snprintf(cfg.tenant, sizeof(cfg.tenant), "%s", tn->cfg->name);
+        snprintf(cfg.backend, sizeof(cfg.backend), "%s", tn->cfg->backend);
+        r = proto_send(w->sock, &cfg, sizeof(cfg), tn->store_fd);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: cannot configure worker: %m", tn->cfg->name);
+        r = sd_event_add_io(tn->t->event, &w->io_src, w->sock, EPOLLIN, on_worker_reply, w);
+        if (r >= 0)
+                r = sd_event_add_child(tn->t->event, &w->child_src, pid, WEXITED, on_worker_exit, w);
+        if (r < 0) {
+                kill(pid, SIGKILL);
+                return log_error_errno(r, "tenant %s: cannot watch worker: %m", tn->cfg->name);
+        }
+        w->state = WORKER_RUNNING;
+        log_info("tenant %s: worker %d started", tn->cfg->name, (int)pid);
+        /* A replacement gets everything its predecessor left unanswered. */
+        for (struct request *req = w->requests; req; req = req->next)
+                if (worker_send(w, req) < 0)
+                        break; /* it died already: its exit handler restarts it */
+        return 0;
+}
+
+void worker_submit(struct worker *w, struct request *req) {
+        req->msg.id = ++w->tenant->t->next_request_id;
+        if (w->state == WORKER_FAILED || w->state == WORKER_STOPPED) {
+                request_fail(req, -EIO);
+                return;
+        }
+        req->next = w->requests;
+        w->requests = req;
+        if (w->state == WORKER_RUNNING && worker_send(w, req) < 0 && w->pid > 0)
+                kill(w->pid, SIGKILL); /* restarted, and the request re-sent */
+}
+
+bool worker_idle(const struct worker *w) { return !w->requests; }
+
+void worker_stop(struct worker *w) {
+        w->io_src = sd_event_source_disable_unref(w->io_src);
+        w->restart_src = sd_event_source_disable_unref(w->restart_src);
+        w->child_src = sd_event_source_disable_unref(w->child_src);
+        w->sock = safe_close(w->sock);
+        if (w->pid > 0) {
+                /* End of stream makes it finish and exit; do not wait forever. */
+                for (int i = 0; i < 50; i++) {
+                        if (waitpid(w->pid, NULL, WNOHANG) == w->pid) {
+                                w->pid = 0;
+                                break;
+                        }
+                        usleep(20000);
+                }
+                if (w->pid > 0) {
+                        kill(w->pid, SIGKILL);
+                        waitpid(w->pid, NULL, 0);
+                }
+        }
+        w->pid = 0;
+        worker_fail_all(w, -EIO);
+        w->state = WORKER_STOPPED;
+}

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "tierd.h"
+
+int worker_start(struct worker *w);
+/* Closes the control socket (the worker exits at end of stream) and waits. */
+void worker_stop(struct worker *w);
+/* Takes ownership of req (and req->fd). On a failed worker, or if it cannot
+ * be sent, req->done runs at once with -EIO. */
+void worker_submit(struct worker *w, struct request *req);
+bool worker_idle(const struct worker *w);
+const char *worker_state_to_string(enum worker_state s);
+
+struct request *request_new(int type, int fd, void (*done)(struct request *, const struct proto_reply *),
+                            void *userdata);

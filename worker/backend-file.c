@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * file://DIR: the embedded default store. Objects are files DIR/<key>
+ * ("sha256/<hex>"), written under a temporary name and renamed into place so
+ * a crash never leaves a half object under a real key. The worker gets DIR
+ * as an fd from tierd and resolves every key beneath it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "hash.h"
+#include "macro.h"
+
+#define FILE_IO_BUF (1u << 20)
+
+struct backend_file {
+        struct backend base;
+        int dir_fd;
+};
+
+static struct backend_file *to_file(struct backend *b) { return (struct backend_file *)b; }
+
+/* Keys come from stubs that only root can write, but resolve them beneath
+ * the store anyway: a key is never a way out of it. */
+static int open_beneath(int dir_fd, const char *key, int flags, mode_t mode) {
+        struct open_how how = { .flags = (uint64_t)flags | O_CLOEXEC | O_NOFOLLOW, .mode = mode,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS };
+        long fd = syscall(SYS_openat2, dir_fd, key, &how, sizeof(how));
+        return fd < 0 ? -errno : (int)fd;
+}
+
+static int file_open(const struct proto_config *cfg, int store_fd, struct backend **ret) {
+        struct backend_file *f;
+        (void)cfg;
+        if (store_fd < 0)
+                return -EBADF;
+        f = calloc(1, sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        f->base.ops = &backend_file_ops;
+        f->dir_fd = store_fd;
+        *ret = &f->base;
+        return 0;
+}
+
+static void file_close(struct backend *b) {
+        if (!b)
+                return;
+        close(to_file(b)->dir_fd);
+        free(b);
+}
+
+static int file_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink,
+                      void *ctx) {
+        _cleanup_close_ int fd = open_beneath(to_file(b)->dir_fd, key, O_RDONLY, 0);
+        _cleanup_free_ uint8_t *buf = NULL;
+        struct stat st;
+        uint64_t pos = offset, end = offset + length;
+        int r;
+
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < end)
+                return -EIO; /* a short object is a broken one */
+        buf = malloc(FILE_IO_BUF);
+        if (!buf)
+                return -ENOMEM;
+        while (pos < end) {
+                ssize_t n = pread(fd, buf, (size_t)MIN((uint64_t)FILE_IO_BUF, end - pos), (off_t)pos);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+                r = sink(ctx, buf, (size_t)n);
+                if (r < 0)
+                        return r;
+                pos += (uint64_t)n;
+        }
+        return 0;
+}
+
+static int file_exists(struct backend *b, const char *key, uint64_t *size) {
+        _cleanup_close_ int fd = open_beneath(to_file(b)->dir_fd, key, O_PATH, 0);
+        struct stat st;
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EIO;
+        if (size)
+                *size = (uint64_t)st.st_size;
+        return 0;
+}
+
+static int copy_and_hash(int in, int out, uint64_t size, uint8_t sha256[32]) {
+        _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
+        _cleanup_free_ uint8_t *buf = malloc(FILE_IO_BUF);
+        uint64_t pos = 0;
+
+        if (!md || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+                return -ENOMEM;
+        while (pos < size) {
+                ssize_t n = pread(in, buf, (size_t)MIN((uint64_t)FILE_IO_BUF, size - pos), (off_t)pos);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EBADMSG; /* shrank under us */
+                EVP_DigestUpdate(md, buf, (size_t)n);
+                for (ssize_t done = 0; done < n;) {
+                        ssize_t w = write(out, buf + done, (size_t)(n - done));
+                        if (w < 0 && errno == EINTR)
+                                continue;
+                        if (w < 0)
+                                return -errno;
+                        done += w;
+                }
+                pos += (uint64_t)n;
+        }
+        return EVP_DigestFinal_ex(md, sha256, NULL) ? 0 : -EIO;
+}
+
+static int file_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32]) {
+        struct backend_file *f = to_file(b);
+        char tmp[STUB_KEY_MAX + 64], dir[STUB_KEY_MAX];
+        _cleanup_close_ int out = -1;
+        uint8_t got[32];
+        const char *slash = strrchr(key, '/');
+        int r;
+
+        if (slash) {
+                snprintf(dir, sizeof(dir), "%.*s", (int)(slash - key), key);
+                if (mkdirat(f->dir_fd, dir, 0700) < 0 && errno != EEXIST)
+                        return -errno;
+        }
+        snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%lx", key, (int)getpid(), (unsigned long)random());
+        out = open_beneath(f->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (out < 0)
+                return out;
+        r = copy_and_hash(fd, out, size, got);
+        if (r == 0 && memcmp(got, sha256, 32) != 0)
+                r = -EBADMSG; /* the file changed between hashing and upload */
+        if (r == 0 && fsync(out) < 0)
+                r = -errno;
+        if (r == 0 && renameat(f->dir_fd, tmp, f->dir_fd, key) < 0)
+                r = -errno;
+        if (r < 0)
+                unlinkat(f->dir_fd, tmp, 0);
+        return r;
+}
+
+static int file_remove(struct backend *b, const char *key) {
+        return unlinkat(to_file(b)->dir_fd, key, 0) < 0 ? -errno : 0;
+}
+
+const struct backend_ops backend_file_ops = {
+        .scheme = "file",
+        .open = file_open,
+        .close = file_close,
+        .fetch = file_fetch,
+        .exists = file_exists,
+        .store = file_store,
+        .remove = file_remove,
+};

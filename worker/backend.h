@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one small interface every object store sits behind: fetch a range,
+ * store an object, check it exists, remove it. Chosen by URL scheme.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/* Receives fetched bytes in order; returns 0 or a negative errno to abort. */
+typedef int (*backend_sink_t)(void *ctx, const void *data, size_t n);
+
+struct backend;
+
+struct backend_ops {
+        const char *scheme;
+        int (*open)(const struct proto_config *cfg, int store_fd, struct backend **ret);
+        void (*close)(struct backend *b);
+        /* Exactly length bytes from offset, or an error (-ENOENT: no such
+         * object; -EIO: short or failed). */
+        int (*fetch)(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink,
+                     void *ctx);
+        /* 0 and the size if it exists, -ENOENT if not. */
+        int (*exists)(struct backend *b, const char *key, uint64_t *size);
+        /* Uploads fd's first size bytes; fails with -EBADMSG (nothing stored)
+         * when what was read does not hash to sha256. */
+        int (*store)(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32]);
+        int (*remove)(struct backend *b, const char *key);
+};
+
+struct backend {
+        const struct backend_ops *ops;
+};
+
+extern const struct backend_ops backend_file_ops;
+
+int backend_open(const struct proto_config *cfg, int store_fd, struct backend **ret);

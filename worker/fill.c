@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where a fill is written: fetch a range from the store and pwrite it
+ * through the fill fd tierd opened on its private mount (so the write raises
+ * no event and keeps every permission check: an immutable file fails).
+ */
+#include "fill.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hash.h"
+#include "log.h"
+#include "macro.h"
+
+#define BLOCK 4096u
+
+struct fill_sink {
+        int fd;
+        uint64_t pos;
+        EVP_MD_CTX *md; /* set for whole-file fills */
+};
+
+static bool all_zero(const uint8_t *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (p[i])
+                        return false;
+        return true;
+}
+
+static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
+        while (n > 0) {
+                ssize_t w = pwrite(fd, p, n, (off_t)off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        return -errno;
+                p += w;
+                n -= (size_t)w;
+                off += (uint64_t)w;
+        }
+        return 0;
+}
+
+/* Writes data at the sink's position, skipping whole zero blocks: the file
+ * was punched, so they already read as zeros, and a sparse file stays sparse. */
+static int fill_sink_write(void *ctx, const void *data, size_t n) {
+        struct fill_sink *s = ctx;
+        const uint8_t *p = data;
+        size_t done = 0;
+
+        if (s->md)
+                EVP_DigestUpdate(s->md, data, n);
+        while (done < n) {
+                uint64_t off = s->pos + done;
+                size_t len = MIN(n - done, (size_t)(BLOCK - off % BLOCK));
+                size_t run = 0;
+                if (len == BLOCK && all_zero(p + done, len)) {
+                        done += len;
+                        continue;
+                }
+                /* Coalesce consecutive blocks that carry data into one write. */
+                while (done + run < n) {
+                        uint64_t o = s->pos + done + run;
+                        size_t l = MIN(n - done - run, (size_t)(BLOCK - o % BLOCK));
+                        if (run > 0 && l == BLOCK && all_zero(p + done + run, l))
+                                break;
+                        run += l;
+                }
+                int r = pwrite_all(s->fd, p + done, run, off);
+                if (r < 0)
+                        return r;
+                done += run;
+        }
+        s->pos += n;
+        return 0;
+}
+
+/* A whole-file check failed: put the holes back, so no wrong byte stays. */
+static void punch_back(int fd, uint64_t size) {
+        if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)round_up_u64(size, BLOCK)) < 0)
+                log_error("could not punch back a file that failed verification: %m");
+}
+
+static int serve_fill(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep) {
+        _cleanup_md_ctx_ EVP_MD_CTX *md = NULL;
+        struct fill_sink sink = { .fd = fd, .pos = req->offset };
+        uint8_t got[32];
+        int r;
+
+        if (req->flags & PROTO_FILL_WHOLE) {
+                if (req->offset != 0 || req->length != req->size)
+                        return -EINVAL;
+                md = EVP_MD_CTX_new();
+                if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+                        return -ENOMEM;
+                sink.md = md;
+        }
+        r = b->ops->fetch(b, req->key, req->offset, req->length, fill_sink_write, &sink);
+        if (r < 0)
+                return r;
+        rep->bytes = req->length;
+        if (md) {
+                if (!EVP_DigestFinal_ex(md, got, NULL))
+                        return -EIO;
+                if (memcmp(got, req->sha256, 32) != 0) {
+                        log_error("object %s: content does not match its SHA-256, nothing kept", req->key);
+                        punch_back(fd, req->size);
+                        return -EBADMSG;
+                }
+        }
+        return 0;
+}
+
+static int serve_verify(const struct proto_request *req, int fd) {
+        uint8_t got[32];
+        int r = sha256_fd(fd, req->size, got);
+        if (r < 0)
+                return r;
+        if (memcmp(got, req->sha256, 32) != 0) {
+                log_error("object %s: restored file does not match its SHA-256, punched back", req->key);
+                punch_back(fd, req->size);
+                return -EBADMSG;
+        }
+        return 0;
+}
+
+static int serve_archive(struct backend *b, int fd, struct proto_reply *rep) {
+        char key[STUB_KEY_MAX];
+        struct stat st;
+        uint64_t have;
+        int r;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        rep->size = (uint64_t)st.st_size;
+        r = sha256_fd(fd, rep->size, rep->sha256);
+        if (r < 0)
+                return r;
+        stub_key_for_hash(rep->sha256, key);
+        /* Content-addressed: an object with this key and size is this content. */
+        if (b->ops->exists(b, key, &have) == 0 && have == rep->size)
+                return 0;
+        r = b->ops->store(b, key, fd, rep->size, rep->sha256);
+        if (r < 0)
+                return r;
+        rep->bytes = rep->size;
+        return 0;
+}
+
+void worker_serve(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep) {
+        int r;
+
+        *rep = (struct proto_reply){ .id = req->id };
+        switch (req->type) {
+        case PROTO_FILL:
+                r = serve_fill(b, req, fd, rep);
+                break;
+        case PROTO_VERIFY:
+                r = serve_verify(req, fd);
+                break;
+        case PROTO_ARCHIVE:
+                r = serve_archive(b, fd, rep);
+                break;
+        default:
+                r = -EINVAL;
+        }
+        if (r < 0 && req->type != PROTO_ARCHIVE)
+                log_error("request %llu (%s [%llu, +%llu)): %s", (unsigned long long)req->id, req->key,
+                          (unsigned long long)req->offset, (unsigned long long)req->length, strerror(-r));
+        rep->error = r;
+}

@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "backend.h"
+#include "proto.h"
+
+/* Serve one request from tierd: fd is the fill fd (FILL, VERIFY) or the file
+ * to archive (ARCHIVE). Fills rep with the outcome. */
+void worker_serve(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep);

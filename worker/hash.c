@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#include "hash.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+#define HASH_BUF (1u << 20)
+
+int sha256_fd(int fd, uint64_t size, uint8_t out[32]) {
+        _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
+        _cleanup_free_ uint8_t *buf = malloc(HASH_BUF);
+        uint64_t pos = 0;
+
+        if (!md || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+                return -ENOMEM;
+        while (pos < size) {
+                ssize_t n = pread(fd, buf, (size_t)MIN((uint64_t)HASH_BUF, size - pos), (off_t)pos);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return -EIO;
+                EVP_DigestUpdate(md, buf, (size_t)n);
+                pos += (uint64_t)n;
+        }
+        return EVP_DigestFinal_ex(md, out, NULL) ? 0 : -EIO;
+}

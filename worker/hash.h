@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <openssl/evp.h>
+
+/* SHA-256 of fd's bytes [0, size); -EIO if the file is shorter. */
+int sha256_fd(int fd, uint64_t size, uint8_t out[32]);
+
+static inline void evp_md_ctx_freep(EVP_MD_CTX **c) { EVP_MD_CTX_free(*c); }
+#define _cleanup_md_ctx_ __attribute__((cleanup(evp_md_ctx_freep)))

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tierd-worker: fetches, verifies, fills, replies. It sees no file but the
+ * fds tierd hands it over the control socket (fd 3), and gets its whole
+ * configuration there too, never from argv or the environment.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "fill.h"
+#include "log.h"
+#include "macro.h"
+#include "proto.h"
+
+#define CONTROL_FD 3
+#define MAX_THREADS 16
+
+struct job {
+        struct proto_request req;
+        int fd;
+        struct job *next;
+};
+
+struct worker {
+        int sock;
+        struct backend *backend;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        struct job *head, *tail;
+        bool done;
+};
+
+static struct job *worker_pop(struct worker *w) {
+        struct job *j;
+        pthread_mutex_lock(&w->lock);
+        while (!w->head && !w->done)
+                pthread_cond_wait(&w->cond, &w->lock);
+        j = w->head;
+        if (j) {
+                w->head = j->next;
+                if (!w->head)
+                        w->tail = NULL;
+        }
+        pthread_mutex_unlock(&w->lock);
+        return j;
+}
+
+static void worker_push(struct worker *w, struct job *j) {
+        pthread_mutex_lock(&w->lock);
+        if (w->tail)
+                w->tail->next = j;
+        else
+                w->head = j;
+        w->tail = j;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+}
+
+/* Several threads, so a slow fetch of one file never holds up another. */
+static void *worker_thread(void *arg) {
+        struct worker *w = arg;
+        struct job *j;
+
+        while ((j = worker_pop(w))) {
+                struct proto_reply rep;
+                worker_serve(w->backend, &j->req, j->fd, &rep);
+                close(j->fd);
+                int r = proto_send(w->sock, &rep, sizeof(rep), -1);
+                if (r < 0) {
+                        log_error_errno(r, "cannot reply to tierd: %m");
+                        _exit(EXIT_FAILURE);
+                }
+                free(j);
+        }
+        return NULL;
+}
+
+int main(int argc, char **argv) {
+        struct worker w = { .sock = CONTROL_FD, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        struct proto_config cfg;
+        pthread_t threads[MAX_THREADS];
+        int store_fd, r;
+
+        (void)argv;
+        log_set_ident("tierd-worker");
+        if (argc != 1) {
+                log_error("tierd-worker takes no arguments: tierd starts it with its control socket on fd %d", CONTROL_FD);
+                return EXIT_FAILURE;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        r = proto_recv(w.sock, &cfg, sizeof(cfg), &store_fd, 0);
+        if (r != 0) {
+                log_error("no configuration from tierd on fd %d: %s", CONTROL_FD, r > 0 ? "end of stream" : strerror(-r));
+                return EXIT_FAILURE;
+        }
+        cfg.tenant[sizeof(cfg.tenant) - 1] = 0;
+        cfg.backend[sizeof(cfg.backend) - 1] = 0;
+        if (cfg.type != PROTO_CONFIG || cfg.threads == 0 || cfg.threads > MAX_THREADS) {
+                log_error("malformed configuration from tierd");
+                return EXIT_FAILURE;
+        }
+        r = backend_open(&cfg, store_fd, &w.backend);
+        if (r < 0) {
+                log_error_errno(r, "tenant %s: cannot open backend: %m", cfg.tenant);
+                return EXIT_FAILURE;
+        }
+        log_set_ident(cfg.tenant[0] ? cfg.tenant : "tierd-worker");
+        for (unsigned i = 0; i < cfg.threads; i++)
+                if ((r = pthread_create(&threads[i], NULL, worker_thread, &w)) != 0) {
+                        log_error_errno(r, "cannot start thread: %m");
+                        return EXIT_FAILURE;
+                }
+        for (;;) {
+                struct job *j = calloc(1, sizeof(*j));
+                if (!j)
+                        return EXIT_FAILURE;
+                r = proto_recv(w.sock, &j->req, sizeof(j->req), &j->fd, 0);
+                if (r != 0) {
+                        free(j);
+                        if (r < 0)
+                                log_error_errno(r, "bad message from tierd: %m");
+                        break; /* end of stream: tierd stopped us */
+                }
+                j->req.key[sizeof(j->req.key) - 1] = 0;
+                worker_push(&w, j);
+        }
+        pthread_mutex_lock(&w.lock);
+        w.done = true;
+        pthread_cond_broadcast(&w.cond);
+        pthread_mutex_unlock(&w.lock);
+        for (unsigned i = 0; i < cfg.threads; i++)
+                pthread_join(threads[i], NULL);
+        w.backend->ops->close(w.backend);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
