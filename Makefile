@@ -75,7 +75,7 @@ UNIT_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit
 check: all $(TEST_HELPERS) $(UNIT_BINS)
 	@BUILD=$(abspath $(BUILD)) bash tests/run-all.sh
 
-demo: all
+demo: all $(TEST_HELPERS)
 	@BUILD=$(abspath $(BUILD)) bash tests/demo.sh
 
 clean:

@@ -210,7 +210,7 @@ int stub_parse(const char *text, size_t len, struct stub *ret, const char **erro
                 return -EINVAL;
         }
         for (size_t i = 0; i < _F_MAX; i++)
-                if (!values[i] && i != F_FCAPS && i != F_RANGES) {
+                if (!values[i]) {
                         *error = "stub record misses a required key";
                         return -EINVAL;
                 }
@@ -232,14 +232,15 @@ int stub_parse(const char *text, size_t len, struct stub *ret, const char **erro
         CHECK(parse_mtime(values[F_MTIME], &s.mtime) == 0, "bad mtime in stub");
         CHECK(parse_u64(values[F_CHUNK], &s.chunk, 10) == 0 && s.chunk >= 4096 && s.chunk <= (1u << 30) &&
               (s.chunk & (s.chunk - 1)) == 0, "bad chunk in stub (a power of two from 4K to 1G)");
-        if (values[F_FCAPS] && *values[F_FCAPS]) {
+        if (*values[F_FCAPS]) {
                 size_t n = strlen(values[F_FCAPS]) / 2;
                 CHECK(n <= STUB_FCAPS_MAX && hex_decode(values[F_FCAPS], s.fcaps, n) == 0, "bad fcaps in stub");
                 s.fcaps_len = n;
         }
-        r = parse_ranges(values[F_RANGES] ? values[F_RANGES] : "", s.size, &s.populated);
+        r = parse_ranges(values[F_RANGES], s.size, &s.populated);
         CHECK(r == 0, "bad ranges in stub");
         CHECK(s.state == STUB_PARTIAL || s.populated.n == 0, "ranges in a stub that is not partial");
+        CHECK(s.state != STUB_PARTIAL || s.populated.n > 0, "a partial stub without ranges");
 #undef CHECK
         *ret = s;
         return 0;

@@ -79,6 +79,37 @@ static int scan_string(struct scanner *s, char **ret) {
 
 static int scan_value(struct scanner *s, char **dup);
 
+static bool literal_valid(const char *p, size_t n) {
+        size_t i = 0;
+        if ((n == 4 && !memcmp(p, "true", 4)) || (n == 5 && !memcmp(p, "false", 5)) || (n == 4 && !memcmp(p, "null", 4)))
+                return true;
+        /* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+        if (i < n && p[i] == '-')
+                i++;
+        if (i >= n || p[i] < '0' || p[i] > '9')
+                return false;
+        if (p[i] == '0')
+                i++;
+        else
+                while (i < n && p[i] >= '0' && p[i] <= '9')
+                        i++;
+        if (i < n && p[i] == '.') {
+                if (++i >= n || p[i] < '0' || p[i] > '9')
+                        return false;
+                while (i < n && p[i] >= '0' && p[i] <= '9')
+                        i++;
+        }
+        if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+                if (++i < n && (p[i] == '+' || p[i] == '-'))
+                        i++;
+                if (i >= n || p[i] < '0' || p[i] > '9')
+                        return false;
+                while (i < n && p[i] >= '0' && p[i] <= '9')
+                        i++;
+        }
+        return i == n;
+}
+
 static int scan_object(struct scanner *s, char **dup) {
         char **keys = NULL;
         size_t n = 0;
@@ -178,10 +209,12 @@ static int scan_value(struct scanner *s, char **dup) {
         case '"':
                 return scan_string(s, NULL);
         default:
-                /* number, true, false, null: up to the next delimiter */
+                /* number, true, false, null: up to the next delimiter. json-c
+                 * takes NaN and Infinity even in strict mode: JSON does not. */
+                const char *start = s->p;
                 while (s->p < s->end && !strchr(",]} \t\r\n", *s->p) && *s->p)
                         s->p++;
-                return 0;
+                return literal_valid(start, (size_t)(s->p - start)) ? 0 : -EDOM;
         }
 }
 

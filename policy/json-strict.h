@@ -6,5 +6,7 @@
 /* json-c keeps the last of duplicate keys silently, even in strict mode.
  * Given JSON text that json-c already accepted, finds the first object key
  * that appears twice in one object. Returns 1 and the key (malloc'd, in
- * *dup) if there is one, 0 if none, -EINVAL/-ENOMEM on error. */
+ * *dup) if there is one, 0 if none, -EDOM for a literal JSON does not have
+ * (NaN, Infinity: json-c takes them even in strict mode), -EINVAL/-ENOMEM on
+ * error. */
 int json_find_duplicate_key(const char *text, size_t len, char **dup);

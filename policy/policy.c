@@ -250,6 +250,8 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
         } else
                 json_tokener_free(tok);
         r = json_find_duplicate_key(text, len, &dup);
+        if (r == -EDOM)
+                return fail(&c, NULL, NULL, "not valid JSON (strict): NaN and Infinity are not JSON numbers");
         if (r < 0)
                 return fail(&c, NULL, NULL, "could not scan for duplicate keys");
         if (r > 0)

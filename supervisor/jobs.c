@@ -279,7 +279,7 @@ int job_release(struct tierd *t, const char *path, char *message, size_t size) {
                 r = say(message, size, -EBUSY, "%s: size or mtime differ from the archived copy: not released", path);
         /* 4. Punch whole blocks: punching only [0, size) would leave a zeroed
          *    last block that looks like data. */
-        else if (r == 0 && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+        else if (r == 0 && s.size > 0 && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
                                      (off_t)round_up_u64(s.size, (uint64_t)st.st_blksize)) < 0)
                 r = say(message, size, -errno, "%s: cannot punch: %m", path);
         if (r == 0) {

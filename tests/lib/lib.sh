@@ -10,6 +10,7 @@ TL_PIDS=() TL_MOUNTS=() TL_LOOPS=()
 
 tl_init() {
 	TL_DIR=$(mktemp -d /tmp/tierd-test.XXXXXX)
+	chmod 755 "$TL_DIR" # unprivileged test callers reach the bus socket
 	trap tl_cleanup EXIT
 }
 
@@ -120,5 +121,6 @@ tl_cleanup() {
 	[ -n "${TL_DIR:-}" ] && rm -rf "$TL_DIR"
 }
 
-# Bytes allocated to a file.
-tl_allocated() { echo $(($(stat -c %b "$1") * $(stat -c %B "$1"))); }
+
+# Bytes of a file backed by data (holes and xattr blocks not counted).
+tl_allocated() { "$BUILD/tests/data-bytes" "$1"; }

@@ -1,0 +1,173 @@
+#!/bin/bash
+# Core data path on the real kernel: archive, release and read back through
+# every kind of access, on a loop filesystem of type $1 (btrfs, xfs, ext4),
+# with a real tierd, tierd-worker and dbus-daemon.
+set -u
+FSTYPE=${1:-btrfs}
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+echo "# core data path on $FSTYPE"
+
+FS=$TL_DIR/fs
+SUB=$FS/alpha
+VIEW=$TL_DIR/views/alpha
+STORE=$TL_DIR/store/alpha
+ORIG=$TL_DIR/orig
+TIERCTL=$BUILD/tierctl
+PREAD=$BUILD/tests/pread-at
+mkdir -p "$ORIG" "$TL_DIR/store"
+
+tl_loopfs "$FSTYPE" 2G "$FS" || { not_ok "mkfs/mount $FSTYPE"; tl_summary; exit 1; }
+tl_subvol "$FSTYPE" "$SUB"
+cat >"$TL_DIR/policy.json" <<EOF2
+{"tenants": [{"name": "alpha", "subvolume": "$SUB", "mount": "$VIEW", "backend": "file://$STORE"}]}
+EOF2
+tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
+check "tierd starts on $FSTYPE" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
+check "the view is a mount of the subvolume" mountpoint -q "$VIEW"
+
+# The mix of files, made through the raw subvolume path; originals kept apart.
+make_file() { # NAME: copies ORIG/NAME into the subvolume
+	cp --sparse=always "$ORIG/$1" "$SUB/$1"
+}
+: >"$ORIG/empty"
+printf 'a' >"$ORIG/one"
+head -c 4095 /dev/urandom >"$ORIG/b4095"
+head -c 4096 /dev/urandom >"$ORIG/b4096"
+head -c $((5 << 20)) /dev/urandom >"$ORIG/m5"
+head -c $((200 << 20)) /dev/urandom >"$ORIG/big"
+truncate -s 50M "$ORIG/sparse" && head -c $((1 << 20)) /dev/urandom | dd of="$ORIG/sparse" bs=1M seek=20 conv=notrunc status=none
+cp /bin/echo "$ORIG/bin"
+FILES="empty one b4095 b4096 m5 big sparse bin"
+for f in $FILES; do make_file "$f"; done
+
+statline() { stat -c '%s %f %u %g %Y %y' "$1"; }
+declare -A BEFORE
+for f in $FILES; do BEFORE[$f]=$(statline "$SUB/$f"); done
+
+paths() { local d=$1; shift; for f in "$@"; do echo "$d/$f"; done; }
+archive_all() { "$TIERCTL" archive $(paths "$VIEW" $FILES); }
+release_all() { "$TIERCTL" release $(paths "$VIEW" $FILES); }
+state_of() { "$TIERCTL" status --json "$1" | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p'; }
+resident_of() { "$TIERCTL" status --json "$1" | sed -n 's/.*"resident":\([0-9]*\).*/\1/p'; }
+all_released() {
+	for f in $FILES; do
+		[ "$(state_of "$VIEW/$f")" = released ] || { echo "# $f: $(state_of "$VIEW/$f")"; return 1; }
+		[ "$(tl_allocated "$SUB/$f")" -eq 0 ] || { echo "# $f still has $(tl_allocated "$SUB/$f") bytes"; return 1; }
+	done
+}
+stat_unchanged() {
+	for f in $FILES; do
+		[ "$(statline "$SUB/$f")" = "${BEFORE[$f]}" ] || { echo "# $f: ${BEFORE[$f]} -> $(statline "$SUB/$f")"; return 1; }
+	done
+}
+cmp_all() { # DIR
+	for f in $FILES; do cmp "$1/$f" "$ORIG/$f" || return 1; done
+}
+
+check "archive a mix of files" archive_all
+check "archived files keep their content and state" bash -c "[ \"\$($TIERCTL status --json $VIEW/m5 | grep -c archived)\" = 1 ]"
+check "release them" release_all
+check "released files use no blocks" all_released
+check "stat is unchanged after release" stat_unchanged
+
+# A 4 KiB read in the middle of a released 200 MiB file restores only its range.
+check "4 KiB pread in the middle of a released 200 MiB file" \
+	bash -c "cmp <($PREAD $VIEW/big $((100 << 20)) 4096) <($PREAD $ORIG/big $((100 << 20)) 4096)"
+res=$(tl_allocated "$SUB/big")
+check "... leaves under 8 MiB resident (allocated $res)" test "$res" -lt $((8 << 20))
+check "... and tierd counts it as partial" test "$(state_of "$VIEW/big")" = partial
+
+check "read back through the view" cmp_all "$VIEW"
+check "stat is unchanged after restore" stat_unchanged
+
+# A read-only bind mount (a Kubernetes readOnly volume).
+RO=$TL_DIR/ro
+mkdir -p "$RO" && mount --bind "$VIEW" "$RO" && mount -o remount,bind,ro "$RO"
+check "release again" release_all
+check "read back through a read-only bind mount" cmp_all "$RO"
+umount "$RO"
+
+check "release again" release_all
+check "read back through the raw subvolume path" cmp_all "$SUB"
+
+check "release again" release_all
+check "read back through a copy of the view made by unshare -m" \
+	unshare -m bash -c "for f in $FILES; do cmp $VIEW/\$f $ORIG/\$f || exit 1; done"
+
+check "release again" release_all
+check "cp (reflink if it can) of a released file gives the real bytes" \
+	bash -c "cp $VIEW/m5 $VIEW/m5.copy && cmp $VIEW/m5.copy $ORIG/m5 && rm $VIEW/m5.copy"
+check "an mmap reader of a released file" bash -c "cmp <($BUILD/tests/mmap-read $VIEW/sparse) $ORIG/sparse"
+check "exec of a released binary" bash -c "[ \"\$($VIEW/bin tiered hello)\" = 'tiered hello' ]"
+check "stat is unchanged after restore (mode of the binary too)" bash -c "[ \"\$(stat -c %a $SUB/bin)\" = \"\$(stat -c %a $ORIG/bin)\" ]"
+
+# Changes to released files: the rest stays intact.
+check "release again" release_all
+echo x >"$VIEW/one"
+check "echo x > released, then a read gives exactly x" bash -c "[ \"\$(od -An -c $VIEW/one | tr -d ' ')\" = 'x\\n' ]"
+check "a written file is dirty" test "$(state_of "$VIEW/one")" = dirty
+check_fails "a dirty file is not released" "$TIERCTL" release "$VIEW/one"
+check "archiving it again makes it clean" bash -c "$TIERCTL archive $VIEW/one && [ \"\$($TIERCTL status --json $VIEW/one | grep -c archived)\" = 1 ]"
+
+printf 'XYZ' | dd of="$VIEW/b4096" bs=1 seek=1000 conv=notrunc status=none
+cp "$ORIG/b4096" "$TL_DIR/expect" && printf 'XYZ' | dd of="$TL_DIR/expect" bs=1 seek=1000 conv=notrunc status=none
+check "a write into a released file keeps the rest intact" cmp "$VIEW/b4096" "$TL_DIR/expect"
+
+truncate -s 1M "$VIEW/m5" && truncate -s 3M "$VIEW/m5"
+check "truncate a released file down and up: the kept part is intact" \
+	bash -c "cmp <(head -c 1048576 $VIEW/m5) <(head -c 1048576 $ORIG/m5)"
+check "... and the gap reads as zeros" \
+	bash -c "cmp <(tail -c +1048577 $VIEW/m5) <(head -c 2097152 /dev/zero)"
+
+# Restore by tierctl: whole, verified, stat intact.
+check "tierctl restore brings a released file back whole" \
+	bash -c "$TIERCTL release $VIEW/big && $TIERCTL restore $VIEW/big && [ \"\$($TIERCTL status --json $VIEW/big | grep -c archived)\" = 1 ] && cmp $SUB/big $ORIG/big"
+
+# Two readers of one missing range cause one fetch.
+fills() { "$TIERCTL" status --json | sed -n 's/.*"fills":\([0-9]*\).*/\1/p'; }
+"$TIERCTL" release "$VIEW/big"
+before=$(fills)
+readers=()
+for i in 1 2 3 4; do "$PREAD" "$VIEW/big" $((150 << 20)) 4096 >"$TL_DIR/r$i" & readers+=($!); done
+wait "${readers[@]}"
+after=$(fills)
+check "four concurrent readers of one range: one fetch ($((after - before)))" test $((after - before)) -eq 1
+check "... and all four got the right bytes" \
+	bash -c "for i in 1 2 3 4; do cmp $TL_DIR/r\$i <($PREAD $ORIG/big $((150 << 20)) 4096) || exit 1; done"
+
+# A corrupted object gives EIO, never wrong bytes.
+head -c 100000 /dev/urandom >"$SUB/corrupt"
+"$TIERCTL" archive "$VIEW/corrupt" && "$TIERCTL" release "$VIEW/corrupt"
+obj=$(getfattr --absolute-names --only-values -n security.tierd "$SUB/corrupt" | sed -n 's/^key=//p')
+printf '\xff' | dd of="$STORE/$obj" bs=1 seek=5000 conv=notrunc status=none
+check_fails "a corrupted object gives an error" cat "$VIEW/corrupt" >/dev/null 2>"$TL_DIR/err"
+check "... and that error is EIO" grep -q "Input/output error" "$TL_DIR/err"
+check "... and nothing of it stays in the file" test "$(tl_allocated "$SUB/corrupt")" -eq 0
+
+head -c 100000 /dev/urandom >"$SUB/missing"
+"$TIERCTL" archive "$VIEW/missing" && "$TIERCTL" release "$VIEW/missing"
+obj=$(getfattr --absolute-names --only-values -n security.tierd "$SUB/missing" | sed -n 's/^key=//p')
+rm -f "$STORE/$obj"
+start=$(date +%s%N)
+check_fails "a missing object gives an error" timeout 10 cat "$VIEW/missing" >/dev/null 2>"$TL_DIR/err"
+check "... EIO, at once ($((($(date +%s%N) - start) / 1000000)) ms)" \
+	bash -c "grep -q 'Input/output error' $TL_DIR/err && [ $((($(date +%s%N) - start) / 1000000)) -lt 2000 ]"
+
+# A corrupt stub (only root can write one) gives EIO for that file only.
+"$TIERCTL" release "$VIEW/b4095"
+setfattr -n security.tierd -v "v=1
+garbage" "$SUB/b4095"
+check_fails "a corrupt stub gives an error for that file" cat "$VIEW/b4095"
+check "... and tierd keeps serving" "$TIERCTL" status "$VIEW/m5"
+check "tierd logged why" grep -q "corrupt stub" "$TL_TIERD_LOG"
+
+# Unprivileged callers may not change files; anyone may read status.
+check_fails "an unprivileged caller cannot archive" setpriv --reuid=65534 --regid=65534 --clear-groups "$TIERCTL" archive "$VIEW/b4095"
+check "an unprivileged caller may read status" setpriv --reuid=65534 --regid=65534 --clear-groups "$TIERCTL" status
+check_fails "a path outside every tenant is refused" "$TIERCTL" archive /etc/hostname
+
+check "SIGTERM: tierd exits 0" tl_tierd_stop
+check_fails "... and its view is gone" mountpoint -q "$VIEW"
+
+tl_summary

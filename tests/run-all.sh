@@ -1,0 +1,48 @@
+#!/bin/bash
+# make check: every test, ending with one line "N passed, N failed, N skipped".
+# Each suite prints TAP-like lines ("ok ...", "not ok ...", "skip ..."); a
+# suite that exits non-zero without saying why counts as one failure.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-$PWD/build}
+export BUILD
+PASS=0 FAIL=0 SKIP=0
+LOG=$(mktemp /tmp/tierd-check.XXXXXX)
+
+run_suite() { # NAME COMMAND...
+	local name=$1 rc p f s
+	shift
+	echo "== $name"
+	"$@" >"$LOG" 2>&1
+	rc=$?
+	cat "$LOG"
+	p=$(grep -cE '^ok ' "$LOG")
+	f=$(grep -cE '^not ok ' "$LOG")
+	s=$(grep -cE '^skip ' "$LOG")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "not ok - $name exited with status $rc"
+		f=1
+	fi
+	PASS=$((PASS + p)) FAIL=$((FAIL + f)) SKIP=$((SKIP + s))
+}
+
+skip_suite() { echo "skip - $1: $2"; SKIP=$((SKIP + 1)); }
+
+for t in "$BUILD"/unit/test-*; do run_suite "unit $(basename "$t")" "$t"; done
+for t in "$BUILD"/unit-asan/test-*; do run_suite "unit (ASan+UBSan) $(basename "$t")" "$t"; done
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip_suite "integration" "needs root (loop devices, fanotify pre-content groups): run sudo make check"
+else
+	run_suite "refusals" bash tests/integration/refuse.sh
+	for fs in btrfs xfs ext4; do
+		if grep -qw "$fs" /proc/filesystems || modprobe "$fs" 2>/dev/null; then
+			run_suite "core on $fs" bash tests/integration/core.sh "$fs"
+		else
+			skip_suite "core on $fs" "this kernel has no $fs"
+		fi
+	done
+fi
+rm -f "$LOG"
+echo "$PASS passed, $FAIL failed, $SKIP skipped"
+[ "$FAIL" -eq 0 ]

@@ -1,0 +1,122 @@
+/* The policy parser: strict JSON, duplicate keys, types, values, messages. */
+#include "unit.h"
+#include <errno.h>
+#include <stdio.h>
+#include "policy.h"
+
+#define T(extra) "{\"tenants\": [{\"name\": \"alpha\", \"subvolume\": \"/srv/t/alpha\", \"mount\": \"/run/tierd/alpha\", " \
+                 "\"backend\": \"file:///var/lib/tierd/alpha\"" extra "}]}"
+
+static struct policy *parse_ok(const char *text) {
+        struct policy *p = NULL;
+        char *err = NULL;
+        int r = policy_parse(text, strlen(text), "test.json", &p, &err);
+        if (r < 0)
+                fail_msg("refused: %s", err ? err : "?");
+        free(err);
+        return p;
+}
+
+/* Refused, and the message mentions want. */
+static void parse_bad(const char *text, const char *want) {
+        struct policy *p = NULL;
+        char *err = NULL;
+        int r = policy_parse(text, strlen(text), "test.json", &p, &err);
+        if (r == 0)
+                fail_msg("accepted: %s", text);
+        assert_int_equal(r, -EINVAL);
+        assert_non_null(err);
+        if (!strstr(err, want))
+                fail_msg("message '%s' does not mention '%s'", err, want);
+        assert_non_null(strstr(err, "test.json"));
+        free(err);
+}
+
+static void test_minimal(void **state) {
+        (void)state;
+        struct policy *p = parse_ok(T(""));
+        assert_int_equal(p->version, 1);
+        assert_int_equal(p->n_tenants, 1);
+        assert_string_equal(p->tenants[0].name, "alpha");
+        assert_int_equal(p->tenants[0].chunk, 1 << 20);
+        assert_int_equal(p->tenants[0].readahead, 4 << 20);
+        assert_int_equal(p->tenants[0].small_file, 1 << 20);
+        assert_non_null(policy_find_tenant(p, "alpha"));
+        assert_null(policy_find_tenant(p, "beta"));
+        policy_free(p);
+}
+
+static void test_settings_and_defaults(void **state) {
+        (void)state;
+        struct policy *p = parse_ok("{\"version\": 1, \"defaults\": {\"chunk\": \"4M\", \"backend\": \"file:///s\"},"
+                                    "\"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\"},"
+                                    "{\"name\": \"b\", \"subvolume\": \"/t/b\", \"mount\": \"/v/b\", \"chunk\": 65536,"
+                                    " \"small_file\": \"0\", \"backend\": \"file:///other\"}]}");
+        assert_int_equal(p->tenants[0].chunk, 4 << 20);
+        assert_string_equal(p->tenants[0].backend, "file:///s");
+        assert_int_equal(p->tenants[1].chunk, 65536);
+        assert_int_equal(p->tenants[1].small_file, 0);
+        assert_string_equal(p->tenants[1].backend, "file:///other");
+        policy_free(p);
+}
+
+static void test_strict_json(void **state) {
+        (void)state;
+        parse_bad("{\"tenants\": [],}", "not valid JSON");
+        parse_bad("{\"tenants\": [] /* c */}", "not valid JSON");
+        parse_bad("{\"tenants\": [], \"version\": NaN}", "not valid JSON");
+        parse_bad("{\"tenants\": []", "not valid JSON");
+        parse_bad("{\"tenants\": []} {}", "not valid JSON");
+        parse_bad("[]", "must be a JSON object");
+        parse_bad("{\"tenants\": [], \"tenants\": []}", "'tenants'");
+        parse_bad(T(", \"chunk\": \"1M\", \"chunk\": \"2M\""), "'chunk'");
+        parse_bad("{\"tenants\": [], \"t\\u0065nants\": []}", "appears twice");
+}
+
+static void test_bad_values(void **state) {
+        (void)state;
+        parse_bad(T(", \"chunk\": \"10G\"X"), "not valid JSON");
+        parse_bad(T(", \"chunk\": \"3K\""), "power of two");
+        parse_bad(T(", \"chunk\": \"10Q\""), "not a size");
+        parse_bad(T(", \"chunk\": true"), "size");
+        parse_bad(T(", \"readahead\": -1"), "non-negative");
+        parse_bad(T(", \"colour\": \"blue\""), "unknown key");
+        parse_bad("{\"tenants\": [], \"extra\": 1}", "unknown key");
+        parse_bad("{\"version\": 2, \"tenants\": []}", "newer");
+        parse_bad("{\"version\": \"1\", \"tenants\": []}", "positive integer");
+        parse_bad("{}", "'tenants': missing");
+        parse_bad("{\"tenants\": [{\"subvolume\": \"/a\"}]}", "'name': missing");
+        parse_bad("{\"tenants\": [{\"name\": \"a b\", \"subvolume\": \"/a\"}]}", "letters");
+        parse_bad("{\"tenants\": [{\"name\": \"a\", \"subvolume\": \"rel\", \"mount\": \"/m\", \"backend\": \"file:///s\"}]}",
+                  "absolute");
+        parse_bad("{\"tenants\": [{\"name\": \"a\", \"subvolume\": \"/x/../y\", \"mount\": \"/m\", \"backend\": \"file:///s\"}]}",
+                  "normalized");
+        parse_bad("{\"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/m\"}]}", "'backend'");
+        parse_bad("{\"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/m\", \"backend\": \"gopher://x\"}]}",
+                  "scheme");
+        parse_bad("{\"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/t/a/v\", \"backend\": \"file:///s\"}]}",
+                  "overlap");
+        parse_bad("{\"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\", \"backend\": \"file:///s\"},"
+                  "{\"name\": \"a\", \"subvolume\": \"/t/b\", \"mount\": \"/v/b\", \"backend\": \"file:///s\"}]}",
+                  "two tenants");
+        parse_bad("{\"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\", \"backend\": \"file:///s\"},"
+                  "{\"name\": \"b\", \"subvolume\": \"/t/a/b\", \"mount\": \"/v/b\", \"backend\": \"file:///s\"}]}",
+                  "overlaps");
+        parse_bad("{\"tenants\": [\"a\"]}", "must be an object");
+}
+
+static void test_invalid_utf8(void **state) {
+        (void)state;
+        parse_bad("{\"tenants\": [], \"\xff\": 1}", "not valid JSON");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_minimal),
+                cmocka_unit_test(test_settings_and_defaults),
+                cmocka_unit_test(test_strict_json),
+                cmocka_unit_test(test_bad_values),
+                cmocka_unit_test(test_invalid_utf8),
+        };
+        return UNIT_RUN("policy", tests);
+}

@@ -1,0 +1,49 @@
+/* Backend URLs and sizes. */
+#include "unit.h"
+#include <errno.h>
+#include "size.h"
+#include "url.h"
+
+static void test_file_url(void **state) {
+        struct backend_url u;
+        const char *err = NULL;
+        (void)state;
+        assert_int_equal(backend_url_parse("file:///var/lib/tierd/store/", &u, &err), 0);
+        assert_int_equal(u.kind, BACKEND_FILE);
+        assert_string_equal(u.path, "/var/lib/tierd/store");
+        backend_url_done(&u);
+        assert_int_equal(backend_url_parse("file://relative", &u, &err), -EINVAL);
+        assert_non_null(err);
+        assert_int_equal(backend_url_parse("file:///a/../etc", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("ftp://x/y", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("s3://bucket/prefix", &u, &err), -EOPNOTSUPP);
+        assert_int_equal(backend_url_parse("https://host/p", &u, &err), -EOPNOTSUPP);
+}
+
+static void test_sizes(void **state) {
+        uint64_t v;
+        (void)state;
+        assert_int_equal(size_parse("4096", &v), 0);
+        assert_int_equal(v, 4096);
+        assert_int_equal(size_parse("512K", &v), 0);
+        assert_int_equal(v, 512 * 1024);
+        assert_int_equal(size_parse("10G", &v), 0);
+        assert_int_equal(v, 10ull << 30);
+        assert_int_equal(size_parse("1MiB", &v), 0);
+        assert_int_equal(v, 1 << 20);
+        assert_int_equal(size_parse("", &v), -EINVAL);
+        assert_int_equal(size_parse("-1", &v), -EINVAL);
+        assert_int_equal(size_parse("10X", &v), -EINVAL);
+        assert_int_equal(size_parse("1.5G", &v), -EINVAL);
+        assert_int_equal(size_parse("99999999999999999999", &v), -ERANGE);
+        assert_int_equal(size_parse("17179869184G", &v), -ERANGE);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_file_url),
+                cmocka_unit_test(test_sizes),
+        };
+        return UNIT_RUN("url", tests);
+}
