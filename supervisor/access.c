@@ -8,6 +8,8 @@
 #include "access.h"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,6 +25,11 @@ struct syscall_info {
         uint64_t args[6];
 };
 
+/* The kernel queues the event before the accessor goes to sleep waiting for
+ * our answer: until it sleeps, /proc/TID/syscall says "running". It sleeps
+ * within microseconds, so look again for a little while. */
+#define SYSCALL_RETRIES 2000
+
 static int read_syscall(pid_t tid, struct syscall_info *si) {
         char path[64], line[512];
         _cleanup_close_ int fd = -1;
@@ -32,10 +39,20 @@ static int read_syscall(pid_t tid, struct syscall_info *si) {
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        n = read(fd, line, sizeof(line) - 1);
-        if (n <= 0)
-                return -EIO;
-        line[n] = 0;
+        for (int i = 0;; i++) {
+                n = pread(fd, line, sizeof(line) - 1, 0);
+                if (n <= 0)
+                        return -EIO;
+                line[n] = 0;
+                if (strncmp(line, "running", 7) != 0)
+                        break;
+                if (i >= SYSCALL_RETRIES)
+                        return -EBUSY;
+                if (i < 100)
+                        sched_yield();
+                else
+                        usleep(10);
+        }
         /* "running" or "-1 ..." (not in a syscall) carry no usable answer. */
         if (sscanf(line, "%ld 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64,
                    &si->nr, &si->args[0], &si->args[1], &si->args[2], &si->args[3], &si->args[4],

@@ -146,6 +146,24 @@ check "four concurrent readers of one range: one fetch ($((after - before)))" te
 check "... and all four got the right bytes" \
 	bash -c "for i in 1 2 3 4; do cmp $TL_DIR/r\$i <($PREAD $ORIG/big $((150 << 20)) 4096) || exit 1; done"
 
+# A worker killed in the middle of fills: tierd starts a replacement and sends
+# it the same work; the readers never notice.
+worker_pid() { "$TIERCTL" status --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
+"$TIERCTL" release "$VIEW/big" "$VIEW/sparse"
+old_worker=$(worker_pid)
+readers=()
+for f in big sparse; do cmp "$VIEW/$f" "$ORIG/$f" & readers+=($!); done
+sleep 0.2
+kill -KILL "$old_worker"
+crash_ok=true
+for p in "${readers[@]}"; do wait "$p" || crash_ok=false; done
+check "readers get the right bytes across a worker killed by SIGKILL" $crash_ok
+new_worker=$(worker_pid)
+"$TIERCTL" release "$VIEW/sparse"
+check "... and a replacement worker serves ($old_worker -> $new_worker)" \
+	bash -c "[ '$new_worker' != '$old_worker' ] && kill -0 '$new_worker' && cmp $VIEW/sparse $ORIG/sparse"
+check "tierd logged the crash" grep -q "killed by signal 9" "$TL_TIERD_LOG"
+
 # A corrupted object gives EIO, never wrong bytes.
 head -c 100000 /dev/urandom >"$SUB/corrupt"
 "$TIERCTL" archive "$VIEW/corrupt" && "$TIERCTL" release "$VIEW/corrupt"

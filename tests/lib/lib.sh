@@ -21,7 +21,14 @@ skip() { TL_SKIP=$((TL_SKIP + 1)); echo "skip - $*"; }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
 # check_fails NAME COMMAND...: passes when COMMAND fails.
 check_fails() { local name=$1; shift; if "$@"; then not_ok "$name"; else ok "$name"; fi; }
-tl_summary() { echo "# $TL_PASS passed, $TL_FAIL failed, $TL_SKIP skipped"; [ "$TL_FAIL" -eq 0 ]; }
+tl_summary() {
+	echo "# $TL_PASS passed, $TL_FAIL failed, $TL_SKIP skipped"
+	if [ "$TL_FAIL" -gt 0 ] && [ -s "${TL_TIERD_LOG:-}" ]; then
+		echo "# the end of tierd's log:"
+		tail -n 60 "$TL_TIERD_LOG" | sed 's/^/#   /'
+	fi
+	[ "$TL_FAIL" -eq 0 ]
+}
 
 # tl_loopfs TYPE SIZE DIR: a fresh filesystem of TYPE on a loop device at DIR.
 tl_loopfs() {
