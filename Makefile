@@ -29,7 +29,7 @@ BINARIES := $(BUILD)/tierd $(BUILD)/tierd-worker $(BUILD)/tierctl
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test-*.c))
 
-.PHONY: all deps demo check check-unit check-integration clean
+.PHONY: all deps demo check asan-daemons clean
 all: $(BINARIES)
 
 # Installs only what is missing, so it is cheap when nothing is.
@@ -72,7 +72,13 @@ $(BUILD)/unit-asan/%: tests/unit/%.c $(UNIT_LIB_SRC) | deps
 
 UNIT_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-asan/,$(UNIT_TESTS))
 
-check: all $(TEST_HELPERS) $(UNIT_BINS)
+# The daemons built with ASan+UBSan, for one integration pass in make check.
+asan-daemons:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="$(SAN_FLAGS)" \
+		$(BUILD)/asan/tierd $(BUILD)/asan/tierd-worker $(BUILD)/asan/tierctl \
+		$(patsubst $(BUILD)/%,$(BUILD)/asan/%,$(TEST_HELPERS))
+
+check: all $(TEST_HELPERS) $(UNIT_BINS) asan-daemons
 	@BUILD=$(abspath $(BUILD)) bash tests/run-all.sh
 
 demo: all $(TEST_HELPERS)

@@ -514,6 +514,11 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
                 answer_event(fs->pre_fd, fd, 0);
                 return;
         }
+        if (kind == ACCESS_READ && event_range(md, &offset, &count) && count > 0 && s.state == STUB_PARTIAL &&
+            range_set_covers(&s.populated, MIN(offset, s.size), MIN(offset + count, s.size))) {
+                answer_event(fs->pre_fd, fd, 0); /* a read of bytes already here */
+                return;
+        }
         w = waiter_new();
         if (!w || file_get(tn, fd, &f) < 0) {
                 free(w);

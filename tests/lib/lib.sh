@@ -88,7 +88,7 @@ tl_dbus_start() {
 # tl_tierd_start POLICY: starts tierd, waits until it answers on the bus.
 tl_tierd_start() {
 	TL_TIERD_LOG="$TL_DIR/tierd.log"
-	"$BUILD/tierd" --policy "$1" ${TL_TIERD_ARGS:-} >>"$TL_TIERD_LOG" 2>&1 &
+	${TL_TIERD_WRAPPER:-} "$BUILD/tierd" --policy "$1" ${TL_TIERD_ARGS:-} >>"$TL_TIERD_LOG" 2>&1 &
 	TL_TIERD_PID=$!
 	TL_PIDS+=("$TL_TIERD_PID")
 	for _ in $(seq 100); do
