@@ -6,7 +6,7 @@
 
 CC ?= gcc
 BUILD ?= build
-PKGS := mount libsystemd json-c libcrypto
+PKGS := mount libsystemd json-c libcrypto libcurl
 DEB_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
 	libcmocka-dev libseccomp-dev btrfs-progs xfsprogs e2fsprogs attr dbus util-linux procps
 

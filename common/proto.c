@@ -32,7 +32,7 @@ int proto_send(int sock, const void *msg, size_t size, int fd) {
         }
 }
 
-int proto_recv(int sock, void *msg, size_t size, int *fd, int flags) {
+int proto_recv(int sock, void *msg, size_t size, size_t *len, int *fd, int flags) {
         union {
                 struct cmsghdr h;
                 char buf[CMSG_SPACE(sizeof(int) * 4)];
@@ -65,7 +65,9 @@ int proto_recv(int sock, void *msg, size_t size, int *fd, int flags) {
         }
         if (n == 0)
                 return 1;
-        if ((size_t)n != size || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        if (len)
+                *len = (size_t)n;
+        if ((len ? (size_t)n > size : (size_t)n != size) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
                 if (fd && *fd >= 0) {
                         close(*fd);
                         *fd = -1;

@@ -12,12 +12,14 @@
 #include "stub.h"
 
 #define PROTO_URL_MAX 1024
+#define PROTO_HEADERS_MAX 4096
 
 enum proto_type {
-        PROTO_CONFIG = 1,  /* first message; fd: the store directory (file://) */
-        PROTO_FILL = 2,    /* fetch [offset, offset+length) of key, write it through fd */
-        PROTO_VERIFY = 3,  /* hash the whole file through fd; punch it back on mismatch */
-        PROTO_ARCHIVE = 4, /* read fd whole, store it content-addressed */
+        PROTO_CONFIG = 1,      /* first message; fd: the store directory (file://) */
+        PROTO_FILL = 2,        /* fetch [offset, offset+length) of key, write it through fd */
+        PROTO_VERIFY = 3,      /* hash the whole file through fd; punch it back on mismatch */
+        PROTO_ARCHIVE = 4,     /* read fd whole, store it content-addressed */
+        PROTO_CREDENTIALS = 5, /* S3 keys: after the config, and whenever they change */
 };
 
 enum proto_flags {
@@ -26,11 +28,30 @@ enum proto_flags {
         PROTO_FILL_WHOLE = 1u << 0,
 };
 
+/* Everything a worker knows, from tierd, never from argv or environment. */
 struct proto_config {
         uint32_t type;
         uint32_t threads;
         char tenant[STUB_TENANT_MAX];
         char backend[PROTO_URL_MAX];
+        char endpoint[PROTO_URL_MAX]; /* "" for AWS's regional endpoint */
+        char region[64];
+        char ca_file[PROTO_URL_MAX];
+        char sse[16];
+        char kms_key_id[256];
+        char headers[PROTO_HEADERS_MAX]; /* "Name: value" lines, files already read */
+        uint32_t virtual_hosted;
+        uint32_t reserved;
+        uint64_t connect_timeout_usec, stall_timeout_usec;
+        uint64_t multipart_threshold, part_size;
+};
+
+/* Secrets travel only here: never argv, environment, logs or D-Bus. */
+struct proto_credentials {
+        uint32_t type;
+        char access_key[128];
+        char secret_key[256];
+        char session_token[4096];
 };
 
 struct proto_request {
@@ -54,7 +75,8 @@ struct proto_reply {
 
 /* Sends one record, with fd attached unless fd < 0. */
 int proto_send(int sock, const void *msg, size_t size, int fd);
-/* Receives one record of exactly size bytes (-EBADMSG otherwise), and at
+/* Receives one record of at most size bytes (its length in *len; with len
+ * NULL it must be exactly size, else -EBADMSG), and at
  * most one fd (*fd = -1 if none). flags as for recvmsg (MSG_DONTWAIT).
  * Returns 0, -EAGAIN, or 1 at end of stream. */
-int proto_recv(int sock, void *msg, size_t size, int *fd, int flags);
+int proto_recv(int sock, void *msg, size_t size, size_t *len, int *fd, int flags);

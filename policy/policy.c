@@ -47,8 +47,10 @@ static int fail(struct parse_ctx *c, const char *tenant, const char *key, const 
 
 /* Keys allowed in a tenant and in "defaults" (name/subvolume/mount/backend
  * only in tenants). */
-static const char *const tenant_keys[] = { "name", "subvolume", "mount", "backend", "chunk", "readahead", "small_file" };
-static const char *const default_keys[] = { "backend", "chunk", "readahead", "small_file" };
+#define SETTING_KEYS "backend", "chunk", "readahead", "small_file", "endpoint", "region", "credentials", "addressing", \
+        "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size"
+static const char *const tenant_keys[] = { "name", "subvolume", "mount", SETTING_KEYS };
+static const char *const default_keys[] = { SETTING_KEYS };
 
 static bool key_known(const char *key, const char *const *keys, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -120,9 +122,55 @@ static bool path_is_under(const char *a, const char *b) {
 }
 
 struct tenant_settings {
-        const char *backend;
-        uint64_t chunk, readahead, small_file;
+        const char *backend, *endpoint, *region, *credentials, *addressing, *ca_file, *sse, *kms_key_id;
+        json_object *headers;
+        uint64_t chunk, readahead, small_file, connect_timeout, stall_timeout, multipart_threshold, part_size;
 };
+
+static int get_duration(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, uint64_t *ret) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        if (!json_object_is_type(v, json_type_string) || duration_parse(json_object_get_string(v), ret) < 0 || *ret == 0)
+                return fail(c, tenant, key, "must be a positive duration such as \"500ms\", \"30s\", \"5m\"");
+        return 1;
+}
+
+static int get_opt_path(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, const char **ret) {
+        int r = get_string(c, o, tenant, key, ret);
+        if (r > 0 && (r = check_abs_path(c, tenant, key, *ret)) < 0)
+                return r;
+        return 0;
+}
+
+/* "http(s)://host[:port]" and nothing more: keys are appended to it. */
+static int check_endpoint(struct parse_ctx *c, const char *tenant, const char *e) {
+        const char *h = strncmp(e, "http://", 7) == 0 ? e + 7 : strncmp(e, "https://", 8) == 0 ? e + 8 : NULL;
+        if (!h || !*h)
+                return fail(c, tenant, "endpoint", "'%s' must be http://HOST[:PORT] or https://HOST[:PORT]", e);
+        for (const char *p = h; *p; p++)
+                if (!isalnum((unsigned char)*p) && !strchr("-.:[]", *p))
+                        return fail(c, tenant, "endpoint", "'%s' must be a scheme, a host and a port, no path or user", e);
+        return 0;
+}
+
+static int check_headers(struct parse_ctx *c, const char *tenant, json_object *h) {
+        if (!json_object_is_type(h, json_type_object))
+                return fail(c, tenant, "headers", "must be an object of header names to values (\"@FILE\" reads a file)");
+        json_object_object_foreach(h, name, val) {
+                if (!*name || strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-") != strlen(name))
+                        return fail(c, tenant, "headers", "'%s' is not a header name", name);
+                if (!json_object_is_type(val, json_type_string))
+                        return fail(c, tenant, "headers", "value of '%s' must be a string", name);
+                for (const char *p = json_object_get_string(val); *p; p++)
+                        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                                return fail(c, tenant, "headers", "value of '%s' has a control character", name);
+                if (json_object_get_string(val)[0] == '@' &&
+                    check_abs_path(c, tenant, "headers", json_object_get_string(val) + 1) < 0)
+                        return -EINVAL;
+        }
+        return 0;
+}
 
 static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenant, struct tenant_settings *s) {
         int r;
@@ -138,7 +186,60 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
                 return fail(c, tenant, "readahead", "must be at most 1G");
         if ((r = get_size(c, o, tenant, "small_file", &s->small_file)) < 0)
                 return r;
+        if ((r = get_string(c, o, tenant, "endpoint", &s->endpoint)) < 0)
+                return r;
+        if (r > 0 && (r = check_endpoint(c, tenant, s->endpoint)) < 0)
+                return r;
+        if ((r = get_string(c, o, tenant, "region", &s->region)) < 0)
+                return r;
+        if (r > 0 && (!*s->region || strspn(s->region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(s->region)))
+                return fail(c, tenant, "region", "'%s' is not a region name", s->region);
+        if ((r = get_opt_path(c, o, tenant, "credentials", &s->credentials)) < 0)
+                return r;
+        if ((r = get_opt_path(c, o, tenant, "ca_file", &s->ca_file)) < 0)
+                return r;
+        if ((r = get_string(c, o, tenant, "addressing", &s->addressing)) < 0)
+                return r;
+        if (r > 0 && strcmp(s->addressing, "path") != 0 && strcmp(s->addressing, "virtual") != 0)
+                return fail(c, tenant, "addressing", "must be \"path\" or \"virtual\"");
+        if ((r = get_duration(c, o, tenant, "connect_timeout", &s->connect_timeout)) < 0)
+                return r;
+        if ((r = get_duration(c, o, tenant, "stall_timeout", &s->stall_timeout)) < 0)
+                return r;
+        if ((r = get_string(c, o, tenant, "sse", &s->sse)) < 0)
+                return r;
+        if (r > 0 && strcmp(s->sse, "AES256") != 0 && strcmp(s->sse, "aws:kms") != 0)
+                return fail(c, tenant, "sse", "must be \"AES256\" or \"aws:kms\"");
+        if ((r = get_string(c, o, tenant, "kms_key_id", &s->kms_key_id)) < 0)
+                return r;
+        if (json_object_object_get_ex(o, "headers", &s->headers) && (r = check_headers(c, tenant, s->headers)) < 0)
+                return r;
+        if ((r = get_size(c, o, tenant, "multipart_threshold", &s->multipart_threshold)) < 0)
+                return r;
+        if (r > 0 && s->multipart_threshold < (5u << 20))
+                return fail(c, tenant, "multipart_threshold", "must be at least 5M (S3's smallest part)");
+        if ((r = get_size(c, o, tenant, "part_size", &s->part_size)) < 0)
+                return r;
+        if (r > 0 && (s->part_size < (5u << 20) || s->part_size > (5ull << 30)))
+                return fail(c, tenant, "part_size", "must be from 5M to 5G (S3's part limits)");
         return 0;
+}
+
+static char *strdup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+static char **headers_to_strv(json_object *h) {
+        size_t n = h ? (size_t)json_object_object_length(h) : 0, i = 0;
+        char **v = calloc(n + 1, sizeof(char *));
+        if (!v || !h)
+                return v;
+        json_object_object_foreach(h, name, val) {
+                if (asprintf(&v[i], "%s: %s", name, json_object_get_string(val)) < 0) {
+                        v[i] = NULL;
+                        break;
+                }
+                i++;
+        }
+        return v;
 }
 
 static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const struct tenant_settings *defaults,
@@ -186,11 +287,26 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
         if (r < 0)
                 return fail(c, name, "backend", "'%s': %s", s.backend, err);
 
+        if (url.kind == BACKEND_S3 && !s.credentials)
+                return fail(c, name, "credentials", "missing: an s3:// backend needs an AWS shared-credentials file");
+        if (s.kms_key_id && (!s.sse || strcmp(s.sse, "aws:kms") != 0))
+                return fail(c, name, "kms_key_id", "needs \"sse\": \"aws:kms\"");
+        if (s.part_size > s.multipart_threshold)
+                return fail(c, name, "part_size", "must not exceed multipart_threshold");
+
         *t = (struct policy_tenant){
                 .name = strdup(name), .subvolume = strdup(subvolume), .mount = strdup(mount),
                 .backend = strdup(s.backend), .chunk = s.chunk, .readahead = s.readahead, .small_file = s.small_file,
+                .endpoint = strdup_or_null(s.endpoint), .region = strdup(s.region),
+                .credentials = strdup_or_null(s.credentials),
+                /* Path-style for a custom endpoint (RGW, MinIO), virtual-hosted for AWS. */
+                .virtual_hosted = s.addressing ? strcmp(s.addressing, "virtual") == 0 : !s.endpoint,
+                .connect_timeout_usec = s.connect_timeout, .stall_timeout_usec = s.stall_timeout,
+                .ca_file = strdup_or_null(s.ca_file), .sse = strdup_or_null(s.sse),
+                .kms_key_id = strdup_or_null(s.kms_key_id), .headers = headers_to_strv(s.headers),
+                .multipart_threshold = s.multipart_threshold, .part_size = s.part_size,
         };
-        if (!t->name || !t->subvolume || !t->mount || !t->backend)
+        if (!t->name || !t->subvolume || !t->mount || !t->backend || !t->region || !t->headers)
                 return -ENOMEM;
         return 0;
 }
@@ -217,7 +333,11 @@ static int check_tenants_distinct(struct parse_ctx *c, const struct policy *p) {
 int policy_parse(const char *text, size_t len, const char *origin, struct policy **ret, char **error) {
         struct parse_ctx c = { .origin = origin ? origin : "policy", .error = error };
         static const char *const top_keys[] = { "version", "defaults", "tenants" };
-        struct tenant_settings defaults = { .chunk = 1u << 20, .readahead = 4u << 20, .small_file = 1u << 20 };
+        struct tenant_settings defaults = {
+                .chunk = 1u << 20, .readahead = 4u << 20, .small_file = 1u << 20, .region = "us-east-1",
+                .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
+                .multipart_threshold = 64u << 20, .part_size = 8u << 20,
+        };
         _cleanup_json_ json_object *root = NULL;
         json_tokener *tok;
         json_object *v, *tenants;
@@ -359,6 +479,15 @@ void policy_free(struct policy *p) {
                 free(p->tenants[i].subvolume);
                 free(p->tenants[i].mount);
                 free(p->tenants[i].backend);
+                free(p->tenants[i].endpoint);
+                free(p->tenants[i].region);
+                free(p->tenants[i].credentials);
+                free(p->tenants[i].ca_file);
+                free(p->tenants[i].sse);
+                free(p->tenants[i].kms_key_id);
+                for (size_t k = 0; p->tenants[i].headers && p->tenants[i].headers[k]; k++)
+                        free(p->tenants[i].headers[k]);
+                free(p->tenants[i].headers);
         }
         free(p->tenants);
         free(p);

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,17 @@ struct policy_tenant {
         uint64_t chunk;      /* fill granularity */
         uint64_t readahead;  /* added to sequential reads */
         uint64_t small_file; /* files below this restore whole at first access */
+        /* Remote stores (s3://, http(s)://) */
+        char *endpoint;        /* s3: "http(s)://host[:port]"; NULL: AWS's regional endpoint */
+        char *region;          /* s3 */
+        char *credentials;     /* s3: AWS shared-credentials file */
+        bool virtual_hosted;   /* s3 addressing: bucket in the host name */
+        uint64_t connect_timeout_usec, stall_timeout_usec;
+        char *ca_file;         /* private CA bundle */
+        char *sse;             /* s3: "AES256" or "aws:kms" */
+        char *kms_key_id;      /* s3: with "aws:kms" */
+        char **headers;        /* http: "Name: value" or "Name: @FILE" lines, NULL-terminated */
+        uint64_t multipart_threshold, part_size;
 };
 
 struct policy {

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "secrets.h"
 #include "url.h"
 #include "views.h"
 #include "workers.h"
@@ -159,6 +160,9 @@ static int setup_tenants(struct tierd *t) {
                 r = open_store(tn);
                 if (r < 0)
                         return r;
+                r = tenant_secrets_load(tn);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
@@ -197,6 +201,9 @@ static int run(struct tierd *t) {
         r = manager_bus_open(t);
         if (r < 0)
                 return r;
+        r = secrets_watch_start(t);
+        if (r < 0)
+                return r;
         log_info("serving %zu tenant(s) on %zu filesystem(s)", t->n_tenants, t->n_fss);
         return sd_event_loop(t->event);
 }
@@ -210,6 +217,8 @@ static void teardown(struct tierd *t) {
                 safe_close(t->tenants[i].subvol_fd);
                 safe_close(t->tenants[i].store_fd);
                 free(t->tenants[i].subvol_rel);
+                explicit_bzero(&t->tenants[i].cred, sizeof(t->tenants[i].cred));
+                explicit_bzero(t->tenants[i].headers, sizeof(t->tenants[i].headers));
         }
         dispatch_fail_all(t);
         for (size_t i = 0; i < t->n_fss; i++) {
@@ -220,6 +229,7 @@ static void teardown(struct tierd *t) {
         free(t->fss);
         free(t->tenants);
         t->stop_src = sd_event_source_unref(t->stop_src);
+        t->secrets_src = sd_event_source_unref(t->secrets_src);
         t->event = sd_event_unref(t->event);
         policy_free(t->policy);
         free(t->worker_path);

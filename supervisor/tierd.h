@@ -61,6 +61,11 @@ struct tenant {
         int subvol_fd;    /* the subvolume through the private mount */
         int store_fd;     /* file:// store directory handed to the worker */
         bool view_mounted;
+        struct proto_credentials cred; /* s3: from the credentials file */
+        bool have_cred;
+        struct timespec cred_mtime;
+        ino_t cred_ino;
+        char headers[PROTO_HEADERS_MAX]; /* http: configured headers, files read */
         struct worker worker;
         struct tenant_counters counters;
 };
@@ -80,7 +85,7 @@ struct tierd {
         struct tfile *files;
         uint64_t next_request_id;
         bool stopping;
-        sd_event_source *stop_src;
+        sd_event_source *stop_src, *secrets_src;
 };
 
 /* A message to a worker and what to do with its reply. fd stays open in

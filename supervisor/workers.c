@@ -81,7 +81,7 @@ static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *u
         for (;;) {
                 struct proto_reply rep;
                 struct request **p, *req;
-                int r = proto_recv(fd, &rep, sizeof(rep), NULL, MSG_DONTWAIT);
+                int r = proto_recv(fd, &rep, sizeof(rep), NULL, NULL, MSG_DONTWAIT);
                 if (r == -EAGAIN)
                         return 0;
                 if (r != 0) {
@@ -171,6 +171,32 @@ static void __attribute__((noreturn)) worker_exec(const char *path, int sock) {
         _exit(127);
 }
 
+static void worker_config(struct tenant *tn, struct proto_config *cfg) {
+        const struct policy_tenant *p = tn->cfg;
+        snprintf(cfg->tenant, sizeof(cfg->tenant), "%s", p->name);
+        snprintf(cfg->backend, sizeof(cfg->backend), "%s", p->backend);
+        snprintf(cfg->endpoint, sizeof(cfg->endpoint), "%s", p->endpoint ?: "");
+        snprintf(cfg->region, sizeof(cfg->region), "%s", p->region ?: "us-east-1");
+        snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", p->ca_file ?: "");
+        snprintf(cfg->sse, sizeof(cfg->sse), "%s", p->sse ?: "");
+        snprintf(cfg->kms_key_id, sizeof(cfg->kms_key_id), "%s", p->kms_key_id ?: "");
+        snprintf(cfg->headers, sizeof(cfg->headers), "%s", tn->headers);
+        cfg->virtual_hosted = p->virtual_hosted;
+        cfg->connect_timeout_usec = p->connect_timeout_usec;
+        cfg->stall_timeout_usec = p->stall_timeout_usec;
+        cfg->multipart_threshold = p->multipart_threshold;
+        cfg->part_size = p->part_size;
+}
+
+void worker_send_credentials(struct worker *w) {
+        struct tenant *tn = w->tenant;
+        if (w->state != WORKER_RUNNING || !tn->have_cred)
+                return; /* a worker that starts later gets them at start */
+        int r = proto_send(w->sock, &tn->cred, sizeof(tn->cred), -1);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: cannot hand credentials to the worker: %m", tn->cfg->name);
+}
+
 int worker_start(struct worker *w) {
         struct tenant *tn = w->tenant;
         struct proto_config cfg = { .type = PROTO_CONFIG, .threads = WORKER_THREADS };
@@ -192,11 +218,13 @@ int worker_start(struct worker *w) {
         w->sock = sv[0];
         w->pid = pid;
         w->started_usec = now_usec(w);
-        snprintf(cfg.tenant, sizeof(cfg.tenant), "%s", tn->cfg->name);
-        snprintf(cfg.backend, sizeof(cfg.backend), "%s", tn->cfg->backend);
+        worker_config(tn, &cfg);
         r = proto_send(w->sock, &cfg, sizeof(cfg), tn->store_fd);
+        explicit_bzero(&cfg, sizeof(cfg));
         if (r < 0)
                 log_error_errno(r, "tenant %s: cannot configure worker: %m", tn->cfg->name);
+        if (r >= 0 && tn->have_cred && (r = proto_send(w->sock, &tn->cred, sizeof(tn->cred), -1)) < 0)
+                log_error_errno(r, "tenant %s: cannot hand credentials to the worker: %m", tn->cfg->name);
         r = sd_event_add_io(tn->t->event, &w->io_src, w->sock, EPOLLIN, on_worker_reply, w);
         if (r >= 0)
                 r = sd_event_add_child(tn->t->event, &w->child_src, pid, WEXITED, on_worker_exit, w);

@@ -10,6 +10,8 @@ void worker_stop(struct worker *w);
  * be sent, req->done runs at once with -EIO. */
 void worker_submit(struct worker *w, struct request *req);
 bool worker_idle(const struct worker *w);
+/* Hands the tenant's current credentials to a running worker. */
+void worker_send_credentials(struct worker *w);
 const char *worker_state_to_string(enum worker_state s);
 
 struct request *request_new(int type, int fd, void (*done)(struct request *, const struct proto_reply *),

@@ -11,11 +11,15 @@ int backend_open(const struct proto_config *cfg, int store_fd, struct backend **
         int r = backend_url_parse(cfg->backend, &url, NULL);
         if (r < 0)
                 return r;
+        enum backend_kind kind = url.kind;
         backend_url_done(&url);
-        switch (url.kind) {
+        switch (kind) {
         case BACKEND_FILE:
                 return backend_file_ops.open(cfg, store_fd, ret);
-        default:
-                return -EOPNOTSUPP;
+        case BACKEND_S3:
+                return backend_s3_ops.open(cfg, store_fd, ret);
+        case BACKEND_HTTP:
+                return backend_http_ops.open(cfg, store_fd, ret);
         }
+        return -EOPNOTSUPP;
 }

@@ -29,6 +29,8 @@ struct backend_ops {
          * when what was read does not hash to sha256. */
         int (*store)(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32]);
         int (*remove)(struct backend *b, const char *key);
+        /* Optional: new keys (rotated credentials). */
+        void (*set_credentials)(struct backend *b, const struct proto_credentials *c);
 };
 
 struct backend {
@@ -36,5 +38,7 @@ struct backend {
 };
 
 extern const struct backend_ops backend_file_ops;
+extern const struct backend_ops backend_s3_ops;
+extern const struct backend_ops backend_http_ops;
 
 int backend_open(const struct proto_config *cfg, int store_fd, struct backend **ret);

@@ -9,7 +9,9 @@
 
 #define HASH_BUF (1u << 20)
 
-int sha256_fd(int fd, uint64_t size, uint8_t out[32]) {
+int sha256_fd(int fd, uint64_t size, uint8_t out[32]) { return sha256_fd_range(fd, 0, size, out); }
+
+int sha256_fd_range(int fd, uint64_t off, uint64_t size, uint8_t out[32]) {
         _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
         _cleanup_free_ uint8_t *buf = malloc(HASH_BUF);
         uint64_t pos = 0;
@@ -17,7 +19,7 @@ int sha256_fd(int fd, uint64_t size, uint8_t out[32]) {
         if (!md || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
                 return -ENOMEM;
         while (pos < size) {
-                ssize_t n = pread(fd, buf, (size_t)MIN((uint64_t)HASH_BUF, size - pos), (off_t)pos);
+                ssize_t n = pread(fd, buf, (size_t)MIN((uint64_t)HASH_BUF, size - pos), (off_t)(off + pos));
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0)

@@ -7,6 +7,8 @@
 
 /* SHA-256 of fd's bytes [0, size); -EIO if the file is shorter. */
 int sha256_fd(int fd, uint64_t size, uint8_t out[32]);
+/* SHA-256 of fd's bytes [off, off+len). */
+int sha256_fd_range(int fd, uint64_t off, uint64_t len, uint8_t out[32]);
 
 static inline void evp_md_ctx_freep(EVP_MD_CTX **c) { EVP_MD_CTX_free(*c); }
 #define _cleanup_md_ctx_ __attribute__((cleanup(evp_md_ctx_freep)))

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "backend.h"
 #include "fill.h"
 #include "log.h"
@@ -94,15 +96,26 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
         signal(SIGPIPE, SIG_IGN);
-        r = proto_recv(w.sock, &cfg, sizeof(cfg), &store_fd, 0);
+        r = proto_recv(w.sock, &cfg, sizeof(cfg), NULL, &store_fd, 0);
         if (r != 0) {
                 log_error("no configuration from tierd on fd %d: %s", CONTROL_FD, r > 0 ? "end of stream" : strerror(-r));
                 return EXIT_FAILURE;
         }
         cfg.tenant[sizeof(cfg.tenant) - 1] = 0;
         cfg.backend[sizeof(cfg.backend) - 1] = 0;
+        cfg.endpoint[sizeof(cfg.endpoint) - 1] = 0;
+        cfg.region[sizeof(cfg.region) - 1] = 0;
+        cfg.ca_file[sizeof(cfg.ca_file) - 1] = 0;
+        cfg.sse[sizeof(cfg.sse) - 1] = 0;
+        cfg.kms_key_id[sizeof(cfg.kms_key_id) - 1] = 0;
+        cfg.headers[sizeof(cfg.headers) - 1] = 0;
         if (cfg.type != PROTO_CONFIG || cfg.threads == 0 || cfg.threads > MAX_THREADS) {
                 log_error("malformed configuration from tierd");
+                return EXIT_FAILURE;
+        }
+        /* Before any thread: libcurl's global state is not thread-safe to set up. */
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+                log_error("cannot initialize libcurl");
                 return EXIT_FAILURE;
         }
         r = backend_open(&cfg, store_fd, &w.backend);
@@ -117,16 +130,37 @@ int main(int argc, char **argv) {
                         return EXIT_FAILURE;
                 }
         for (;;) {
-                struct job *j = calloc(1, sizeof(*j));
-                if (!j)
-                        return EXIT_FAILURE;
-                r = proto_recv(w.sock, &j->req, sizeof(j->req), &j->fd, 0);
+                union {
+                        uint32_t type;
+                        struct proto_request req;
+                        struct proto_credentials cred;
+                } m;
+                size_t len;
+                int fd;
+                r = proto_recv(w.sock, &m, sizeof(m), &len, &fd, 0);
                 if (r != 0) {
-                        free(j);
                         if (r < 0)
                                 log_error_errno(r, "bad message from tierd: %m");
                         break; /* end of stream: tierd stopped us */
                 }
+                if (m.type == PROTO_CREDENTIALS && len == sizeof(m.cred)) {
+                        safe_close(fd);
+                        if (w.backend->ops->set_credentials)
+                                w.backend->ops->set_credentials(w.backend, &m.cred);
+                        explicit_bzero(&m, sizeof(m));
+                        continue;
+                }
+                if (len != sizeof(m.req) || (m.type != PROTO_FILL && m.type != PROTO_VERIFY && m.type != PROTO_ARCHIVE)) {
+                        safe_close(fd);
+                        log_error("malformed request from tierd (type %u, %zu bytes)", m.type, len);
+                        r = -EBADMSG;
+                        break;
+                }
+                struct job *j = calloc(1, sizeof(*j));
+                if (!j)
+                        return EXIT_FAILURE;
+                j->req = m.req;
+                j->fd = fd;
                 j->req.key[sizeof(j->req.key) - 1] = 0;
                 worker_push(&w, j);
         }

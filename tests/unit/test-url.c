@@ -17,8 +17,32 @@ static void test_file_url(void **state) {
         assert_int_equal(backend_url_parse("file:///a/../etc", &u, &err), -EINVAL);
         assert_int_equal(backend_url_parse("", &u, &err), -EINVAL);
         assert_int_equal(backend_url_parse("ftp://x/y", &u, &err), -EINVAL);
-        assert_int_equal(backend_url_parse("s3://bucket/prefix", &u, &err), -EOPNOTSUPP);
-        assert_int_equal(backend_url_parse("https://host/p", &u, &err), -EOPNOTSUPP);
+}
+
+static void test_s3_and_http_urls(void **state) {
+        struct backend_url u;
+        const char *err = NULL;
+        (void)state;
+        assert_int_equal(backend_url_parse("s3://my-bucket/tenants/alpha/", &u, &err), 0);
+        assert_int_equal(u.kind, BACKEND_S3);
+        assert_string_equal(u.bucket, "my-bucket");
+        assert_string_equal(u.prefix, "tenants/alpha");
+        backend_url_done(&u);
+        assert_int_equal(backend_url_parse("s3://bkt", &u, &err), 0);
+        assert_string_equal(u.prefix, "");
+        backend_url_done(&u);
+        assert_int_equal(backend_url_parse("https://store.example:8443/data/a", &u, &err), 0);
+        assert_int_equal(u.kind, BACKEND_HTTP);
+        assert_string_equal(u.base, "https://store.example:8443");
+        assert_string_equal(u.prefix, "data/a");
+        backend_url_done(&u);
+        assert_int_equal(backend_url_parse("s3://Bad_Bucket/p", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("s3://ab", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("s3://bkt/a//b", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("s3://bkt/a/../b", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("s3://bkt/a b", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("http://user:pw@host/p", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("http:///p", &u, &err), -EINVAL);
 }
 
 static void test_sizes(void **state) {
@@ -43,6 +67,7 @@ static void test_sizes(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_file_url),
+                cmocka_unit_test(test_s3_and_http_urls),
                 cmocka_unit_test(test_sizes),
         };
         return UNIT_RUN("url", tests);

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Secrets for remote stores: read by tierd (root), handed to the worker
+ * over its control socket only. Never logged, never on D-Bus, argv or in
+ * the environment.
+ */
+#include "credentials.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+static char *trim(char *s) {
+        while (isspace((unsigned char)*s))
+                s++;
+        size_t n = strlen(s);
+        while (n > 0 && isspace((unsigned char)s[n - 1]))
+                s[--n] = 0;
+        return s;
+}
+
+static int set_value(char *dst, size_t size, const char *v, const char **error) {
+        if (!*v || strlen(v) >= size) {
+                *error = "empty or overlong value";
+                return -EINVAL;
+        }
+        for (const char *p = v; *p; p++)
+                if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e) {
+                        *error = "a value holds a space or a control character";
+                        return -EINVAL;
+                }
+        strcpy(dst, v);
+        return 0;
+}
+
+int credentials_parse(const char *text, struct proto_credentials *ret, const char **error) {
+        struct proto_credentials c = { .type = PROTO_CREDENTIALS };
+        char buf[16384];
+        bool in_default = false, seen_default = false;
+        int r = 0;
+
+        if (strlen(text) >= sizeof(buf)) {
+                *error = "credentials file too long";
+                return -EINVAL;
+        }
+        strcpy(buf, text);
+        for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line && r == 0;
+             line = strtok_r(NULL, "\n", &save)) {
+                char *l = trim(line), *eq;
+                if (!*l || *l == '#' || *l == ';')
+                        continue;
+                if (*l == '[') {
+                        in_default = strcmp(l, "[default]") == 0;
+                        seen_default |= in_default;
+                        continue;
+                }
+                if (!in_default)
+                        continue;
+                if (!(eq = strchr(l, '='))) {
+                        *error = "a line in [default] without '='";
+                        r = -EINVAL;
+                        break;
+                }
+                *eq = 0;
+                char *key = trim(l), *val = trim(eq + 1);
+                if (strcmp(key, "aws_access_key_id") == 0)
+                        r = set_value(c.access_key, sizeof(c.access_key), val, error);
+                else if (strcmp(key, "aws_secret_access_key") == 0)
+                        r = set_value(c.secret_key, sizeof(c.secret_key), val, error);
+                else if (strcmp(key, "aws_session_token") == 0)
+                        r = set_value(c.session_token, sizeof(c.session_token), val, error);
+                /* other keys (region, output...) belong to other tools */
+        }
+        explicit_bzero(buf, sizeof(buf));
+        if (r == 0 && !seen_default) {
+                *error = "no [default] profile";
+                r = -EINVAL;
+        } else if (r == 0 && (!c.access_key[0] || !c.secret_key[0])) {
+                *error = "[default] needs aws_access_key_id and aws_secret_access_key";
+                r = -EINVAL;
+        }
+        if (r == 0)
+                *ret = c;
+        explicit_bzero(&c, sizeof(c));
+        return r;
+}
+
+int secret_file_read(const char *path, char *buf, size_t size, const char **error) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        struct stat st;
+        size_t n = 0;
+
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                *error = "cannot open it";
+                return -errno;
+        }
+        if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
+                *error = "it must be a regular file owned by root with mode 0600 or stricter";
+                return -EPERM;
+        }
+        for (;;) {
+                ssize_t k = read(fd, buf + n, size - 1 - n);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        *error = "cannot read it";
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t)k;
+                if (n >= size - 1) {
+                        *error = "it is too long";
+                        return -EFBIG;
+                }
+        }
+        buf[n] = 0;
+        return 0;
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "proto.h"
+
+/* Parses the [default] profile of an AWS shared-credentials file
+ * (aws_access_key_id, aws_secret_access_key, optional aws_session_token).
+ * Pure: unit-tested. On -EINVAL *error says what is wrong (never a secret). */
+int credentials_parse(const char *text, struct proto_credentials *ret, const char **error);
+
+/* Reads a secret file tierd hands to a worker: it must be a regular file
+ * owned by root and not readable by group or others. */
+int secret_file_read(const char *path, char *buf, size_t size, const char **error);

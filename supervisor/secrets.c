@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+#include "secrets.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "credentials.h"
+#include "log.h"
+#include "macro.h"
+#include "workers.h"
+
+#define SECRETS_CHECK_USEC (2 * 1000 * 1000ull)
+
+static int load_credentials(struct tenant *tn) {
+        char text[16384];
+        const char *err = "";
+        struct proto_credentials c;
+        struct stat st;
+        int r;
+
+        if (stat(tn->cfg->credentials, &st) < 0)
+                return log_error_errno(errno, "tenant %s: credentials %s: %m", tn->cfg->name, tn->cfg->credentials);
+        r = secret_file_read(tn->cfg->credentials, text, sizeof(text), &err);
+        if (r < 0)
+                return log_error_errno(r, "tenant %s: credentials %s: %s", tn->cfg->name, tn->cfg->credentials, err);
+        r = credentials_parse(text, &c, &err);
+        explicit_bzero(text, sizeof(text));
+        if (r < 0)
+                return log_error_errno(r, "tenant %s: credentials %s: %s", tn->cfg->name, tn->cfg->credentials, err);
+        tn->cred = c;
+        explicit_bzero(&c, sizeof(c));
+        tn->have_cred = true;
+        tn->cred_mtime = st.st_mtim;
+        tn->cred_ino = st.st_ino;
+        return 0;
+}
+
+/* "Name: @FILE" reads the value from FILE (a bearer token, say). */
+static int load_headers(struct tenant *tn) {
+        size_t n = 0;
+        tn->headers[0] = 0;
+        for (char **h = tn->cfg->headers; h && *h; h++) {
+                const char *colon = strstr(*h, ": "), *value = colon + 2;
+                char file_value[PROTO_HEADERS_MAX];
+                const char *err = "";
+                if (value[0] == '@') {
+                        int r = secret_file_read(value + 1, file_value, sizeof(file_value), &err);
+                        if (r < 0)
+                                return log_error_errno(r, "tenant %s: header file %s: %s", tn->cfg->name, value + 1, err);
+                        file_value[strcspn(file_value, "\r\n")] = 0;
+                        value = file_value;
+                }
+                int k = snprintf(tn->headers + n, sizeof(tn->headers) - n, "%.*s: %s\n", (int)(colon - *h), *h, value);
+                explicit_bzero(file_value, sizeof(file_value));
+                if (k < 0 || (size_t)k >= sizeof(tn->headers) - n)
+                        return log_error_errno(E2BIG, "tenant %s: headers too long", tn->cfg->name);
+                n += (size_t)k;
+        }
+        return 0;
+}
+
+int tenant_secrets_load(struct tenant *tn) {
+        int r = 0;
+        if (tn->cfg->credentials)
+                r = load_credentials(tn);
+        if (r == 0)
+                r = load_headers(tn);
+        return r;
+}
+
+static int on_secrets_check(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct tierd *t = userdata;
+        for (size_t i = 0; i < t->n_tenants; i++) {
+                struct tenant *tn = &t->tenants[i];
+                struct stat st;
+                if (!tn->cfg->credentials || stat(tn->cfg->credentials, &st) < 0)
+                        continue;
+                if (st.st_ino == tn->cred_ino && st.st_mtim.tv_sec == tn->cred_mtime.tv_sec &&
+                    st.st_mtim.tv_nsec == tn->cred_mtime.tv_nsec)
+                        continue;
+                /* A bad new file keeps the old keys: better than none. */
+                if (load_credentials(tn) < 0)
+                        continue;
+                log_info("tenant %s: credentials changed, handing them to the worker", tn->cfg->name);
+                worker_send_credentials(&tn->worker);
+        }
+        sd_event_source_set_time(s, usec + SECRETS_CHECK_USEC);
+        return 0;
+}
+
+int secrets_watch_start(struct tierd *t) {
+        bool any = false;
+        for (size_t i = 0; i < t->n_tenants; i++)
+                any |= t->tenants[i].cfg->credentials != NULL;
+        if (!any)
+                return 0;
+        int r = sd_event_add_time_relative(t->event, &t->secrets_src, CLOCK_MONOTONIC, SECRETS_CHECK_USEC, 0,
+                                           on_secrets_check, t);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(t->secrets_src, SD_EVENT_ON);
+        return r < 0 ? log_error_errno(r, "cannot watch credentials: %m") : 0;
+}

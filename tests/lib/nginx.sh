@@ -1,0 +1,41 @@
+# A plain HTTP object store for http:// backend tests: nginx-light with
+# WebDAV PUT/DELETE, under $TL_DIR (source tests/lib/lib.sh first).
+
+nginx_install() {
+	command -v nginx >/dev/null && return 0
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nginx-light >/dev/null ||
+		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nginx-light >/dev/null; }
+}
+
+# nginx_start PORT [TOKEN]: serves $TL_DIR/www on 127.0.0.1:PORT; with TOKEN,
+# only requests carrying "Authorization: Bearer TOKEN".
+nginx_start() {
+	local port=$1 token=${2:-} d=$TL_DIR/nginx auth=""
+	mkdir -p "$d/tmp" "$TL_DIR/www"
+	[ -n "$token" ] && auth="if (\$http_authorization != \"Bearer $token\") { return 401; }"
+	cat >"$d/nginx.conf" <<-CONF
+	user root;
+	worker_processes 1;
+	pid $d/nginx.pid;
+	error_log $d/error.log;
+	events { worker_connections 64; }
+	http {
+	  access_log $d/access.log;
+	  client_body_temp_path $d/tmp;
+	  proxy_temp_path $d/tmp; fastcgi_temp_path $d/tmp; uwsgi_temp_path $d/tmp; scgi_temp_path $d/tmp;
+	  client_max_body_size 0;
+	  server {
+	    listen 127.0.0.1:$port;
+	    root $TL_DIR/www;
+	    location / {
+	      $auth
+	      dav_methods PUT DELETE;
+	      create_full_put_path on;
+	    }
+	  }
+	}
+	CONF
+	nginx -c "$d/nginx.conf" || return 1
+	for _ in $(seq 50); do [ -s "$d/nginx.pid" ] && break; sleep 0.1; done
+	TL_PIDS+=("$(cat "$d/nginx.pid")")
+}

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+#include "http.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hex.h"
+#include "log.h"
+#include "macro.h"
+
+#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define BACKOFF_FIRST_USEC 100000ull
+#define BACKOFF_MAX_USEC 5000000ull
+
+void http_req_init(struct http_req *q, const char *method) {
+        *q = (struct http_req){ .method = method, .body_fd = -1 };
+}
+
+void http_req_done(struct http_req *q) {
+        curl_slist_free_all(q->headers);
+        q->headers = NULL;
+}
+
+int http_req_header(struct http_req *q, const char *fmt, ...) {
+        char line[2048];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(line, sizeof(line), fmt, ap);
+        va_end(ap);
+        if (n < 0 || (size_t)n >= sizeof(line))
+                return -E2BIG;
+        struct curl_slist *l = curl_slist_append(q->headers, line);
+        if (!l)
+                return -ENOMEM;
+        q->headers = l;
+        return 0;
+}
+
+void remote_object_url(struct remote *r, struct http_req *q, const char *key, const char *query) {
+        snprintf(q->url, sizeof(q->url), "%s%s%s%s", r->object_base, key, query ? "?" : "", query ? query : "");
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Headers: status line, lengths, the range we got, S3's metadata. */
+static size_t on_header(char *buf, size_t size, size_t n, void *userdata) {
+        struct http_req *q = userdata;
+        size_t len = size * n;
+        char line[512];
+        unsigned long long a, b;
+
+        snprintf(line, sizeof(line), "%.*s", (int)MIN(len, sizeof(line) - 1), buf);
+        line[strcspn(line, "\r\n")] = 0;
+        if (strncmp(line, "HTTP/", 5) == 0) {
+                /* A new response (after a redirect or 100-continue): start over. */
+                q->have_length = q->have_range = false;
+                q->meta_sha256[0] = q->etag[0] = 0;
+        } else if (strncasecmp(line, "content-length:", 15) == 0 && sscanf(line + 15, " %llu", &a) == 1) {
+                q->content_length = a;
+                q->have_length = true;
+        } else if (strncasecmp(line, "content-range:", 14) == 0 &&
+                   sscanf(line + 14, " bytes %llu-%llu/", &a, &b) == 2) {
+                q->range_start = a;
+                q->range_end = b + 1;
+                q->have_range = true;
+        } else if (strncasecmp(line, "x-amz-meta-sha256:", 18) == 0) {
+                snprintf(q->meta_sha256, sizeof(q->meta_sha256), "%s", line + 18 + strspn(line + 18, " "));
+        } else if (strncasecmp(line, "etag:", 5) == 0) {
+                snprintf(q->etag, sizeof(q->etag), "%s", line + 5 + strspn(line + 5, " "));
+        }
+        return len;
+}
+
+/* The body of a GET goes to the sink only once the answer is known to be
+ * the range asked for; anything else is kept (small) for the error log. */
+static size_t on_body(char *buf, size_t size, size_t n, void *userdata) {
+        struct http_req *q = userdata;
+        size_t len = size * n;
+
+        curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &q->status);
+        if (!q->sink || q->status < 200 || q->status > 299) {
+                size_t k = MIN(len, sizeof(q->resp) - 1 - q->resp_len);
+                memcpy(q->resp + q->resp_len, buf, k);
+                q->resp_len += k;
+                q->resp[q->resp_len] = 0;
+                return len;
+        }
+        if (!q->checked) {
+                uint64_t start = q->want_off + q->got, end = q->want_off + q->want;
+                bool ok = q->status == 206 ? q->have_range && q->range_start == start && q->range_end == end
+                                           : start == 0 && q->have_length && q->content_length == end;
+                if (!ok) {
+                        snprintf(q->error, sizeof(q->error), "server answered %ld with another range than asked", q->status);
+                        q->sink_error = -EIO;
+                        return 0;
+                }
+                q->checked = true;
+        }
+        if (q->got + len > q->want) {
+                snprintf(q->error, sizeof(q->error), "server sent more than the %" PRIu64 " bytes asked", q->want);
+                q->sink_error = -EIO; /* never write past what was asked */
+                return 0;
+        }
+        int r = q->sink(q->sink_ctx, buf, len);
+        if (r < 0) {
+                q->sink_error = r;
+                return 0;
+        }
+        q->got += len;
+        return len;
+}
+
+static size_t on_upload(char *buf, size_t size, size_t n, void *userdata) {
+        struct http_req *q = userdata;
+        size_t want = MIN(size * n, (size_t)(q->body_len - q->body_pos));
+        ssize_t k;
+
+        if (want == 0)
+                return 0;
+        do
+                k = pread(q->body_fd, buf, want, (off_t)(q->body_off + q->body_pos));
+        while (k < 0 && errno == EINTR);
+        if (k <= 0) {
+                snprintf(q->error, sizeof(q->error), "the file shrank or failed during upload");
+                q->sink_error = k < 0 ? -errno : -EBADMSG;
+                return CURL_READFUNC_ABORT;
+        }
+        if (q->body_md)
+                EVP_DigestUpdate(q->body_md, buf, (size_t)k);
+        q->body_pos += (uint64_t)k;
+        return (size_t)k;
+}
+
+static void curl_cleanup(void *c) { curl_easy_cleanup(c); }
+
+static CURL *thread_curl(struct remote *r) {
+        CURL *c = pthread_getspecific(r->curl_key);
+        if (c)
+                curl_easy_reset(c); /* keeps its connections alive */
+        else if ((c = curl_easy_init()))
+                pthread_setspecific(r->curl_key, c);
+        return c;
+}
+
+/* One attempt. 0 when an HTTP answer came (any status), else -EIO. */
+static int perform(struct remote *r, struct http_req *q) {
+        struct curl_slist *headers = NULL;
+        CURL *c = thread_curl(r);
+        CURLcode cc;
+        int ret = 0;
+
+        if (!c)
+                return -ENOMEM;
+        q->curl = c;
+        q->status = 0;
+        q->resp_len = 0;
+        q->resp[0] = 0;
+        q->sink_error = 0;
+        q->checked = false;
+        q->error[0] = 0;
+        curl_easy_setopt(c, CURLOPT_URL, q->url);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, q->error);
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, q);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, q);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(r->connect_timeout_usec / 1000));
+        /* A stall is no byte for that long, not a total budget. */
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)MAX(1u, r->stall_timeout_usec / 1000000));
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+        if (r->ca_file[0])
+                curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_file);
+        if (strcmp(q->method, "HEAD") == 0)
+                curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        else if (strcmp(q->method, "PUT") == 0) {
+                curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+                curl_easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
+                curl_easy_setopt(c, CURLOPT_READDATA, q);
+                curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)q->body_len);
+        } else if (strcmp(q->method, "POST") == 0) {
+                curl_easy_setopt(c, CURLOPT_POST, 1L);
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, q->body_mem ? q->body_mem : "");
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body_mem_len);
+        } else if (strcmp(q->method, "GET") != 0)
+                curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
+
+        for (struct curl_slist *h = q->headers; h; h = h->next)
+                headers = curl_slist_append(headers, h->data);
+        for (struct curl_slist *h = r->extra_headers; h; h = h->next)
+                headers = curl_slist_append(headers, h->data);
+        headers = curl_slist_append(headers, "Expect:"); /* no 100-continue round trip */
+        if (q->sink) {
+                char range[96];
+                snprintf(range, sizeof(range), "Range: bytes=%" PRIu64 "-%" PRIu64, q->want_off + q->got,
+                         q->want_off + q->want - 1);
+                headers = curl_slist_append(headers, range);
+        }
+        if (r->s3) {
+                char sha[128];
+                snprintf(sha, sizeof(sha), "x-amz-content-sha256: %s", q->payload_sha256[0] ? q->payload_sha256 : EMPTY_SHA256);
+                headers = curl_slist_append(headers, sha);
+                pthread_mutex_lock(&r->lock);
+                curl_easy_setopt(c, CURLOPT_AWS_SIGV4, r->sigv4);
+                curl_easy_setopt(c, CURLOPT_USERNAME, r->cred.access_key);
+                curl_easy_setopt(c, CURLOPT_PASSWORD, r->cred.secret_key);
+                if (r->cred.session_token[0]) {
+                        char tok[sizeof(r->cred.session_token) + 32];
+                        snprintf(tok, sizeof(tok), "x-amz-security-token: %s", r->cred.session_token);
+                        headers = curl_slist_append(headers, tok);
+                        explicit_bzero(tok, sizeof(tok));
+                }
+                pthread_mutex_unlock(&r->lock);
+        }
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+        cc = curl_easy_perform(c);
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &q->status);
+        if (cc != CURLE_OK) {
+                if (!q->error[0])
+                        snprintf(q->error, sizeof(q->error), "%s", curl_easy_strerror(cc));
+                ret = q->sink_error ? q->sink_error : -EIO;
+        } else if (q->sink && q->status >= 200 && q->status <= 299 && q->got != q->want) {
+                snprintf(q->error, sizeof(q->error), "short body: %" PRIu64 " of %" PRIu64 " bytes", q->got, q->want);
+                ret = -EIO;
+        }
+        /* Credentials must not linger in the handle between requests. */
+        curl_easy_setopt(c, CURLOPT_USERNAME, "");
+        curl_easy_setopt(c, CURLOPT_PASSWORD, "");
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+        curl_slist_free_all(headers);
+        return ret;
+}
+
+static bool retryable(int r, long status) {
+        if (r == -EIO && status == 0)
+                return true; /* connection refused, reset, timeout */
+        if (r == -EIO && status >= 200 && status <= 299)
+                return true; /* short or broken body: resume */
+        return status >= 500 || status == 429;
+}
+
+int remote_request(struct remote *r, struct http_req *q, const char *key) {
+        uint64_t deadline = now_usec() + r->stall_timeout_usec, backoff = BACKOFF_FIRST_USEC;
+        unsigned attempt = 0;
+        int ret;
+
+        for (;;) {
+                attempt++;
+                ret = perform(r, q);
+                if (ret == 0 && q->status >= 200 && q->status <= 299)
+                        return 0;
+                if (ret == 0)
+                        ret = q->status == 404 ? -ENOENT : q->status == 403 ? -EACCES : -EIO;
+                if (q->sink_error == -EIO && q->status >= 200 && q->status <= 299 && q->error[0] &&
+                    strncmp(q->error, "short body", 10) != 0)
+                        break; /* a wrong range or too many bytes: the server is broken, not busy */
+                if (q->sink_error && q->sink_error != -EIO)
+                        break; /* the local side failed (ENOSPC...) */
+                if (q->body_fd >= 0 && q->body_pos > 0 && q->body_md)
+                        break; /* an upload's hash covers one pass only */
+                if (!retryable(ret, q->status) || now_usec() + backoff > deadline)
+                        break;
+                /* Exponential backoff with jitter: many workers do not retry in step. */
+                usleep((useconds_t)(backoff / 2 + (uint64_t)random() % (backoff / 2 + 1)));
+                backoff = MIN(backoff * 2, BACKOFF_MAX_USEC);
+                q->body_pos = 0;
+        }
+        if (ret == -ENOENT && q->quiet_missing)
+                return ret;
+        /* Logged once, with what a person needs and no secret. */
+        log_error("tenant %s: %s %s%s: HTTP %ld%s%s%s (after %u attempt%s)", r->tenant, q->method, r->object_base, key,
+                  q->status, q->error[0] ? ", " : "", q->error,
+                  q->resp_len && strstr(q->resp, "<Code>") ? ", server said " : "", attempt, attempt > 1 ? "s" : "");
+        if (q->resp_len && strstr(q->resp, "<Code>")) {
+                const char *code = strstr(q->resp, "<Code>") + 6;
+                log_error("tenant %s: server error code %.*s", r->tenant, (int)strcspn(code, "<"), code);
+        }
+        return ret;
+}
+
+int remote_init(struct remote *r, const struct proto_config *cfg, bool s3) {
+        r->s3 = s3;
+        r->base.ops = s3 ? &backend_s3_ops : &backend_http_ops;
+        snprintf(r->tenant, sizeof(r->tenant), "%s", cfg->tenant);
+        snprintf(r->sse, sizeof(r->sse), "%s", cfg->sse);
+        snprintf(r->kms_key_id, sizeof(r->kms_key_id), "%s", cfg->kms_key_id);
+        snprintf(r->ca_file, sizeof(r->ca_file), "%s", cfg->ca_file);
+        snprintf(r->sigv4, sizeof(r->sigv4), "aws:amz:%s:s3", cfg->region);
+        r->connect_timeout_usec = cfg->connect_timeout_usec ?: 10000000ull;
+        r->stall_timeout_usec = cfg->stall_timeout_usec ?: 30000000ull;
+        r->multipart_threshold = cfg->multipart_threshold ?: (64u << 20);
+        r->part_size = cfg->part_size ?: (8u << 20);
+        pthread_mutex_init(&r->lock, NULL);
+        if (pthread_key_create(&r->curl_key, curl_cleanup) != 0)
+                return -ENOMEM;
+        /* Configured headers, one per line (tierd already read "@FILE"s). */
+        char headers[PROTO_HEADERS_MAX];
+        snprintf(headers, sizeof(headers), "%s", cfg->headers);
+        for (char *save = NULL, *l = strtok_r(headers, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                struct curl_slist *n = curl_slist_append(r->extra_headers, l);
+                if (!n)
+                        return -ENOMEM;
+                r->extra_headers = n;
+        }
+        explicit_bzero(headers, sizeof(headers));
+        return 0;
+}
+
+void remote_close(struct backend *b) {
+        struct remote *r = (struct remote *)b;
+        if (!r)
+                return;
+        curl_slist_free_all(r->extra_headers);
+        free(r->object_base);
+        explicit_bzero(&r->cred, sizeof(r->cred));
+        free(r);
+}
+
+/* PUTs fd's [off, off+len) to key?query, hashing what it reads into md; the
+ * answer's ETag into etag if given. */
+int remote_put_checked(struct remote *r, const char *key, const char *query, int fd, uint64_t off, uint64_t len,
+                       struct curl_slist *headers, const char *payload_sha256, EVP_MD_CTX *md, char *etag,
+                       size_t etag_size) {
+        struct http_req q;
+        int ret;
+
+        http_req_init(&q, "PUT");
+        remote_object_url(r, &q, key, query);
+        for (struct curl_slist *h = headers; h; h = h->next)
+                if (http_req_header(&q, "%s", h->data) < 0) {
+                        http_req_done(&q);
+                        return -ENOMEM;
+                }
+        snprintf(q.payload_sha256, sizeof(q.payload_sha256), "%s", payload_sha256 ? payload_sha256 : "");
+        q.body_fd = fd;
+        q.body_off = off;
+        q.body_len = len;
+        q.body_md = md;
+        ret = remote_request(r, &q, key);
+        if (ret == 0 && q.body_pos != len)
+                ret = -EBADMSG;
+        if (ret == 0 && etag)
+                snprintf(etag, etag_size, "%s", q.etag);
+        http_req_done(&q);
+        return ret;
+}
+
+int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink, void *ctx) {
+        struct remote *r = (struct remote *)b;
+        struct http_req q;
+        int ret;
+
+        if (length == 0)
+                return 0;
+        http_req_init(&q, "GET");
+        remote_object_url(r, &q, key, NULL);
+        q.sink = sink;
+        q.sink_ctx = ctx;
+        q.want_off = offset;
+        q.want = length;
+        ret = remote_request(r, &q, key);
+        http_req_done(&q);
+        return ret;
+}
+
+int remote_exists(struct backend *b, const char *key, uint64_t *size) {
+        struct remote *r = (struct remote *)b;
+        struct http_req q;
+        int ret;
+
+        http_req_init(&q, "HEAD");
+        remote_object_url(r, &q, key, NULL);
+        q.quiet_missing = true;
+        ret = remote_request(r, &q, key);
+        if (ret == 0 && !q.have_length)
+                ret = -EIO;
+        if (ret == 0 && size)
+                *size = q.content_length;
+        http_req_done(&q);
+        return ret;
+}
+
+int remote_remove(struct backend *b, const char *key) {
+        struct remote *r = (struct remote *)b;
+        struct http_req q;
+        int ret;
+
+        http_req_init(&q, "DELETE");
+        remote_object_url(r, &q, key, NULL);
+        q.quiet_missing = true;
+        ret = remote_request(r, &q, key);
+        http_req_done(&q);
+        return ret == -ENOENT ? 0 : ret;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Object stores over HTTP, through libcurl: the transport shared by the
+ * plain HTTP store (backend-http.c) and S3 (backend-s3.c, which adds SigV4
+ * and its metadata). One curl handle per worker thread, so connections are
+ * kept alive; every response is checked before a byte reaches a file.
+ */
+#pragma once
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+struct remote {
+        struct backend base;
+        bool s3;
+        char *object_base; /* URL that a key is appended to, ending in '/' */
+        char sigv4[96];    /* "aws:amz:REGION:s3" */
+        struct curl_slist *extra_headers;
+        char sse[16], kms_key_id[256], ca_file[PROTO_URL_MAX];
+        uint64_t connect_timeout_usec, stall_timeout_usec, multipart_threshold, part_size;
+        pthread_mutex_t lock; /* guards cred: rotated while threads fetch */
+        struct proto_credentials cred;
+        pthread_key_t curl_key;
+        char tenant[STUB_TENANT_MAX];
+};
+
+struct http_req {
+        CURL *curl; /* the handle performing it */
+        const char *method; /* GET, HEAD, PUT, POST, DELETE */
+        char url[PROTO_URL_MAX + 512];
+        struct curl_slist *headers;
+        char payload_sha256[65]; /* S3: x-amz-content-sha256 (hex); "" = empty payload */
+        /* Upload body: from a file range (hashed as it is read) or memory. */
+        int body_fd;
+        uint64_t body_off, body_len, body_pos;
+        EVP_MD_CTX *body_md;
+        const char *body_mem;
+        size_t body_mem_len;
+        /* Download: exactly want bytes from want_off, to sink. */
+        backend_sink_t sink;
+        void *sink_ctx;
+        uint64_t want_off, want, got;
+        int sink_error;
+        /* Response */
+        long status;
+        bool have_length, have_range, checked;
+        bool quiet_missing; /* a 404 is an answer, not a failure to log */
+        uint64_t content_length, range_start, range_end;
+        char meta_sha256[65];
+        char etag[128];
+        char resp[8192]; /* small bodies: XML answers, error messages */
+        size_t resp_len;
+        char error[CURL_ERROR_SIZE];
+};
+
+void http_req_init(struct http_req *q, const char *method);
+void http_req_done(struct http_req *q);
+int http_req_header(struct http_req *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One request, retried with exponential backoff and jitter on connection
+ * failures and 5xx while the stall timeout allows (a GET resumes where the
+ * last attempt stopped). Returns 0 for a 2xx; -ENOENT 404, -EACCES 403,
+ * -EIO otherwise, each failure logged once without secrets. */
+int remote_request(struct remote *r, struct http_req *q, const char *key);
+
+/* Plain stores and S3 share these. */
+int remote_init(struct remote *r, const struct proto_config *cfg, bool s3);
+void remote_close(struct backend *b);
+int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink, void *ctx);
+int remote_exists(struct backend *b, const char *key, uint64_t *size);
+int remote_remove(struct backend *b, const char *key);
+void remote_object_url(struct remote *r, struct http_req *q, const char *key, const char *query);
+int remote_put_checked(struct remote *r, const char *key, const char *query, int fd, uint64_t off, uint64_t len,
+                       struct curl_slist *headers, const char *payload_sha256, EVP_MD_CTX *md, char *etag,
+                       size_t etag_size);
