@@ -168,32 +168,7 @@ static int method_restore_paths(sd_bus_message *m, void *userdata, sd_bus_error 
 }
 
 static int method_release_paths(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        struct tierd *t = userdata;
-        sd_bus_message *reply = NULL;
-        char **paths = NULL;
-        int r, n;
-
-        if ((r = check_privileged(m, error)) < 0)
-                return r;
-        if (t->stopping)
-                return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
-        if ((n = read_paths(m, &paths, error)) < 0)
-                return n;
-        r = sd_bus_message_new_method_return(m, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ss)");
-        for (int i = 0; r >= 0 && i < n; i++) {
-                char msg[512];
-                int k = job_release(t, paths[i], msg, sizeof(msg));
-                r = sd_bus_message_append(reply, "(ss)", paths[i], k < 0 ? msg : "");
-        }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        sd_bus_message_unref(reply);
-        strv_free(paths);
-        return r < 0 ? r : 1;
+        return method_batch(m, userdata, job_release, error);
 }
 
 static int method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *error) {

@@ -42,8 +42,15 @@ struct fill {
         bool verify;         /* a PROTO_VERIFY of the whole file */
 };
 
+struct idle_callback {
+        struct idle_callback *next;
+        void (*callback)(void *userdata);
+        void *userdata;
+};
+
 struct tfile {
         struct tfile *next;
+        struct idle_callback *idle; /* to run once nothing is in flight */
         struct tiered_fs *fs;
         struct tenant *tenant;
         union {
@@ -152,6 +159,11 @@ static void file_free(struct tfile *f) {
                         break;
                 }
         safe_close(f->fd);
+        for (struct idle_callback *c; (c = f->idle);) {
+                f->idle = c->next;
+                c->callback(c->userdata);
+                free(c);
+        }
         free(f);
         tierd_check_idle(t);
 }
@@ -444,6 +456,30 @@ bool dispatch_file_busy(struct tierd *t, struct tiered_fs *fs, int fd) {
         if (file_handle_of(fd, &h.fh) < 0)
                 return true;
         return file_find(t, fs, &h.fh) != NULL;
+}
+
+int dispatch_when_idle(struct tierd *t, struct tiered_fs *fs, int fd, void (*callback)(void *userdata), void *userdata) {
+        union {
+                struct file_handle fh;
+                char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+        } h;
+        struct idle_callback *c;
+        struct tfile *f;
+        int r = file_handle_of(fd, &h.fh);
+
+        if (r < 0)
+                return r;
+        f = file_find(t, fs, &h.fh);
+        if (!f) {
+                callback(userdata);
+                return 0;
+        }
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        *c = (struct idle_callback){ .next = f->idle, .callback = callback, .userdata = userdata };
+        f->idle = c;
+        return 0;
 }
 
 bool dispatch_idle(struct tierd *t) { return t->files == NULL; }

@@ -16,6 +16,9 @@ int dispatch_restore_whole(struct tenant *tn, int fd, void (*callback)(void *use
 
 /* Has the file behind fd fills or waiters in flight? */
 bool dispatch_file_busy(struct tierd *t, struct tiered_fs *fs, int fd);
+/* Runs callback(userdata) once the file behind fd has nothing in flight
+ * (at once if it has nothing now). */
+int dispatch_when_idle(struct tierd *t, struct tiered_fs *fs, int fd, void (*callback)(void *userdata), void *userdata);
 
 /* Answers every parked event with EIO (shutdown after a timeout). */
 void dispatch_fail_all(struct tierd *t);

@@ -235,7 +235,7 @@ int job_restore(struct tierd *t, const char *path, job_done_t done, void *userda
         return 0;
 }
 
-int job_release(struct tierd *t, const char *path, char *message, size_t size) {
+static int release_now(struct tierd *t, const char *path, char *message, size_t size, bool *busy) {
         _cleanup_(stub_done) struct stub s = {};
         _cleanup_close_ int fd = -1;
         const char *err = "";
@@ -256,8 +256,10 @@ int job_release(struct tierd *t, const char *path, char *message, size_t size) {
                 return 0;
         if (s.state == STUB_DIRTY)
                 return say(message, size, -EBUSY, "%s: changed since it was archived: archive it again first", path);
-        if (dispatch_file_busy(t, tn->fs, fd))
-                return say(message, size, -EBUSY, "%s: a restore is in flight, try again", path);
+        if (dispatch_file_busy(t, tn->fs, fd)) {
+                *busy = true;
+                return -EBUSY;
+        }
 
         /* 1. Remove the ignore mark first, or reads after the punch would see
          *    zeros without raising an event. */
@@ -300,6 +302,45 @@ int job_release(struct tierd *t, const char *path, char *message, size_t size) {
         } else if (!message[0])
                 say(message, size, r, "%s: %s", path, strerror(-r));
         return r;
+}
+
+struct release_job {
+        struct tierd *t;
+        job_done_t done;
+        void *userdata;
+        unsigned tries;
+        char path[];
+};
+
+static void release_attempt(void *userdata) {
+        struct release_job *j = userdata;
+        char msg[512] = "";
+        bool busy = false;
+        int r = release_now(j->t, j->path, msg, sizeof(msg), &busy);
+
+        /* A fill or a verification of this file is in flight: release it
+         * when it is done (again, if a reader started another meanwhile). */
+        if (busy && ++j->tries < 100) {
+                _cleanup_close_ int fd = -1;
+                struct tenant *tn = NULL;
+                if (resolve(j->t, j->path, O_RDONLY, &tn, &fd, msg, sizeof(msg)) == 0 &&
+                    dispatch_when_idle(j->t, tn->fs, fd, release_attempt, j) == 0)
+                        return;
+        }
+        if (busy)
+                r = say(msg, sizeof(msg), -EBUSY, "%s: restores keep running on it, not released", j->path);
+        j->done(j->userdata, r, r < 0 ? msg : NULL);
+        free(j);
+}
+
+int job_release(struct tierd *t, const char *path, job_done_t done, void *userdata) {
+        struct release_job *j = calloc(1, sizeof(*j) + strlen(path) + 1);
+        if (!j)
+                return -ENOMEM;
+        *j = (struct release_job){ .t = t, .done = done, .userdata = userdata };
+        strcpy(j->path, path);
+        release_attempt(j);
+        return 0;
 }
 
 int job_file_status(struct tierd *t, const char *path, struct file_status *fst, char *message, size_t size) {

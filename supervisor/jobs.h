@@ -13,8 +13,8 @@ typedef void (*job_done_t)(void *userdata, int error, const char *message);
 
 int job_archive(struct tierd *t, const char *path, job_done_t done, void *userdata);
 int job_restore(struct tierd *t, const char *path, job_done_t done, void *userdata);
-/* Synchronous: local work only. */
-int job_release(struct tierd *t, const char *path, char *message, size_t size);
+/* Local work only; waits for fills of the file in flight to end first. */
+int job_release(struct tierd *t, const char *path, job_done_t done, void *userdata);
 
 struct file_status {
         const char *tenant;
