@@ -283,11 +283,12 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
         if (!s.backend)
                 return fail(c, name, "backend", "missing (set it in the tenant or in \"defaults\")");
         r = backend_url_parse(s.backend, &url, &err);
+        enum backend_kind kind = url.kind;
         backend_url_done(&url);
         if (r < 0)
                 return fail(c, name, "backend", "'%s': %s", s.backend, err);
 
-        if (url.kind == BACKEND_S3 && !s.credentials)
+        if (kind == BACKEND_S3 && !s.credentials)
                 return fail(c, name, "credentials", "missing: an s3:// backend needs an AWS shared-credentials file");
         if (s.kms_key_id && (!s.sse || strcmp(s.sse, "aws:kms") != 0))
                 return fail(c, name, "kms_key_id", "needs \"sse\": \"aws:kms\"");

@@ -105,6 +105,37 @@ static void test_bad_values(void **state) {
         parse_bad("{\"tenants\": [\"a\"]}", "must be an object");
 }
 
+static void test_remote_keys(void **state) {
+        (void)state;
+        struct policy *p = parse_ok("{\"defaults\": {\"endpoint\": \"http://127.0.0.1:9000\", \"region\": \"us-east-1\","
+                                    " \"credentials\": \"/etc/tierd/a.cred\", \"stall_timeout\": \"5s\"},"
+                                    "\"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\","
+                                    " \"backend\": \"s3://bkt/a\", \"sse\": \"aws:kms\", \"kms_key_id\": \"k1\"},"
+                                    "{\"name\": \"b\", \"subvolume\": \"/t/b\", \"mount\": \"/v/b\","
+                                    " \"backend\": \"https://store.example/b\", \"headers\": {\"Authorization\": \"@/etc/tierd/b.token\"}}]}");
+        assert_string_equal(p->tenants[0].endpoint, "http://127.0.0.1:9000");
+        assert_false(p->tenants[0].virtual_hosted); /* path-style for a custom endpoint */
+        assert_int_equal(p->tenants[0].stall_timeout_usec, 5000000);
+        assert_int_equal(p->tenants[0].connect_timeout_usec, 10000000);
+        assert_string_equal(p->tenants[0].kms_key_id, "k1");
+        assert_string_equal(p->tenants[1].headers[0], "Authorization: @/etc/tierd/b.token");
+        assert_null(p->tenants[1].headers[1]);
+        policy_free(p);
+        parse_bad("{\"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\", \"backend\": \"s3://bkt/a\"}]}",
+                  "'credentials': missing");
+        parse_bad(T(", \"endpoint\": \"ftp://x\""), "endpoint");
+        parse_bad(T(", \"endpoint\": \"http://host/path\""), "no path");
+        parse_bad(T(", \"stall_timeout\": \"soon\""), "duration");
+        parse_bad(T(", \"stall_timeout\": 30"), "duration");
+        parse_bad(T(", \"addressing\": \"sideways\""), "path");
+        parse_bad(T(", \"sse\": \"rot13\""), "AES256");
+        parse_bad(T(", \"kms_key_id\": \"k\""), "aws:kms");
+        parse_bad(T(", \"headers\": {\"Bad Name\": \"x\"}"), "not a header name");
+        parse_bad(T(", \"headers\": {\"X\": \"a\\nb\"}"), "control character");
+        parse_bad(T(", \"part_size\": \"1M\""), "5M");
+        parse_bad(T(", \"region\": \"EU WEST\""), "region");
+}
+
 static void test_invalid_utf8(void **state) {
         (void)state;
         parse_bad("{\"tenants\": [], \"\xff\": 1}", "not valid JSON");
@@ -116,6 +147,7 @@ int main(void) {
                 cmocka_unit_test(test_settings_and_defaults),
                 cmocka_unit_test(test_strict_json),
                 cmocka_unit_test(test_bad_values),
+                cmocka_unit_test(test_remote_keys),
                 cmocka_unit_test(test_invalid_utf8),
         };
         return UNIT_RUN("policy", tests);
