@@ -110,6 +110,22 @@ uint64_t range_set_total(const struct range_set *s) {
         return t;
 }
 
+void range_set_limit(struct range_set *s, size_t max, uint64_t keep) {
+        while (s->n > max && s->n > 1) {
+                size_t victim = s->n;
+                for (size_t i = 0; i < s->n; i++) {
+                        if (s->r[i].start <= keep && keep < s->r[i].end)
+                                continue;
+                        if (victim == s->n || s->r[i].end - s->r[i].start < s->r[victim].end - s->r[victim].start)
+                                victim = i;
+                }
+                if (victim == s->n)
+                        return;
+                memmove(&s->r[victim], &s->r[victim + 1], (s->n - victim - 1) * sizeof(s->r[0]));
+                s->n--;
+        }
+}
+
 uint64_t round_up_u64(uint64_t v, uint64_t align) {
         if (align == 0)
                 return v;

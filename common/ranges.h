@@ -27,6 +27,10 @@ bool range_set_overlaps(const struct range_set *s, uint64_t start, uint64_t end)
 /* Appends to out the parts of [start, end) that s does not cover. */
 int range_set_missing(const struct range_set *s, uint64_t start, uint64_t end, struct range_set *out);
 uint64_t range_set_total(const struct range_set *s);
+/* Keeps at most max ranges by forgetting the smallest ones, but never the
+ * one holding keep (an offset). For a record of what is present, forgetting
+ * is always safe: those bytes are fetched again. */
+void range_set_limit(struct range_set *s, size_t max, uint64_t keep);
 
 /* Widens [*start, *end) to multiples of chunk and clips it to size. Returns
  * false when nothing is left (start at or beyond size). */

@@ -108,9 +108,6 @@ static enum access_kind classify_pre_access(const struct syscall_info *si, pid_t
         case SYS_sendfile:
                 fd_arg = 1;
                 break;
-        case SYS_mmap:
-                fd_arg = 4;
-                break;
         case SYS_copy_file_range:
                 /* Source: a read. Destination: a write. */
                 if (fd_is_same_file(tid, si->args[0], event_fd))
@@ -120,7 +117,10 @@ static enum access_kind classify_pre_access(const struct syscall_info *si, pid_t
         case SYS_truncate: case SYS_ftruncate: case SYS_fallocate:
                 return ACCESS_CHANGE;
         default:
-                return ACCESS_WHOLE; /* execve, io_uring (426), io_submit (209), ... */
+                /* execve, io_uring (426), io_submit (209), and mmap: page
+                 * faults raise no event, and mremap can grow a mapping past
+                 * the range the mmap event named. */
+                return ACCESS_WHOLE;
         }
         return fd_is_same_file(tid, si->args[fd_arg], event_fd) ? ACCESS_READ : ACCESS_WHOLE;
 }

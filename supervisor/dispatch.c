@@ -84,7 +84,7 @@ static void waiter_finish(struct waiter *w, int error) {
 }
 
 int stub_put_back_attrs(int fd, const struct stub *s, bool whole) {
-        struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, s->mtime };
+        struct timespec ts[2];
         struct stat st;
 
         if (whole && s->fcaps_len > 0 &&
@@ -94,6 +94,11 @@ int stub_put_back_attrs(int fd, const struct stub *s, bool whole) {
                 return -errno;
         if ((st.st_mode & 07777) != (s->mode & 07777) && fchmod(fd, s->mode & 07777) < 0)
                 return log_error_errno(errno, "cannot put back mode: %m");
+        /* Both times: setting mtime alone is reported as FAN_MODIFY, with no
+         * mount to tell it was ours (the private mount's ignore mark does not
+         * apply), and would mark the file dirty. Both is FAN_ATTRIB. */
+        ts[0] = st.st_atim;
+        ts[1] = s->mtime;
         if (futimens(fd, ts) < 0)
                 return log_error_errno(errno, "cannot put back mtime: %m");
         return 0;
@@ -353,6 +358,9 @@ static int file_record_fill(struct tfile *f, const struct fill *fl) {
         if (s.state == STUB_ARCHIVED || s.state == STUB_DIRTY)
                 return 0;
         if (fl->verify || fl->whole_verified) {
+                /* Our fills' modify events are queued: hear them while the
+                 * stub still says partial, or they would make it dirty. */
+                fsgroup_drain_notifications(f->fs);
                 s.state = STUB_ARCHIVED;
                 range_set_clear(&s.populated);
         } else {
@@ -362,6 +370,8 @@ static int file_record_fill(struct tfile *f, const struct fill *fl) {
                 r = range_set_add(&s.populated, fl->start, fl->end);
                 if (r < 0)
                         return r;
+                /* Fills in flight may add ranges beyond what a stub holds. */
+                range_set_limit(&s.populated, STUB_MAX_RANGES, fl->start);
         }
         r = stub_write_fd(f->fd, &s);
         if (r < 0)

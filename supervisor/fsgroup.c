@@ -24,6 +24,9 @@
 #include "macro.h"
 
 #define EVENT_BUF 65536
+/* Changes: writes (close after writing) and modifications that need no open
+ * for writing (truncate(2) by path). */
+#define NOTIFY_MASK (FAN_CLOSE_WRITE | FAN_MODIFY)
 
 static void mnt_tablep(struct libmnt_table **t) { mnt_unref_table(*t); }
 
@@ -80,8 +83,17 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
         }
 }
 
-/* A file written since archive is dirty for good, whatever its mtime. */
-static void notification_handle(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
+static bool same_handle(const struct file_handle *a, const struct file_handle *b) {
+        return a && b && a->handle_type == b->handle_type && a->handle_bytes == b->handle_bytes &&
+               memcmp(a->f_handle, b->f_handle, a->handle_bytes) == 0;
+}
+
+/* A file written since archive is dirty for good, whatever its mtime. The
+ * file under tierd's own write lease (leased) is not opened: that would
+ * break the lease, and the kernel would send tierd SIGIO. *hit says an event
+ * named it. */
+static void notification_handle(struct tiered_fs *fs, const struct fanotify_event_metadata *md,
+                                const struct file_handle *leased, bool *hit) {
         const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
 
         if (md->mask & FAN_Q_OVERFLOW) {
@@ -94,11 +106,25 @@ static void notification_handle(struct tiered_fs *fs, const struct fanotify_even
                         return;
                 if (fid->hdr.info_type == FAN_EVENT_INFO_TYPE_FID) {
                         struct file_handle *fh = (struct file_handle *)fid->handle;
+                        if (same_handle(fh, leased)) {
+                                *hit = true;
+                                return;
+                        }
                         _cleanup_close_ int fd = open_by_handle_at(fs->root_fd, fh, O_RDONLY | O_CLOEXEC);
                         _cleanup_(stub_done) struct stub s = {};
                         const char *err = "";
-                        if (fd < 0 || stub_read_fd(fd, &s, &err) < 0)
-                                return; /* gone, or no stub: nothing to track */
+                        int r;
+                        if (fd < 0)
+                                return; /* gone */
+                        r = stub_read_fd(fd, &s, &err);
+                        if (r == -ENODATA || (r == 0 && s.state == STUB_DIRTY)) {
+                                /* Nothing to track until it is archived: stop
+                                 * hearing of its writes (archive removes this). */
+                                fsgroup_ignore_changes(fs, fd, true);
+                                return;
+                        }
+                        if (r < 0)
+                                return;
                         if (s.state == STUB_ARCHIVED) {
                                 s.state = STUB_DIRTY;
                                 int r = stub_write_fd(fd, &s);
@@ -106,27 +132,32 @@ static void notification_handle(struct tiered_fs *fs, const struct fanotify_even
                                         log_error_errno(r, "cannot mark %s dirty: %m", s.key);
                                 else
                                         log_info("tenant %s: file of %s written: dirty", s.tenant, s.key);
-                        } else if (s.state != STUB_DIRTY)
-                                log_warning("tenant %s: a %s file was written (opened before tierd started?)",
-                                            s.tenant, stub_state_to_string(s.state));
+                                fsgroup_ignore_changes(fs, fd, true);
+                        }
+                        /* Partial or released: only tierd writes such a file
+                         * (fills, punches; any other writer restores it whole
+                         * first), and the kernel reports those writes too. */
                         return;
                 }
                 p += fid->hdr.len;
         }
 }
 
-void fsgroup_drain_notifications(struct tiered_fs *fs) {
+void fsgroup_drain_notifications(struct tiered_fs *fs) { fsgroup_drain_notifications_except(fs, NULL); }
+
+bool fsgroup_drain_notifications_except(struct tiered_fs *fs, const struct file_handle *leased) {
         char buf[EVENT_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+        bool hit = false;
         for (;;) {
                 ssize_t n = read(fs->notif_fd, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
-                        return;
+                        return hit;
                 for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
                         if (md->fd >= 0)
                                 close(md->fd);
-                        notification_handle(fs, md);
+                        notification_handle(fs, md, leased, &hit);
                 }
         }
 }
@@ -180,10 +211,9 @@ int fsgroup_open(struct tiered_fs *fs) {
                                      O_RDONLY | O_CLOEXEC);
         if (fs->notif_fd < 0)
                 return log_error_errno(errno, "fanotify_init (notifications): %m");
-        if (fanotify_mark(fs->notif_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_CLOSE_WRITE, AT_FDCWD,
-                          fs->mountpoint) < 0)
+        if (fanotify_mark(fs->notif_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, NOTIFY_MASK, AT_FDCWD, fs->mountpoint) < 0)
                 return log_error_errno(errno, "FAN_CLOSE_WRITE mark on %s: %m", fs->mountpoint);
-        if (fanotify_mark(fs->notif_fd, ignore, FAN_CLOSE_WRITE, fs->root_fd, NULL) < 0)
+        if (fanotify_mark(fs->notif_fd, ignore, NOTIFY_MASK, fs->root_fd, NULL) < 0)
                 return log_error_errno(errno, "notification ignore mark on the private mount of %s: %m", fs->mountpoint);
         log_info("watching %s (%s) with a filesystem mark", fs->mountpoint, fs->fstype);
         return 0;
@@ -216,6 +246,14 @@ void fsgroup_ignore_file(struct tiered_fs *fs, int fd) {
         if (fanotify_mark(fs->pre_fd, FAN_MARK_ADD | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY | FAN_MARK_EVICTABLE,
                           TIERD_PRE_CONTENT_MASK, fd, NULL) < 0)
                 log_warning("cannot add an inode ignore mark: %m");
+}
+
+int fsgroup_ignore_changes(struct tiered_fs *fs, int fd, bool ignore) {
+        unsigned flags = ignore ? FAN_MARK_ADD | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY | FAN_MARK_EVICTABLE
+                                : FAN_MARK_REMOVE | FAN_MARK_IGNORE;
+        if (fanotify_mark(fs->notif_fd, flags, NOTIFY_MASK, fd, NULL) < 0 && !(errno == ENOENT && !ignore))
+                return -errno;
+        return 0;
 }
 
 int fsgroup_unignore_file(struct tiered_fs *fs, int fd) {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <fcntl.h>
+
 #include "tierd.h"
 
 /* Finds the mounted filesystem holding path (libmount): its mount point,
@@ -17,7 +19,13 @@ void fsgroup_close(struct tiered_fs *fs);
 /* Inode ignore mark: the file is whole, reads need nothing from us. */
 void fsgroup_ignore_file(struct tiered_fs *fs, int fd);
 int fsgroup_unignore_file(struct tiered_fs *fs, int fd);
+/* Inode ignore mark in the notification group: files with nothing to track
+ * (no stub, or dirty already) cost no event per write. Archive removes it. */
+int fsgroup_ignore_changes(struct tiered_fs *fs, int fd, bool ignore);
 
 /* Reads and handles every queued notification (FAN_CLOSE_WRITE: dirty). Used
  * before archive and release decisions so no write is missed. */
 void fsgroup_drain_notifications(struct tiered_fs *fs);
+/* The same, under a write lease on the file leased: its events are not
+ * acted on (opening it would break the lease) but reported: true if any. */
+bool fsgroup_drain_notifications_except(struct tiered_fs *fs, const struct file_handle *leased);

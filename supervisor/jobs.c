@@ -148,6 +148,14 @@ static void on_archived(struct request *req, const struct proto_reply *rep) {
         archive_finish(j, 0, NULL);
 }
 
+/* An archived file whose size or mtime moved was changed behind our back
+ * (a change no event told us of): archive it again. */
+static bool stub_matches_file(const struct stub *s, int fd) {
+        struct stat st;
+        return fstat(fd, &st) == 0 && (uint64_t)st.st_size == s->size && st.st_mtim.tv_sec == s->mtime.tv_sec &&
+               st.st_mtim.tv_nsec == s->mtime.tv_nsec;
+}
+
 int job_archive(struct tierd *t, const char *path, job_done_t done, void *userdata) {
         _cleanup_(stub_done) struct stub s = {};
         struct archive_job *j;
@@ -162,10 +170,22 @@ int job_archive(struct tierd *t, const char *path, job_done_t done, void *userda
                 done(userdata, r, msg);
                 return 0;
         }
-        r = stub_read_fd(fd, &s, &err);
-        if (r == 0 && s.state != STUB_DIRTY) {
+        /* From here on every change to the file is heard of again. */
+        r = fsgroup_ignore_changes(tn->fs, fd, false);
+        if (r < 0) {
                 close(fd);
-                done(userdata, 0, NULL); /* archived already: nothing to do */
+                done(userdata, r, "cannot watch the file for changes");
+                return 0;
+        }
+        fsgroup_drain_notifications(tn->fs);
+        r = stub_read_fd(fd, &s, &err);
+        /* Partial or released: the content is in the store, and reading the
+         * file here would upload holes as zeros. Archived and unchanged:
+         * nothing to do. */
+        if (r == 0 && (s.state == STUB_PARTIAL || s.state == STUB_RELEASED ||
+                       (s.state == STUB_ARCHIVED && stub_matches_file(&s, fd)))) {
+                close(fd);
+                done(userdata, 0, NULL);
                 return 0;
         }
         if (r < 0 && r != -ENODATA) {
@@ -183,7 +203,6 @@ int job_archive(struct tierd *t, const char *path, job_done_t done, void *userda
         }
         *j = (struct archive_job){ .tn = tn, .fd = fd, .done = done, .userdata = userdata };
         strcpy(j->path, path);
-        fsgroup_drain_notifications(tn->fs);
         fstat(fd, &j->before);
         worker_submit(&tn->worker, req);
         return 0;
@@ -261,6 +280,23 @@ static int release_now(struct tierd *t, const char *path, char *message, size_t 
                 return -EBUSY;
         }
 
+        /* 0. Writes closed so far: account for them while we may still open
+         *    files (under the lease, opening this one would break it). */
+        fsgroup_drain_notifications(tn->fs);
+        stub_done(&s);
+        r = stub_read_fd(fd, &s, &err);
+        if (r < 0)
+                return say(message, size, r, "%s: bad stub: %s", path, r == -EINVAL ? err : strerror(-r));
+        if (s.state == STUB_DIRTY)
+                return say(message, size, -EBUSY, "%s: changed since it was archived: archive it again first", path);
+        union {
+                struct file_handle fh;
+                char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+        } h = { .fh.handle_bytes = MAX_HANDLE_SZ };
+        int mount_id;
+        if (name_to_handle_at(fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0)
+                return say(message, size, -errno, "%s: name_to_handle_at: %m", path);
+
         /* 1. Remove the ignore mark first, or reads after the punch would see
          *    zeros without raising an event. */
         r = fsgroup_unignore_file(tn->fs, fd);
@@ -270,12 +306,18 @@ static int release_now(struct tierd *t, const char *path, char *message, size_t 
          *    reading or writing it while we punch. */
         if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
                 return say(message, size, -EBUSY, "%s: in use (open by a process), not released", path);
-        /* 3. Writes closed before the lease are queued: account for them. */
-        fsgroup_drain_notifications(tn->fs);
+        /* 3. Writes closed before the lease are queued: one for this file
+         *    means it changed. */
+        bool written = fsgroup_drain_notifications_except(tn->fs, &h.fh);
         stub_done(&s);
         r = stub_read_fd(fd, &s, &err);
-        if (r == 0 && s.state == STUB_DIRTY)
+        if (r == 0 && (written || s.state == STUB_DIRTY)) {
+                if (written && s.state == STUB_ARCHIVED) {
+                        s.state = STUB_DIRTY;
+                        stub_write_fd(fd, &s);
+                }
                 r = say(message, size, -EBUSY, "%s: changed since it was archived: archive it again first", path);
+        }
         else if (r == 0 && (fstat(fd, &st) < 0 || (uint64_t)st.st_size != s.size ||
                             st.st_mtim.tv_sec != s.mtime.tv_sec || st.st_mtim.tv_nsec != s.mtime.tv_nsec))
                 r = say(message, size, -EBUSY, "%s: size or mtime differ from the archived copy: not released", path);

@@ -276,6 +276,9 @@ int main(int argc, char **argv) {
         }
         raise_fd_limit();
         signal(SIGPIPE, SIG_IGN);
+        /* A lease break sends its holder SIGIO, fatal by default: tierd
+         * never opens a file it leases, but must not die if it ever did. */
+        signal(SIGIO, SIG_IGN);
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);

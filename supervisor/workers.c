@@ -51,8 +51,10 @@ struct request *request_new(int type, int fd, void (*done)(struct request *, con
 }
 
 static void request_finish(struct request *req, const struct proto_reply *rep) {
+        /* Close our copy first: what done() starts (a release's write lease)
+         * fails while tierd holds any other fd of the file. */
+        req->fd = safe_close(req->fd);
         req->done(req, rep);
-        safe_close(req->fd);
         free(req);
 }
 

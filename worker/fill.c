@@ -103,6 +103,11 @@ static int serve_fill(struct backend *b, const struct proto_request *req, int fd
         if (r < 0)
                 return r;
         rep->bytes = req->length;
+        /* tierd records the range as present once we reply: the bytes must
+         * be on disk by then, or a snapshot (or a crash) keeps a stub that
+         * says "present" over zeros. */
+        if (fdatasync(fd) < 0)
+                return -errno;
         if (md) {
                 if (!EVP_DigestFinal_ex(md, got, NULL))
                         return -EIO;

@@ -109,6 +109,8 @@ else
 		bash -c "cp $VIEW/m5 $VIEW/m5.copy && cmp $VIEW/m5.copy $ORIG/m5 && rm $VIEW/m5.copy"
 fi
 check "an mmap reader of a released file" bash -c "cmp <($BUILD/tests/mmap-read $VIEW/sparse) $ORIG/sparse"
+"$TIERCTL" release "$VIEW/m5"
+check "a mapping of a released file grown by mremap reads real bytes" bash -c "cmp <($BUILD/tests/mremap-read $VIEW/m5) $ORIG/m5"
 check "exec of a released binary" bash -c "[ \"\$($VIEW/bin tiered hello)\" = 'tiered hello' ]"
 check "stat is unchanged after restore (mode of the binary too)" bash -c "[ \"\$(stat -c %a $SUB/bin)\" = \"\$(stat -c %a $ORIG/bin)\" ]"
 
@@ -129,6 +131,44 @@ check "truncate a released file down and up: the kept part is intact" \
 	bash -c "cmp <(head -c 1048576 $VIEW/m5) <(head -c 1048576 $ORIG/m5)"
 check "... and the gap reads as zeros" \
 	bash -c "cmp <(tail -c +1048577 $VIEW/m5) <(head -c 2097152 /dev/zero)"
+
+# truncate(2) by path opens nothing: the change must still make the file dirty.
+"$TIERCTL" archive "$VIEW/b4095"
+perl -e 'truncate($ARGV[0], 100) or die' "$VIEW/b4095"
+sleep 0.2
+check "truncate(2) by path of an archived file makes it dirty" test "$(state_of "$VIEW/b4095")" = dirty
+check_fails "... so it is not released" "$TIERCTL" release "$VIEW/b4095"
+check "... and archive uploads it again" bash -c "$TIERCTL archive $VIEW/b4095 && [ \"\$($TIERCTL status --json $VIEW/b4095 | grep -c '\"size\":100,')\" = 1 ]"
+head -c 100 "$ORIG/b4095" >"$ORIG/b4095.cut" && mv "$ORIG/b4095.cut" "$ORIG/b4095"
+
+# A release racing a writer: the written file is never punched, tierd lives.
+cp "$ORIG/m5" "$VIEW/race" && cp "$ORIG/m5" "$TL_DIR/race.expect"
+"$TIERCTL" archive "$VIEW/race" "$VIEW/sparse"
+"$TIERCTL" restore "$VIEW/sparse"
+"$TIERCTL" release "$VIEW/sparse" "$VIEW/race" & rel=$!
+printf 'appended' >>"$VIEW/race"; printf 'appended' >>"$TL_DIR/race.expect"
+wait $rel
+check "a file written while a release runs keeps its bytes" cmp "$VIEW/race" "$TL_DIR/race.expect"
+check "... and tierd is still serving" kill -0 "$TL_TIERD_PID"
+
+# More scattered reads than a stub can list ranges for: all served.
+"$TIERCTL" release "$VIEW/big"
+scattered() {
+	local i
+	for i in $(seq 0 99); do
+		cmp <("$PREAD" "$VIEW/big" $((i * (2 << 20) + 8192)) 4096) \
+			<("$PREAD" "$ORIG/big" $((i * (2 << 20) + 8192)) 4096) || return 1
+	done
+}
+check "100 scattered reads of a released file (more ranges than a stub lists)" scattered
+many=()
+for i in $(seq 0 31); do "$PREAD" "$VIEW/big" $((i * (2 << 20) + (1 << 20) + 4096)) 4096 >"$TL_DIR/many$i" & many+=($!); done
+many_ok=true
+for p in "${many[@]}"; do wait "$p" || many_ok=false; done
+for i in $(seq 0 31); do
+	cmp "$TL_DIR/many$i" <("$PREAD" "$ORIG/big" $((i * (2 << 20) + (1 << 20) + 4096)) 4096) || many_ok=false
+done
+check "... then 32 concurrent readers of other chunks: no EIO, right bytes" $many_ok
 
 # Restore by tierctl: whole, verified, stat intact.
 check "tierctl restore brings a released file back whole" \

@@ -77,28 +77,39 @@ rgw_install() {
 rgw_ceph() { CEPH_CONF="${RGW_CEPH_CONF:?rgw not started}" timeout 60 ceph --connect-timeout 15 "$@"; }
 rgw_admin() { CEPH_CONF="${RGW_CEPH_CONF:?rgw not started}" timeout 60 radosgw-admin "$@"; }
 
-# curl signed with SigV4 for $RGW_ENDPOINT; caller gives method/url/etc.
-# The payload hash header defaults to the empty-body hash; pass your own
-# -H 'x-amz-content-sha256: ...' (it replaces this one: curl keeps the last).
+# curl -sS signed with SigV4 for $RGW_ENDPOINT; the caller gives method, URL,
+# body, etc.  Adds 'x-amz-content-sha256: <sha256 of empty body>' unless the
+# caller passes its own x-amz-content-sha256 header (curl would send BOTH
+# headers, sign both, and RGW answers 403 SignatureDoesNotMatch).
+# curl 7.88 SigV4 caveats: write query parameters sorted by name, give
+# empty ones as 'name=' (?uploads=, not ?uploads), and percent-encode
+# query values yourself (prefix=a%2Fb).
 rgw_curl() {
+	local a hdr=(-H "x-amz-content-sha256: $RGW_EMPTY_SHA256")
+	for a in "$@"; do
+		case ${a,,} in x-amz-content-sha256:*) hdr=() ;; esac
+	done
 	curl -sS --aws-sigv4 "aws:amz:${RGW_REGION:-us-east-1}:s3" \
-		--user "${RGW_ACCESS_KEY:?}:${RGW_SECRET_KEY:?}" \
-		-H "x-amz-content-sha256: $RGW_EMPTY_SHA256" "$@"
+		--user "${RGW_ACCESS_KEY:?}:${RGW_SECRET_KEY:?}" "${hdr[@]}" "$@"
 }
 
 # listening TCP ports (decimal), from /proc so ss/netstat are not needed
 _rgw_listening_ports() {
 	# (mawk has no strtonum, so parse the hex in bash)
-	local f sl local_addr rem st rest
+	local f local_addr st _
 	for f in /proc/net/tcp /proc/net/tcp6; do
 		[ -r "$f" ] || continue
-		while read -r sl local_addr rem st rest; do
+		while read -r _ local_addr _ st _; do
 			[ "$st" = 0A ] && echo $((16#${local_addr##*:}))
 		done < <(tail -n +2 "$f")
 	done | sort -un
 }
 
-_rgw_port_busy() { _rgw_listening_ports | grep -qx "$1"; }
+_rgw_port_busy() {
+	local all # no pipe into grep -q: under pipefail an early exit of grep
+	all=$(_rgw_listening_ports) # would turn "found" into SIGPIPE/141
+	grep -qx "$1" <<<"$all"
+}
 
 _rgw_random() { # $1 = length, $2 = tr charset
 	local s=""
@@ -122,8 +133,17 @@ _rgw_fail() {
 	local dir=$1 what=$2 logf=$3
 	_rgw_log "START FAILED: $what"
 	if [ -n "$logf" ] && [ -f "$logf" ]; then
-		_rgw_log "---- last lines of $logf ----"
-		tail -n 25 "$logf" >&2
+		# ceph logs end with a long crash-dump trailer: show the error
+		# lines (level -1 or "error"/"fail") first, else the tail
+		local errs
+		errs=$(grep -aE '^[^ ]+ [0-9a-f]+ -1 |[Ee]rror|[Ff]ail' "$logf" | grep -v '^ ' | tail -n 15)
+		if [ -n "$errs" ]; then
+			_rgw_log "---- error lines of $logf ----"
+			printf '%s\n' "$errs" >&2
+		else
+			_rgw_log "---- last lines of $logf ----"
+			tail -n 25 "$logf" >&2
+		fi
 		_rgw_log "----"
 	fi
 	if [ "${RGW_KEEP_ON_FAIL:-0}" = 1 ]; then
@@ -162,6 +182,7 @@ _rgw_spawn() {
 	# file is exact even if setsid has to fork.
 	local pidf=$dir/run/$name.pid i
 	rm -f "$pidf"
+	# shellcheck disable=SC2016
 	CEPH_CONF="$dir/ceph.conf" setsid bash -c 'echo $$ >"$0.tmp" && mv "$0.tmp" "$0" && exec "$@"' \
 		"$pidf" "$@" -f </dev/null >>"$dir/log/$name.out" 2>&1 &
 	for ((i = 0; i < 100; i++)); do
@@ -218,6 +239,7 @@ rgw_start() {
 fsid = $fsid
 mon_host = [v2:127.0.0.1:$mon2,v1:127.0.0.1:$mon1]
 public_addr = 127.0.0.1
+cluster_addr = 127.0.0.1
 ms_bind_port_min = $bmin
 ms_bind_port_max = $bmax
 auth_cluster_required = none
@@ -241,8 +263,12 @@ osd_pool_default_pgp_num = 8
 mon_max_pg_per_osd = 1000
 osd_crush_chooseleaf_type = 0
 mon_warn_on_pool_no_redundancy = false
+mon_warn_on_insecure_global_id_reclaim_allowed = false
 mon_data_avail_crit = 1
 mon_data_avail_warn = 2
+# commit map changes after 0.1 s instead of 1 s (each of the ~10 pool
+# commands radosgw issues on first start waits for one): start-up 17 s -> 6 s
+paxos_propose_interval = 0.1
 rgw_frontends = beast endpoint=127.0.0.1:$port
 rgw_data = $dir
 
@@ -276,7 +302,7 @@ EOF
 	_rgw_phase "osd mkfs done"
 	_rgw_spawn "$dir" "osd.$oid" ceph-osd -i "$oid" ||
 		{ _rgw_fail "$dir" "could not spawn daemon" ""; return 1; }
-	_rgw_wait "$deadline" "CEPH_CONF=$qconf timeout 10 ceph --connect-timeout 5 osd stat 2>/dev/null | grep -q ' 1 up'" \
+	_rgw_wait "$deadline" "CEPH_CONF=$qconf timeout 10 ceph --connect-timeout 5 osd stat 2>/dev/null | grep ' 1 up' >/dev/null" \
 		"$dir/run/osd.$oid.pid" ||
 		{ _rgw_fail "$dir" "osd did not come up ($_RGW_WHY)" "$dir/log/osd.$oid.log"; return 1; }
 
@@ -302,6 +328,7 @@ EOF
 	_rgw_phase "user created"
 	# -- wait until an authenticated request works (user is visible to rgw)
 	local code
+	# shellcheck disable=SC2016
 	_rgw_wait "$deadline" 'code=$(rgw_curl -o /dev/null -w "%{http_code}" --max-time 5 "$RGW_ENDPOINT/" 2>/dev/null); [ "$code" = 200 ]' \
 		"$dir/run/client.rgw.a.pid" ||
 		{ _rgw_fail "$dir" "signed ListBuckets never returned 200 (last status ${code:-none}; $_RGW_WHY)" \
@@ -323,34 +350,39 @@ rgw_make_bucket() {
 }
 
 # ---------------------------------------------------------------- stop
-# kill exactly the recorded pids; TERM, KILL after RGW_STOP_GRACE s (5)
+# Kill exactly the recorded pids, in dependency order: radosgw, then the
+# osd, then the mon (killing the mon first makes the others hang in their
+# shutdown for seconds).  TERM, then KILL after RGW_STOP_GRACE s (5).
 _rgw_kill() {
-	local dir=$1 f pid pids=() i
-	for f in "$dir"/run/*.pid; do
-		[ -f "$f" ] || continue
-		pid=$(cat "$f" 2>/dev/null)
-		_rgw_pid_ours "$pid" && pids+=("$pid")
-	done
-	[ ${#pids[@]} -gt 0 ] || return 0
-	kill -TERM "${pids[@]}" 2>/dev/null
-	for ((i = 0; i < ${RGW_STOP_GRACE:-5} * 10; i++)); do
-		local alive=()
-		for pid in "${pids[@]}"; do _rgw_pid_ours "$pid" && alive+=("$pid"); done
-		[ ${#alive[@]} -eq 0 ] && break
-		sleep 0.1
-	done
-	for pid in "${pids[@]}"; do
-		if _rgw_pid_ours "$pid"; then
-			_rgw_log "stop: pid $pid ignored TERM, sending KILL"
-			kill -KILL "$pid" 2>/dev/null
-		fi
-	done
-	# reap if they are our children; otherwise poll until gone
-	for pid in "${pids[@]}"; do
-		wait "$pid" 2>/dev/null
-		for ((i = 0; i < 50; i++)); do
-			_rgw_pid_ours "$pid" || break
-			sleep 0.1
+	local dir=$1 group f pid pids i
+	for group in 'client.*' 'osd.*' 'mon.*' '*'; do
+		pids=()
+		for f in "$dir"/run/$group.pid; do
+			[ -f "$f" ] || continue
+			pid=$(cat "$f" 2>/dev/null)
+			_rgw_pid_ours "$pid" && pids+=("$pid")
+		done
+		[ ${#pids[@]} -gt 0 ] || continue
+		kill -TERM "${pids[@]}" 2>/dev/null || true
+		for ((i = 0; i < ${RGW_STOP_GRACE:-5} * 20; i++)); do
+			local alive=()
+			for pid in "${pids[@]}"; do _rgw_pid_ours "$pid" && alive+=("$pid"); done
+			[ ${#alive[@]} -eq 0 ] && break
+			sleep 0.05
+		done
+		for pid in "${pids[@]}"; do
+			if _rgw_pid_ours "$pid"; then
+				_rgw_log "stop: pid $pid ignored TERM for ${RGW_STOP_GRACE:-5} s, sending KILL"
+				kill -KILL "$pid" 2>/dev/null || true
+			fi
+		done
+		# reap if they are our children; otherwise poll until gone
+		for pid in "${pids[@]}"; do
+			wait "$pid" 2>/dev/null || true
+			for ((i = 0; i < 100; i++)); do
+				_rgw_pid_ours "$pid" || break
+				sleep 0.05
+			done
 		done
 	done
 	return 0
@@ -359,6 +391,10 @@ _rgw_kill() {
 rgw_stop() {
 	local dir=${1:?usage: rgw_stop DIR}
 	[ -d "$dir" ] || return 0
+	if [ ! -e "$dir/ceph.conf" ] && [ ! -d "$dir/run" ]; then
+		_rgw_log "stop: $dir does not look like an rgw_start DIR; not removing it"
+		return 1
+	fi
 	_rgw_kill "$dir"
 	local abs
 	abs=$(cd "$dir" && pwd -P)
