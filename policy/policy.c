@@ -335,7 +335,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
         struct parse_ctx c = { .origin = origin ? origin : "policy", .error = error };
         static const char *const top_keys[] = { "version", "defaults", "tenants" };
         struct tenant_settings defaults = {
-                .chunk = 1u << 20, .readahead = 4u << 20, .small_file = 1u << 20, .region = "us-east-1",
+                .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
                 .multipart_threshold = 64u << 20, .part_size = 8u << 20,
         };

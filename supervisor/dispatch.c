@@ -23,6 +23,8 @@
 #include "macro.h"
 #include "workers.h"
 
+#define FILL_PIECE (8u << 20)
+
 struct waiter {
         struct waiter *next;
         uint64_t start, end; /* needed (reads) */
@@ -274,9 +276,15 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
                         else
                                 range_set_add(&fresh, gaps.r[j].start, gaps.r[j].end);
                 }
+                /* Pieces of at most FILL_PIECE run on several worker threads
+                 * at once, and a reader waits only for the piece it needs. */
                 for (size_t j = 0; j < fresh.n; j++)
-                        if ((r = fill_submit(f, fresh.r[j].start, fresh.r[j].end, s, PROTO_FILL, false)) < 0)
-                                return r;
+                        for (uint64_t a = fresh.r[j].start; a < fresh.r[j].end;) {
+                                uint64_t b = MIN(fresh.r[j].end, round_up_u64(a + 1, FILL_PIECE));
+                                if ((r = fill_submit(f, a, b, s, PROTO_FILL, false)) < 0)
+                                        return r;
+                                a = b;
+                        }
         }
         return 0;
 }
@@ -519,6 +527,21 @@ static bool event_range(const struct fanotify_event_metadata *md, uint64_t *offs
         return false;
 }
 
+/* Read-ahead grows with a sequential reader, as the kernel's does: a read
+ * right after N populated bytes fetches about N more (at least a chunk, at
+ * most the tenant's readahead); a read from the start, one chunk; a read
+ * elsewhere, nothing more than its own chunk. */
+static uint64_t readahead_for(const struct stub *s, uint64_t offset, uint64_t max) {
+        if (offset == 0)
+                return MIN(s->chunk, max);
+        if (s->state != STUB_PARTIAL)
+                return 0;
+        for (size_t i = 0; i < s->populated.n; i++)
+                if (s->populated.r[i].start < offset && offset <= s->populated.r[i].end)
+                        return MIN(MAX(offset - s->populated.r[i].start, s->chunk), max);
+        return 0;
+}
+
 void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
         _cleanup_(stub_done) struct stub s = {};
         uint64_t offset = 0, count = 0;
@@ -579,10 +602,7 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
         if (!w->whole) {
                 w->start = offset;
                 w->end = offset + count;
-                /* Sequential: from the start, or right after populated bytes. */
-                bool sequential = offset == 0 ||
-                                  (s.state == STUB_PARTIAL && range_set_covers(&s.populated, offset - 1, offset));
-                w->want_end = w->end + (sequential ? tn->cfg->readahead : 0);
+                w->want_end = w->end + readahead_for(&s, offset, tn->cfg->readahead);
         }
         log_debug("tenant %s: pid %d %s [%llu, +%llu)%s", tn->cfg->name, (int)md->pid, access_kind_to_string(kind),
                   (unsigned long long)offset, (unsigned long long)count, w->whole ? " whole" : "");

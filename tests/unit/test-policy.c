@@ -39,7 +39,7 @@ static void test_minimal(void **state) {
         assert_int_equal(p->n_tenants, 1);
         assert_string_equal(p->tenants[0].name, "alpha");
         assert_int_equal(p->tenants[0].chunk, 1 << 20);
-        assert_int_equal(p->tenants[0].readahead, 4 << 20);
+        assert_int_equal(p->tenants[0].readahead, 32 << 20);
         assert_int_equal(p->tenants[0].small_file, 1 << 20);
         assert_non_null(policy_find_tenant(p, "alpha"));
         assert_null(policy_find_tenant(p, "beta"));
