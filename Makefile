@@ -61,7 +61,7 @@ $(BUILD)/tests/%: tests/helpers/%.c | deps
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
 # Unit tests, built plain and with ASan+UBSan.
-UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/credentials.c
+UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/credentials.c worker/http-check.c
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 $(BUILD)/unit/%: tests/unit/%.c $(UNIT_LIB_SRC) | deps
 	@mkdir -p $(dir $@)

@@ -99,17 +99,6 @@ static int post(struct remote *r, const char *key, const char *query, const char
         return remote_request(r, q, key);
 }
 
-static int xml_value(const char *xml, const char *tag, char *out, size_t size) {
-        char open[64], close[64];
-        snprintf(open, sizeof(open), "<%s>", tag);
-        snprintf(close, sizeof(close), "</%s>", tag);
-        const char *a = strstr(xml, open), *b;
-        if (!a || !(b = strstr(a += strlen(open), close)) || (size_t)(b - a) >= size)
-                return -EIO;
-        snprintf(out, size, "%.*s", (int)(b - a), a);
-        return 0;
-}
-
 static void multipart_abort(struct remote *r, const char *key, const char *query_id) {
         struct http_req q;
         char query[600];
@@ -138,7 +127,7 @@ static int multipart_store(struct remote *r, const char *key, int fd, uint64_t s
         /* libcurl before 8.5 signs "?uploads" wrong: "?uploads=" is signed right. */
         ret = post(r, key, "uploads=", "", meta, &q);
         if (ret == 0)
-                ret = xml_value(q.resp, "UploadId", upload_id, sizeof(upload_id));
+                ret = xml_first_value(q.resp, "UploadId", upload_id, sizeof(upload_id));
         http_req_done(&q);
         curl_slist_free_all(meta);
         if (ret < 0)
@@ -219,9 +208,9 @@ static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, c
         http_req_init(&q, "HEAD");
         remote_object_url(r, &q, key, NULL);
         ret = remote_request(r, &q, key);
-        if (ret == 0 && (!q.have_length || q.content_length != size || strcmp(q.meta_sha256, sha_hex) != 0)) {
+        if (ret == 0 && (!q.meta.have_length || q.meta.content_length != size || strcmp(q.meta.meta_sha256, sha_hex) != 0)) {
                 log_error("tenant %s: %s: after upload the store reports %llu bytes, sha256 '%s'", r->tenant, key,
-                          (unsigned long long)q.content_length, q.meta_sha256);
+                          (unsigned long long)q.meta.content_length, q.meta.meta_sha256);
                 ret = -EIO;
         }
         http_req_done(&q);

@@ -56,30 +56,8 @@ static uint64_t now_usec(void) {
 /* Headers: status line, lengths, the range we got, S3's metadata. */
 static size_t on_header(char *buf, size_t size, size_t n, void *userdata) {
         struct http_req *q = userdata;
-        size_t len = size * n;
-        char line[512];
-        unsigned long long a, b;
-
-        snprintf(line, sizeof(line), "%.*s", (int)MIN(len, sizeof(line) - 1), buf);
-        line[strcspn(line, "\r\n")] = 0;
-        if (strncmp(line, "HTTP/", 5) == 0) {
-                /* A new response (after a redirect or 100-continue): start over. */
-                q->have_length = q->have_range = false;
-                q->meta_sha256[0] = q->etag[0] = 0;
-        } else if (strncasecmp(line, "content-length:", 15) == 0 && sscanf(line + 15, " %llu", &a) == 1) {
-                q->content_length = a;
-                q->have_length = true;
-        } else if (strncasecmp(line, "content-range:", 14) == 0 &&
-                   sscanf(line + 14, " bytes %llu-%llu/", &a, &b) == 2) {
-                q->range_start = a;
-                q->range_end = b + 1;
-                q->have_range = true;
-        } else if (strncasecmp(line, "x-amz-meta-sha256:", 18) == 0) {
-                snprintf(q->meta_sha256, sizeof(q->meta_sha256), "%s", line + 18 + strspn(line + 18, " "));
-        } else if (strncasecmp(line, "etag:", 5) == 0) {
-                snprintf(q->etag, sizeof(q->etag), "%s", line + 5 + strspn(line + 5, " "));
-        }
-        return len;
+        http_meta_header(&q->meta, buf, size * n);
+        return size * n;
 }
 
 /* The body of a GET goes to the sink only once the answer is known to be
@@ -97,10 +75,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *userdata) {
                 return len;
         }
         if (!q->checked) {
-                uint64_t start = q->want_off + q->got, end = q->want_off + q->want;
-                bool ok = q->status == 206 ? q->have_range && q->range_start == start && q->range_end == end
-                                           : start == 0 && q->have_length && q->content_length == end;
-                if (!ok) {
+                if (!http_range_answer_ok(q->status, &q->meta, q->want_off + q->got, q->want_off + q->want)) {
                         snprintf(q->error, sizeof(q->error), "server answered %ld with another range than asked", q->status);
                         q->sink_error = -EIO;
                         return 0;
@@ -356,7 +331,7 @@ int remote_put_checked(struct remote *r, const char *key, const char *query, int
         if (ret == 0 && q.body_pos != len)
                 ret = -EBADMSG;
         if (ret == 0 && etag)
-                snprintf(etag, etag_size, "%s", q.etag);
+                snprintf(etag, etag_size, "%s", q.meta.etag);
         http_req_done(&q);
         return ret;
 }
@@ -388,10 +363,10 @@ int remote_exists(struct backend *b, const char *key, uint64_t *size) {
         remote_object_url(r, &q, key, NULL);
         q.quiet_missing = true;
         ret = remote_request(r, &q, key);
-        if (ret == 0 && !q.have_length)
+        if (ret == 0 && !q.meta.have_length)
                 ret = -EIO;
         if (ret == 0 && size)
-                *size = q.content_length;
+                *size = q.meta.content_length;
         http_req_done(&q);
         return ret;
 }

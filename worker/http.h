@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "http-check.h"
 
 struct remote {
         struct backend base;
@@ -48,11 +49,9 @@ struct http_req {
         int sink_error;
         /* Response */
         long status;
-        bool have_length, have_range, checked;
+        bool checked;
         bool quiet_missing; /* a 404 is an answer, not a failure to log */
-        uint64_t content_length, range_start, range_end;
-        char meta_sha256[65];
-        char etag[128];
+        struct http_meta meta;
         char resp[8192]; /* small bodies: XML answers, error messages */
         size_t resp_len;
         char error[CURL_ERROR_SIZE];
