@@ -38,11 +38,14 @@ static int s3_open(const struct proto_config *cfg, int store_fd, struct backend 
         if (r) {
                 const char *host = strstr(endpoint, "://") + 3;
                 if (cfg->virtual_hosted)
-                        k = asprintf(&r->object_base, "%.*s%s.%s/%s%s", (int)(host - endpoint), endpoint, url.bucket,
-                                     host, url.prefix, *url.prefix ? "/" : "");
+                        k = asprintf(&r->bucket_base, "%.*s%s.%s/", (int)(host - endpoint), endpoint, url.bucket, host);
                 else
-                        k = asprintf(&r->object_base, "%s/%s/%s%s", endpoint, url.bucket, url.prefix,
-                                     *url.prefix ? "/" : "");
+                        k = asprintf(&r->bucket_base, "%s/%s/", endpoint, url.bucket);
+                if (k >= 0)
+                        k = asprintf(&r->prefix, "%s%s", url.prefix, *url.prefix ? "/" : "");
+                if (k >= 0)
+                        k = asprintf(&r->object_base, "%s%s", r->bucket_base, r->prefix);
+                r->started = time(NULL);
         }
         backend_url_done(&url);
         if (!r || k < 0) {
@@ -177,6 +180,49 @@ static int multipart_store(struct remote *r, const char *key, int fd, uint64_t s
         return ret;
 }
 
+/* Multipart uploads a crashed worker left behind cost storage forever:
+ * list those under our prefix begun before we started, and abort them. */
+static int s3_cleanup(struct backend *b) {
+        struct remote *r = (struct remote *)b;
+        char *prefix = curl_easy_escape(NULL, r->prefix, 0), before[32];
+        int aborted = 0, ret = 0;
+
+        if (!prefix)
+                return -ENOMEM;
+        strftime(before, sizeof(before), "%Y-%m-%dT%H:%M:%S", gmtime(&(time_t){ r->started }));
+        for (int pass = 0; pass < 10 && ret == 0; pass++) {
+                struct http_req q;
+                int found = 0;
+                http_req_init(&q, "GET");
+                /* Query keys in name order, values escaped: curl 7.88 signs
+                 * them as given, and RGW checks the canonical form. */
+                snprintf(q.url, sizeof(q.url), "%s?prefix=%s&uploads=", r->bucket_base, prefix);
+                ret = remote_request(r, &q, "?uploads");
+                for (const char *u = q.resp; ret == 0 && (u = strstr(u, "<Upload>")); u += 8) {
+                        char key[STUB_KEY_MAX + 512], id[512], initiated[64], *id_esc;
+                        if (xml_first_value(u, "Key", key, sizeof(key)) < 0 ||
+                            xml_first_value(u, "UploadId", id, sizeof(id)) < 0 ||
+                            xml_first_value(u, "Initiated", initiated, sizeof(initiated)) < 0 ||
+                            strncmp(initiated, before, strlen(before)) >= 0 ||
+                            strncmp(key, r->prefix, strlen(r->prefix)) != 0)
+                                continue;
+                        if (!(id_esc = curl_easy_escape(NULL, id, 0)))
+                                break;
+                        multipart_abort(r, key + strlen(r->prefix), id_esc);
+                        curl_free(id_esc);
+                        found++;
+                }
+                http_req_done(&q);
+                aborted += found;
+                if (found == 0)
+                        break;
+        }
+        curl_free(prefix);
+        if (aborted)
+                log_info("tenant %s: aborted %d multipart upload(s) left behind by a crash", r->tenant, aborted);
+        return ret;
+}
+
 static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32]) {
         struct remote *r = (struct remote *)b;
         _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -226,4 +272,5 @@ const struct backend_ops backend_s3_ops = {
         .store = s3_store,
         .remove = remote_remove,
         .set_credentials = s3_set_credentials,
+        .cleanup = s3_cleanup,
 };

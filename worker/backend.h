@@ -31,6 +31,8 @@ struct backend_ops {
         int (*remove)(struct backend *b, const char *key);
         /* Optional: new keys (rotated credentials). */
         void (*set_credentials)(struct backend *b, const struct proto_credentials *c);
+        /* Optional: once at start, with credentials: tidy what a crash left. */
+        int (*cleanup)(struct backend *b);
 };
 
 struct backend {

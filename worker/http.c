@@ -303,6 +303,8 @@ void remote_close(struct backend *b) {
                 return;
         curl_slist_free_all(r->extra_headers);
         free(r->object_base);
+        free(r->bucket_base);
+        free(r->prefix);
         explicit_bzero(&r->cred, sizeof(r->cred));
         free(r);
 }

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "backend.h"
 #include "http-check.h"
@@ -20,6 +21,9 @@ struct remote {
         struct backend base;
         bool s3;
         char *object_base; /* URL that a key is appended to, ending in '/' */
+        char *bucket_base; /* s3: URL of the bucket, ending in '/' */
+        char *prefix;      /* s3: key prefix ("" or "a/b/") */
+        time_t started;    /* uploads begun before this are a dead worker's */
         char sigv4[96];    /* "aws:amz:REGION:s3" */
         struct curl_slist *extra_headers;
         char sse[16], kms_key_id[256], ca_file[PROTO_URL_MAX];

@@ -22,6 +22,7 @@
 
 #define CONTROL_FD 3
 #define MAX_THREADS 16
+#define JOB_CLEANUP 0 /* internal: not a request from tierd, no reply */
 
 struct job {
         struct proto_request req;
@@ -71,6 +72,11 @@ static void *worker_thread(void *arg) {
 
         while ((j = worker_pop(w))) {
                 struct proto_reply rep;
+                if (j->req.type == JOB_CLEANUP) {
+                        w->backend->ops->cleanup(w->backend);
+                        free(j);
+                        continue;
+                }
                 worker_serve(w->backend, &j->req, j->fd, &rep);
                 close(j->fd);
                 int r = proto_send(w->sock, &rep, sizeof(rep), -1);
@@ -129,6 +135,7 @@ int main(int argc, char **argv) {
                         log_error_errno(r, "cannot start thread: %m");
                         return EXIT_FAILURE;
                 }
+        bool cleaned = false;
         for (;;) {
                 union {
                         uint32_t type;
@@ -148,6 +155,16 @@ int main(int argc, char **argv) {
                         if (w.backend->ops->set_credentials)
                                 w.backend->ops->set_credentials(w.backend, &m.cred);
                         explicit_bzero(&m, sizeof(m));
+                        if (!cleaned && w.backend->ops->cleanup) {
+                                /* On a thread: it talks to the store. No reply. */
+                                struct job *j = calloc(1, sizeof(*j));
+                                if (j) {
+                                        j->fd = -1;
+                                        j->req.type = JOB_CLEANUP;
+                                        worker_push(&w, j);
+                                }
+                        }
+                        cleaned = true;
                         continue;
                 }
                 if (len != sizeof(m.req) || (m.type != PROTO_FILL && m.type != PROTO_VERIFY && m.type != PROTO_ARCHIVE)) {

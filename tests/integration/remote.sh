@@ -108,6 +108,15 @@ if [ "$RGW_OK" = true ]; then
 	no_uploads() { ! rgw_curl -s "$RGW_ENDPOINT/tierd-test?uploads=" | grep -q '<UploadId>'; }
 	check "s3: no upload left behind (no multipart upload in progress)" no_uploads
 
+	# An upload a crashed worker left behind is aborted by its replacement.
+	rgw_curl -s -X POST "$RGW_ENDPOINT/tierd-test/tenants/s3/sha256/left-behind?uploads=" >/dev/null
+	check_fails "s3: (a dangling multipart upload exists)" no_uploads
+	sleep 1.1
+	s3_worker=$("$TIERCTL" status --json | sed -n 's/.*"name":"s3".*"worker":{"state":"[a-z]*","pid":\([0-9]*\)}.*/\1/p')
+	kill -KILL "$s3_worker"
+	for _ in $(seq 50); do no_uploads && break; sleep 0.2; done
+	check "s3: a restarted worker aborts the multipart upload a crash left behind" no_uploads
+
 	# A wrong secret: a clear error at archive, EIO at restore.
 	"$TIERCTL" release "$S3/f4095"
 	cp "$TL_DIR/s3.cred" "$TL_DIR/s3.cred.good"
