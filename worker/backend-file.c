@@ -103,31 +103,17 @@ static int file_exists(struct backend *b, const char *key, uint64_t *size) {
         return 0;
 }
 
-static int copy_and_hash(int in, int out, uint64_t size, uint8_t sha256[32]) {
-        _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
-        _cleanup_free_ uint8_t *buf = malloc(FILE_IO_BUF);
-        uint64_t pos = 0;
-
-        if (!md || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
-                return -ENOMEM;
-        while (pos < size) {
-                ssize_t n = pread(in, buf, (size_t)MIN((uint64_t)FILE_IO_BUF, size - pos), (off_t)pos);
-                if (n < 0 && errno == EINTR)
+static int write_all(void *ctx, const void *buf, size_t n) {
+        int fd = *(int *)ctx;
+        for (size_t done = 0; done < n;) {
+                ssize_t w = write(fd, (const char *)buf + done, n - done);
+                if (w < 0 && errno == EINTR)
                         continue;
-                if (n <= 0)
-                        return n < 0 ? -errno : -EBADMSG; /* shrank under us */
-                EVP_DigestUpdate(md, buf, (size_t)n);
-                for (ssize_t done = 0; done < n;) {
-                        ssize_t w = write(out, buf + done, (size_t)(n - done));
-                        if (w < 0 && errno == EINTR)
-                                continue;
-                        if (w < 0)
-                                return -errno;
-                        done += w;
-                }
-                pos += (uint64_t)n;
+                if (w < 0)
+                        return -errno;
+                done += (size_t)w;
         }
-        return EVP_DigestFinal_ex(md, sha256, NULL) ? 0 : -EIO;
+        return 0;
 }
 
 static int file_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32]) {
@@ -147,7 +133,7 @@ static int file_store(struct backend *b, const char *key, int fd, uint64_t size,
         out = open_beneath(f->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
         if (out < 0)
                 return out;
-        r = copy_and_hash(fd, out, size, got);
+        r = sha256_fd_range(fd, 0, size, got, write_all, &out);
         if (r == 0 && memcmp(got, sha256, 32) != 0)
                 r = -EBADMSG; /* the file changed between hashing and upload */
         if (r == 0 && fsync(out) < 0)

@@ -43,7 +43,6 @@ static int http_open(const struct proto_config *cfg, int store_fd, struct backen
 static int http_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32]) {
         struct remote *r = (struct remote *)b;
         _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
-        uint8_t got[32];
         uint64_t have;
         int ret;
 
@@ -52,14 +51,9 @@ static int http_store(struct backend *b, const char *key, int fd, uint64_t size,
         ret = remote_put_checked(r, key, NULL, fd, 0, size, NULL, NULL, md, NULL, 0);
         if (ret < 0)
                 return ret;
-        if (!EVP_DigestFinal_ex(md, got, NULL))
-                return -EIO;
-        if (memcmp(got, sha256, 32) != 0) {
-                /* The file changed during upload: what the store holds is
-                 * not this key's content. */
-                remote_remove(b, key);
-                return -EBADMSG;
-        }
+        ret = remote_upload_matches(r, md, key, sha256);
+        if (ret < 0)
+                return ret;
         ret = remote_exists(b, key, &have);
         if (ret == 0 && have != size) {
                 log_error("tenant %s: %s: stored %llu bytes, the store says %llu", r->tenant, key,

@@ -150,7 +150,7 @@ static int multipart_store(struct remote *r, const char *key, int fd, uint64_t s
                 char part_hex[65], etag[128] = "";
                 /* The part's own hash signs its payload; the whole-object hash
                  * accumulates from the bytes actually sent. */
-                ret = sha256_fd_range(fd, off, len, part_sha);
+                ret = sha256_fd_range(fd, off, len, part_sha, NULL, NULL);
                 if (ret < 0)
                         break;
                 hex_encode(part_sha, 32, part_hex);
@@ -227,7 +227,6 @@ static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, c
         struct remote *r = (struct remote *)b;
         _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
         char sha_hex[65];
-        uint8_t got[32];
         struct http_req q;
         int ret;
 
@@ -244,12 +243,9 @@ static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, c
         }
         if (ret < 0)
                 return ret;
-        if (!EVP_DigestFinal_ex(md, got, NULL))
-                return -EIO;
-        if (memcmp(got, sha256, 32) != 0) {
-                remote_remove(b, key); /* the file changed during upload */
-                return -EBADMSG;
-        }
+        ret = remote_upload_matches(r, md, key, sha256);
+        if (ret < 0)
+                return ret;
         /* Before the stub says archived: the store has it, whole and ours. */
         http_req_init(&q, "HEAD");
         remote_object_url(r, &q, key, NULL);

@@ -338,6 +338,18 @@ int remote_put_checked(struct remote *r, const char *key, const char *query, int
         return ret;
 }
 
+int remote_upload_matches(struct remote *r, EVP_MD_CTX *md, const char *key, const uint8_t sha256[32]) {
+        uint8_t got[32];
+        if (!EVP_DigestFinal_ex(md, got, NULL))
+                return -EIO;
+        if (memcmp(got, sha256, 32) == 0)
+                return 0;
+        /* The file changed during upload: what the store holds under this
+         * content-addressed key is not that content. */
+        remote_remove(&r->base, key);
+        return -EBADMSG;
+}
+
 int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink, void *ctx) {
         struct remote *r = (struct remote *)b;
         struct http_req q;

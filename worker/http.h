@@ -78,6 +78,9 @@ int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t l
 int remote_exists(struct backend *b, const char *key, uint64_t *size);
 int remote_remove(struct backend *b, const char *key);
 void remote_object_url(struct remote *r, struct http_req *q, const char *key, const char *query);
+/* After an upload hashed into md: 0 if it hashed to sha256, else the
+ * object is removed and -EBADMSG returned. */
+int remote_upload_matches(struct remote *r, EVP_MD_CTX *md, const char *key, const uint8_t sha256[32]);
 int remote_put_checked(struct remote *r, const char *key, const char *query, int fd, uint64_t off, uint64_t len,
                        struct curl_slist *headers, const char *payload_sha256, EVP_MD_CTX *md, char *etag,
                        size_t etag_size);
