@@ -20,6 +20,10 @@
 
 #define MAX_PARTS 10000
 
+static int md_update(void *ctx, const void *buf, size_t n) {
+        return EVP_DigestUpdate(ctx, buf, n) ? 0 : -EIO;
+}
+
 static int s3_open(const struct proto_config *cfg, int store_fd, struct backend **ret) {
         struct backend_url url;
         char endpoint[PROTO_URL_MAX];
@@ -112,70 +116,131 @@ static void multipart_abort(struct remote *r, const char *key, const char *query
         http_req_done(&q);
 }
 
-/* Initiate, upload each part (its own payload hash), complete; abort on any
- * failure so no half upload stays behind. */
-static int multipart_store(struct remote *r, const char *key, int fd, uint64_t size, const char *sha_hex,
-                           EVP_MD_CTX *whole) {
-        struct curl_slist *meta = object_headers(r, sha_hex);
-        char upload_id[512] = "", *id_escaped = NULL, query[700], *complete = NULL;
-        size_t complete_len = 0, complete_size = 0;
-        uint64_t nparts = (size + r->part_size - 1) / r->part_size;
+#define UPLOAD_THREADS 4
+
+struct multipart {
+        struct remote *r;
+        const char *key, *id_escaped;
+        int fd;
+        uint64_t size, nparts, next;
+        uint8_t (*part_sha)[32];
+        char (*etag)[128];
+        pthread_mutex_t lock;
+        int error;
+};
+
+/* One pass: the whole object's hash (it must still be the key's: the file
+ * may have changed since) and each part's. The server checks every part
+ * against its hash, so what it assembles is exactly what this pass read. */
+static int hash_parts(struct multipart *m, const uint8_t want[32]) {
+        _cleanup_md_ctx_ EVP_MD_CTX *whole = EVP_MD_CTX_new();
+        uint8_t got[32];
+        if (!whole || !EVP_DigestInit_ex(whole, EVP_sha256(), NULL))
+                return -ENOMEM;
+        for (uint64_t i = 0; i < m->nparts; i++) {
+                uint64_t off = i * m->r->part_size, len = MIN(m->r->part_size, m->size - off);
+                int r = sha256_fd_range(m->fd, off, len, m->part_sha[i], md_update, whole);
+                if (r < 0)
+                        return r;
+        }
+        if (!EVP_DigestFinal_ex(whole, got, NULL))
+                return -EIO;
+        return memcmp(got, want, 32) == 0 ? 0 : -EBADMSG;
+}
+
+/* Upload threads take the next part until none is left or one failed. */
+static void *upload_parts(void *arg) {
+        struct multipart *m = arg;
+        for (;;) {
+                char query[700], part_hex[65];
+                uint64_t i;
+                int r;
+                pthread_mutex_lock(&m->lock);
+                i = m->next++;
+                r = m->error;
+                pthread_mutex_unlock(&m->lock);
+                if (i >= m->nparts || r < 0)
+                        return NULL;
+                uint64_t off = i * m->r->part_size, len = MIN(m->r->part_size, m->size - off);
+                hex_encode(m->part_sha[i], 32, part_hex);
+                snprintf(query, sizeof(query), "partNumber=%" PRIu64 "&uploadId=%s", i + 1, m->id_escaped);
+                r = remote_put_checked(m->r, m->key, query, m->fd, off, len, NULL, part_hex, NULL, m->etag[i],
+                                       sizeof(m->etag[i]));
+                if (r == 0 && !m->etag[i][0])
+                        r = -EIO;
+                if (r < 0) {
+                        pthread_mutex_lock(&m->lock);
+                        m->error = m->error ?: r;
+                        pthread_mutex_unlock(&m->lock);
+                }
+        }
+}
+
+/* Initiate, upload the parts in parallel, complete; abort on any failure so
+ * no half upload stays behind. */
+static int multipart_store(struct remote *r, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
+                           const char *sha_hex) {
+        struct multipart m = { .r = r, .key = key, .fd = fd, .size = size, .lock = PTHREAD_MUTEX_INITIALIZER,
+                               .nparts = (size + r->part_size - 1) / r->part_size };
+        char upload_id[512] = "", query[700], *complete = NULL;
+        size_t complete_size = 0;
+        pthread_t threads[UPLOAD_THREADS];
+        unsigned nthreads = 0;
         struct http_req q;
         int ret;
 
-        if (nparts > MAX_PARTS) {
-                curl_slist_free_all(meta);
+        if (m.nparts > MAX_PARTS)
                 return -EFBIG;
-        }
-        /* libcurl before 8.5 signs "?uploads" wrong: "?uploads=" is signed right. */
-        ret = post(r, key, "uploads=", "", meta, &q);
-        if (ret == 0)
-                ret = xml_first_value(q.resp, "UploadId", upload_id, sizeof(upload_id));
-        http_req_done(&q);
-        curl_slist_free_all(meta);
-        if (ret < 0)
-                return ret;
-        id_escaped = curl_easy_escape(NULL, upload_id, 0);
-        if (!id_escaped)
-                return -ENOMEM;
-        FILE *xml = open_memstream(&complete, &complete_size);
-        if (!xml) {
-                curl_free(id_escaped);
-                return -ENOMEM;
-        }
-        fputs("<CompleteMultipartUpload>", xml);
-        for (uint64_t i = 0; i < nparts && ret == 0; i++) {
-                uint64_t off = i * r->part_size, len = MIN(r->part_size, size - off);
-                uint8_t part_sha[32];
-                char part_hex[65], etag[128] = "";
-                /* The part's own hash signs its payload; the whole-object hash
-                 * accumulates from the bytes actually sent. */
-                ret = sha256_fd_range(fd, off, len, part_sha, NULL, NULL);
-                if (ret < 0)
-                        break;
-                hex_encode(part_sha, 32, part_hex);
-                snprintf(query, sizeof(query), "partNumber=%" PRIu64 "&uploadId=%s", i + 1, id_escaped);
-                ret = remote_put_checked(r, key, query, fd, off, len, NULL, part_hex, whole, etag, sizeof(etag));
-                if (ret == 0 && !etag[0])
-                        ret = -EIO;
-                if (ret == 0)
-                        fprintf(xml, "<Part><PartNumber>%" PRIu64 "</PartNumber><ETag>%s</ETag></Part>", i + 1, etag);
-        }
-        fputs("</CompleteMultipartUpload>", xml);
-        fclose(xml);
-        complete_len = strlen(complete);
-        (void)complete_len;
+        m.part_sha = calloc(m.nparts, sizeof(*m.part_sha));
+        m.etag = calloc(m.nparts, sizeof(*m.etag));
+        ret = m.part_sha && m.etag ? hash_parts(&m, sha256) : -ENOMEM;
         if (ret == 0) {
-                snprintf(query, sizeof(query), "uploadId=%s", id_escaped);
-                ret = post(r, key, query, complete, NULL, &q);
-                /* S3 may answer 200 with an error document. */
-                if (ret == 0 && strstr(q.resp, "<Error>"))
-                        ret = -EIO;
+                /* libcurl before 8.5 signs "?uploads" wrong: "?uploads=" is right. */
+                struct curl_slist *meta = object_headers(r, sha_hex);
+                ret = post(r, key, "uploads=", "", meta, &q);
+                if (ret == 0)
+                        ret = xml_first_value(q.resp, "UploadId", upload_id, sizeof(upload_id));
                 http_req_done(&q);
+                curl_slist_free_all(meta);
         }
-        if (ret < 0)
+        char *id_escaped = ret == 0 ? curl_easy_escape(NULL, upload_id, 0) : NULL;
+        if (ret == 0 && !id_escaped)
+                ret = -ENOMEM;
+        if (ret == 0) {
+                m.id_escaped = id_escaped;
+                for (; nthreads < UPLOAD_THREADS && nthreads < m.nparts; nthreads++)
+                        if (pthread_create(&threads[nthreads], NULL, upload_parts, &m) != 0)
+                                break;
+                if (nthreads == 0)
+                        upload_parts(&m);
+                for (unsigned i = 0; i < nthreads; i++)
+                        pthread_join(threads[i], NULL);
+                ret = m.error;
+        }
+        if (ret == 0) {
+                FILE *xml = open_memstream(&complete, &complete_size);
+                if (!xml)
+                        ret = -ENOMEM;
+                else {
+                        fputs("<CompleteMultipartUpload>", xml);
+                        for (uint64_t i = 0; i < m.nparts; i++)
+                                fprintf(xml, "<Part><PartNumber>%" PRIu64 "</PartNumber><ETag>%s</ETag></Part>", i + 1,
+                                        m.etag[i]);
+                        fputs("</CompleteMultipartUpload>", xml);
+                        fclose(xml);
+                        snprintf(query, sizeof(query), "uploadId=%s", id_escaped);
+                        ret = post(r, key, query, complete, NULL, &q);
+                        /* S3 may answer 200 with an error document. */
+                        if (ret == 0 && strstr(q.resp, "<Error>"))
+                                ret = -EIO;
+                        http_req_done(&q);
+                }
+        }
+        if (ret < 0 && id_escaped)
                 multipart_abort(r, key, id_escaped);
         free(complete);
+        free(m.part_sha);
+        free(m.etag);
         curl_free(id_escaped);
         return ret;
 }
@@ -234,16 +299,15 @@ static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, c
                 return -ENOMEM;
         hex_encode(sha256, 32, sha_hex);
         if (size > r->multipart_threshold)
-                ret = multipart_store(r, key, fd, size, sha_hex, md);
+                ret = multipart_store(r, key, fd, size, sha256, sha_hex);
         else {
                 struct curl_slist *h = object_headers(r, sha_hex);
                 /* The payload's SHA-256 is the key's: the server checks it. */
                 ret = remote_put_checked(r, key, NULL, fd, 0, size, h, sha_hex, md, NULL, 0);
                 curl_slist_free_all(h);
+                if (ret == 0)
+                        ret = remote_upload_matches(r, md, key, sha256);
         }
-        if (ret < 0)
-                return ret;
-        ret = remote_upload_matches(r, md, key, sha256);
         if (ret < 0)
                 return ret;
         /* Before the stub says archived: the store has it, whole and ours. */
