@@ -40,11 +40,10 @@ static int s3_open(const struct proto_config *cfg, int store_fd, struct backend 
                 snprintf(endpoint, sizeof(endpoint), "https://s3.%s.amazonaws.com", cfg->region);
         r = calloc(1, sizeof(*r));
         if (r) {
-                const char *host = strstr(endpoint, "://") + 3;
-                if (cfg->virtual_hosted)
-                        k = asprintf(&r->bucket_base, "%.*s%s.%s/", (int)(host - endpoint), endpoint, url.bucket, host);
-                else
-                        k = asprintf(&r->bucket_base, "%s/%s/", endpoint, url.bucket);
+                char bucket_url[2 * PROTO_URL_MAX];
+                k = s3_bucket_url(endpoint, url.bucket, cfg->virtual_hosted, bucket_url, sizeof(bucket_url));
+                if (k >= 0)
+                        k = (r->bucket_base = strdup(bucket_url)) ? 0 : -1;
                 if (k >= 0)
                         k = asprintf(&r->prefix, "%s%s", url.prefix, *url.prefix ? "/" : "");
                 if (k >= 0)

@@ -79,3 +79,16 @@ int xml_first_value(const char *xml, const char *tag, char *out, size_t size) {
         snprintf(out, size, "%.*s", (int)(b - a), a);
         return 0;
 }
+
+int s3_bucket_url(const char *endpoint, const char *bucket, bool virtual_hosted, char *out, size_t size) {
+        const char *host = strstr(endpoint, "://");
+        int n;
+        if (!host)
+                return -EINVAL;
+        host += 3;
+        if (virtual_hosted)
+                n = snprintf(out, size, "%.*s%s.%s/", (int)(host - endpoint), endpoint, bucket, host);
+        else
+                n = snprintf(out, size, "%s/%s/", endpoint, bucket);
+        return n < 0 || (size_t)n >= size ? -E2BIG : 0;
+}

@@ -26,5 +26,9 @@ void http_meta_header(struct http_meta *m, const char *line, size_t len);
  * whose length is the whole answer. */
 bool http_range_answer_ok(long status, const struct http_meta *m, uint64_t want_start, uint64_t want_end);
 
+/* S3 URLs: "ENDPOINT/BUCKET/" (path-style) or "SCHEME://BUCKET.HOST/"
+ * (virtual-hosted) into out; -E2BIG if it does not fit. */
+int s3_bucket_url(const char *endpoint, const char *bucket, bool virtual_hosted, char *out, size_t size);
+
 /* The text of the first <tag>...</tag> in xml; -EIO if absent or too long. */
 int xml_first_value(const char *xml, const char *tag, char *out, size_t size);

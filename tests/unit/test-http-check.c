@@ -68,6 +68,17 @@ static void test_hostile_headers(void **state) {
         assert_false(http_range_answer_ok(206, &m, 0, 6));
 }
 
+static void test_s3_urls(void **state) {
+        char u[128];
+        (void)state;
+        assert_int_equal(s3_bucket_url("http://127.0.0.1:9000", "bkt", false, u, sizeof(u)), 0);
+        assert_string_equal(u, "http://127.0.0.1:9000/bkt/");
+        assert_int_equal(s3_bucket_url("https://s3.eu-west-1.amazonaws.com", "bkt", true, u, sizeof(u)), 0);
+        assert_string_equal(u, "https://bkt.s3.eu-west-1.amazonaws.com/");
+        assert_int_equal(s3_bucket_url("no-scheme", "bkt", true, u, sizeof(u)), -EINVAL);
+        assert_int_equal(s3_bucket_url("http://h", "bkt", false, u, 8), -E2BIG);
+}
+
 static void test_xml(void **state) {
         char v[16];
         (void)state;
@@ -83,6 +94,7 @@ int main(void) {
                 cmocka_unit_test(test_ranged_answer),
                 cmocka_unit_test(test_whole_answer),
                 cmocka_unit_test(test_hostile_headers),
+                cmocka_unit_test(test_s3_urls),
                 cmocka_unit_test(test_xml),
         };
         return UNIT_RUN("http-check", tests);
