@@ -40,8 +40,10 @@ struct proto_config {
         char sse[16];
         char kms_key_id[256];
         char headers[PROTO_HEADERS_MAX]; /* "Name: value" lines, files already read */
+        char resolve[PROTO_URL_MAX]; /* "HOST:PORT:ADDR" for CURLOPT_RESOLVE: no DNS in the worker */
         uint32_t virtual_hosted;
-        uint32_t reserved;
+        uint32_t uid, gid;  /* the worker's own ids */
+        uint32_t net_port;  /* the only TCP port it may connect to; 0: none */
         uint64_t connect_timeout_usec, stall_timeout_usec;
         uint64_t multipart_threshold, part_size;
 };
@@ -63,6 +65,10 @@ struct proto_request {
         char key[STUB_KEY_MAX];
         uint8_t sha256[32];
 };
+
+/* A reply with this id is no answer: the worker reports that its seccomp
+ * filter stopped it, with the system call number in bytes. */
+#define PROTO_ID_SECCOMP UINT64_MAX
 
 struct proto_reply {
         uint64_t id;

@@ -225,6 +225,16 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
         return 0;
 }
 
+/* Plain decimal of exactly n characters. */
+static int size_parse_plain(const char *s, size_t n, uint64_t *ret) {
+        char buf[32];
+        if (n == 0 || n >= sizeof(buf) || strspn(s, "0123456789") < n)
+                return -EINVAL;
+        memcpy(buf, s, n);
+        buf[n] = 0;
+        return size_parse(buf, ret);
+}
+
 static char *strdup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
 static char **headers_to_strv(json_object *h) {
@@ -333,7 +343,7 @@ static int check_tenants_distinct(struct parse_ctx *c, const struct policy *p) {
 
 int policy_parse(const char *text, size_t len, const char *origin, struct policy **ret, char **error) {
         struct parse_ctx c = { .origin = origin ? origin : "policy", .error = error };
-        static const char *const top_keys[] = { "version", "defaults", "tenants" };
+        static const char *const top_keys[] = { "version", "defaults", "tenants", "worker_uids" };
         struct tenant_settings defaults = {
                 .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
@@ -391,6 +401,15 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                                     (long long)json_object_get_int64(v), POLICY_VERSION);
                 version = (unsigned)json_object_get_int64(v);
         }
+        uint64_t uid_first = POLICY_WORKER_UIDS_DEFAULT_FIRST, uid_last = uid_first + POLICY_WORKER_UIDS_DEFAULT_COUNT - 1;
+        if (json_object_object_get_ex(root, "worker_uids", &v)) {
+                const char *range = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+                char *dash = strchr(range, '-');
+                if (!dash || size_parse_plain(range, (size_t)(dash - range), &uid_first) < 0 ||
+                    size_parse_plain(dash + 1, strlen(dash + 1), &uid_last) < 0 || uid_first == 0 ||
+                    uid_last < uid_first || uid_last >= 0xfffffffe)
+                        return fail(&c, NULL, "worker_uids", "must be a range \"FIRST-LAST\" of non-root uids, such as \"59000-59999\"");
+        }
         if (json_object_object_get_ex(root, "defaults", &v)) {
                 if (!json_object_is_type(v, json_type_object))
                         return fail(&c, NULL, "defaults", "must be an object");
@@ -408,6 +427,8 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
         if (!p)
                 return -ENOMEM;
         p->version = version;
+        p->worker_uid_first = (uint32_t)uid_first;
+        p->worker_uid_count = (uint32_t)(uid_last - uid_first + 1);
         size_t n = json_object_array_length(tenants);
         p->tenants = calloc(n ? n : 1, sizeof(*p->tenants));
         if (!p->tenants) {
@@ -421,6 +442,10 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                         policy_free(p);
                         return r;
                 }
+        }
+        if (p->n_tenants > p->worker_uid_count) {
+                policy_free(p);
+                return fail(&c, NULL, "worker_uids", "has fewer uids than there are tenants");
         }
         r = check_tenants_distinct(&c, p);
         if (r < 0) {

@@ -33,8 +33,12 @@ struct policy_tenant {
         uint64_t multipart_threshold, part_size;
 };
 
+#define POLICY_WORKER_UIDS_DEFAULT_FIRST 59000u
+#define POLICY_WORKER_UIDS_DEFAULT_COUNT 1000u
+
 struct policy {
         unsigned version;
+        uint32_t worker_uid_first, worker_uid_count; /* "worker_uids": one uid and gid per worker */
         struct policy_tenant *tenants;
         size_t n_tenants;
 };

@@ -113,6 +113,36 @@ static struct tiered_fs *fs_for(struct tierd *t, const char *mountpoint, const c
         return fs;
 }
 
+/* Gives a store directory and what is in it to uid (and the gid of the same
+ * number), without following links. Cheap when it is already theirs. */
+static int chown_tree(int dir_fd, uid_t uid) {
+        struct stat st;
+        if (fstatat(dir_fd, "", &st, AT_EMPTY_PATH) < 0)
+                return -errno;
+        if (st.st_uid == uid && st.st_gid == uid)
+                return 0;
+        if (fchownat(dir_fd, "", uid, uid, AT_EMPTY_PATH) < 0)
+                return -errno;
+        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                safe_close(fd);
+                return -errno;
+        }
+        for (struct dirent *de; (de = readdir(d));) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (de->d_type == DT_DIR) {
+                        _cleanup_close_ int sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        int r = sub >= 0 ? chown_tree(sub, uid) : -errno;
+                        if (r < 0)
+                                return r;
+                } else if (fchownat(dirfd(d), de->d_name, uid, uid, AT_SYMLINK_NOFOLLOW) < 0)
+                        return -errno;
+        }
+        return 0;
+}
+
 static int open_store(struct tenant *tn) {
         struct backend_url url;
         const char *err;
@@ -125,6 +155,10 @@ static int open_store(struct tenant *tn) {
                         r = log_error_errno(errno, "tenant %s: cannot create store %s: %m", tn->cfg->name, url.path);
                 else if ((tn->store_fd = open(url.path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
                         r = log_error_errno(errno, "tenant %s: cannot open store %s: %m", tn->cfg->name, url.path);
+                /* The worker runs as its own uid: the store is its. */
+                else if ((r = chown_tree(tn->store_fd, tn->worker_uid)) < 0)
+                        log_error_errno(r, "tenant %s: cannot give store %s to uid %u: %m", tn->cfg->name, url.path,
+                                        (unsigned)tn->worker_uid);
         }
         backend_url_done(&url);
         return r;
@@ -145,6 +179,7 @@ static int setup_tenants(struct tierd *t) {
                 *tn = (struct tenant){ .t = t, .cfg = &p->tenants[i], .subvol_fd = -1, .store_fd = -1,
                                        .worker = { .sock = -1, .state = WORKER_STOPPED } };
                 tn->worker.tenant = tn;
+                tn->worker_uid = p->worker_uid_first + (uid_t)i;
                 real = realpath(tn->cfg->subvolume, NULL);
                 if (!real)
                         return log_error_errno(errno, "tenant %s: subvolume %s: %m", tn->cfg->name, tn->cfg->subvolume);

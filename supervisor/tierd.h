@@ -42,7 +42,7 @@ struct worker {
         struct tenant *tenant;
         pid_t pid;
         int sock;
-        sd_event_source *io_src, *child_src, *restart_src;
+        sd_event_source *io_src, *child_src, *restart_src, *fail_src;
         struct request *requests; /* in flight: re-sent to a replacement */
         unsigned restarts;        /* recent, for crash-loop detection */
         uint64_t started_usec;
@@ -60,6 +60,7 @@ struct tenant {
         char *subvol_rel; /* the subvolume's path relative to fs->mountpoint */
         int subvol_fd;    /* the subvolume through the private mount */
         int store_fd;     /* file:// store directory handed to the worker */
+        uid_t worker_uid; /* the worker's own uid and gid, from "worker_uids" */
         bool view_mounted;
         struct proto_credentials cred; /* s3: from the credentials file */
         bool have_cred;

@@ -6,7 +6,10 @@
  */
 #include "workers.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <seccomp.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "url.h"
 
 #define WORKER_CONTROL_FD 3
 #define WORKER_THREADS 4
@@ -94,6 +98,13 @@ static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *u
                                 kill(w->pid, SIGKILL);
                         sd_event_source_set_enabled(w->io_src, SD_EVENT_OFF);
                         return 0;
+                }
+                if (rep.id == PROTO_ID_SECCOMP) {
+                        char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, (int)rep.bytes);
+                        log_error("tenant %s: worker %d stopped by its seccomp filter at system call %llu (%s)",
+                                  w->tenant->cfg->name, (int)w->pid, (unsigned long long)rep.bytes, name ?: "?");
+                        free(name);
+                        continue; /* it exits: the exit handler restarts it */
                 }
                 for (p = &w->requests; *p && (*p)->msg.id != rep.id; p = &(*p)->next)
                         ;
@@ -173,6 +184,62 @@ static void __attribute__((noreturn)) worker_exec(const char *path, int sock) {
         _exit(127);
 }
 
+#define DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
+/* The worker reads no file and asks no DNS server: tierd resolves its
+ * backend's host, names the one port it may connect to and the CA bundle
+ * it may read. */
+static void worker_network(const struct tenant *tn, struct proto_config *cfg) {
+        const struct policy_tenant *p = tn->cfg;
+        struct backend_url url;
+        char base[PROTO_URL_MAX] = "", host[256];
+        const char *h, *port_s;
+        unsigned port;
+
+        if (backend_url_parse(p->backend, &url, NULL) < 0)
+                return;
+        if (url.kind == BACKEND_S3)
+                snprintf(base, sizeof(base), "%s", p->endpoint ?: "https://s3.amazonaws.com");
+        else if (url.kind == BACKEND_HTTP)
+                snprintf(base, sizeof(base), "%s", url.base);
+        backend_url_done(&url);
+        if (!base[0] || !(h = strstr(base, "://")))
+                return;
+        bool tls = strncmp(base, "https", 5) == 0;
+        h += 3;
+        if (*h == '[') { /* [IPv6]:port */
+                const char *end = strchr(h, ']');
+                snprintf(host, sizeof(host), "%.*s", end ? (int)(end - h - 1) : 0, h + 1);
+                port_s = end && end[1] == ':' ? end + 2 : NULL;
+        } else {
+                port_s = strchr(h, ':');
+                snprintf(host, sizeof(host), "%.*s", port_s ? (int)(port_s - h) : (int)strlen(h), h);
+                if (port_s)
+                        port_s++;
+        }
+        port = port_s ? (unsigned)strtoul(port_s, NULL, 10) : tls ? 443 : 80;
+        if (url.kind == BACKEND_S3 && p->virtual_hosted)
+                return; /* the host is BUCKET.HOST: leave it to the worker's own lookup */
+        cfg->net_port = port;
+        if (tls && !p->ca_file && access(DEFAULT_CA_BUNDLE, R_OK) == 0)
+                snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", DEFAULT_CA_BUNDLE);
+
+        struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+        char addr[INET6_ADDRSTRLEN];
+        int r = getaddrinfo(host, NULL, &hints, &ai);
+        if (r != 0 || !ai) {
+                log_warning("tenant %s: cannot resolve %s: %s", p->name, host, gai_strerror(r));
+                return;
+        }
+        if (ai->ai_family == AF_INET6)
+                inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, addr, sizeof(addr));
+        else
+                inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, addr, sizeof(addr));
+        snprintf(cfg->resolve, sizeof(cfg->resolve), ai->ai_family == AF_INET6 ? "%s:%u:[%s]" : "%s:%u:%s", host, port,
+                 addr);
+        freeaddrinfo(ai);
+}
+
 static void worker_config(struct tenant *tn, struct proto_config *cfg) {
         const struct policy_tenant *p = tn->cfg;
         snprintf(cfg->tenant, sizeof(cfg->tenant), "%s", p->name);
@@ -188,6 +255,8 @@ static void worker_config(struct tenant *tn, struct proto_config *cfg) {
         cfg->stall_timeout_usec = p->stall_timeout_usec;
         cfg->multipart_threshold = p->multipart_threshold;
         cfg->part_size = p->part_size;
+        cfg->uid = cfg->gid = (uint32_t)tn->worker_uid;
+        worker_network(tn, cfg);
 }
 
 void worker_send_credentials(struct worker *w) {
@@ -243,14 +312,26 @@ int worker_start(struct worker *w) {
         return 0;
 }
 
+static int on_fail_deferred(sd_event_source *s, void *userdata) {
+        (void)s;
+        worker_fail_all(userdata, -EIO);
+        return 0;
+}
+
 void worker_submit(struct worker *w, struct request *req) {
         req->msg.id = ++w->tenant->t->next_request_id;
-        if (w->state == WORKER_FAILED || w->state == WORKER_STOPPED) {
-                request_fail(req, -EIO);
-                return;
-        }
         req->next = w->requests;
         w->requests = req;
+        if (w->state == WORKER_FAILED || w->state == WORKER_STOPPED) {
+                /* Not from here: the caller is in the middle of its own
+                 * bookkeeping, which a completion would change under it. */
+                if (!w->fail_src && sd_event_add_defer(w->tenant->t->event, &w->fail_src, on_fail_deferred, w) < 0) {
+                        log_error("tenant %s: cannot defer a failure", w->tenant->cfg->name);
+                        return;
+                }
+                sd_event_source_set_enabled(w->fail_src, SD_EVENT_ONESHOT);
+                return;
+        }
         if (w->state == WORKER_RUNNING && worker_send(w, req) < 0 && w->pid > 0)
                 kill(w->pid, SIGKILL); /* restarted, and the request re-sent */
 }
@@ -261,6 +342,7 @@ void worker_stop(struct worker *w) {
         w->io_src = sd_event_source_disable_unref(w->io_src);
         w->restart_src = sd_event_source_disable_unref(w->restart_src);
         w->child_src = sd_event_source_disable_unref(w->child_src);
+        w->fail_src = sd_event_source_disable_unref(w->fail_src);
         w->sock = safe_close(w->sock);
         if (w->pid > 0) {
                 /* End of stream makes it finish and exit; do not wait forever. */

@@ -85,12 +85,59 @@ static void punch_back(int fd, uint64_t size) {
                 log_error("could not punch back a file that failed verification: %m");
 }
 
+#ifdef TIERD_TEST_HOOKS
+/* Test builds only (make testhooks): objects with these keys make the
+ * worker try what its sandbox forbids, and fill the file with what
+ * happened, so a test reads the verdict through the data path. */
+#include <arpa/inet.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+
+#define HOOK_KEY(n) "sha256/00000000000000000000000000000000000000000000000000000000000000" n
+
+static const char *try_errno(int r) { return r >= 0 ? "allowed" : strerrorname_np(errno) ?: "?"; }
+
+static int test_hook(const struct proto_request *req, int fd) {
+        char out[4096] = "";
+        if (strcmp(req->key, HOOK_KEY("01")) == 0) {
+                int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_in other = { .sin_family = AF_INET, .sin_port = htons(22),
+                                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+                int c = connect(s, (struct sockaddr *)&other, sizeof(other));
+                const char *conn = try_errno(c);
+                close(s);
+                int o1 = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+                const char *passwd = try_errno(o1);
+                int o2 = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+                const char *proc = try_errno(o2);
+                snprintf(out, sizeof(out), "open /etc/passwd: %s\nopen /proc/self/status: %s\nconnect 127.0.0.1:22: %s\n"
+                         "uid %u\n", passwd, proc, conn, (unsigned)getuid());
+                safe_close(o1);
+                safe_close(o2);
+        } else if (strcmp(req->key, HOOK_KEY("02")) == 0)
+                ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+        else if (strcmp(req->key, HOOK_KEY("03")) == 0)
+                mount("none", "/tmp", "tmpfs", 0, NULL);
+        else if (strcmp(req->key, HOOK_KEY("04")) == 0)
+                kill((pid_t)(req->offset / 4096), SIGKILL); /* the pid to kill: the offset in pages */
+        else
+                return 1;
+        return pwrite_all(fd, (const uint8_t *)out, strlen(out), req->offset) < 0 ? -EIO : 0;
+}
+#endif
+
 static int serve_fill(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep) {
         _cleanup_md_ctx_ EVP_MD_CTX *md = NULL;
         struct fill_sink sink = { .fd = fd, .pos = req->offset };
         uint8_t got[32];
         int r;
 
+#ifdef TIERD_TEST_HOOKS
+        if ((r = test_hook(req, fd)) <= 0)
+                return r;
+#endif
         if (req->flags & PROTO_FILL_WHOLE) {
                 if (req->offset != 0 || req->length != req->size)
                         return -EINVAL;

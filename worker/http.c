@@ -159,6 +159,8 @@ static int perform(struct remote *r, struct http_req *q) {
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
         if (r->ca_file[0])
                 curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_file);
+        if (r->resolve)
+                curl_easy_setopt(c, CURLOPT_RESOLVE, r->resolve);
         if (strcmp(q->method, "HEAD") == 0)
                 curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
         else if (strcmp(q->method, "PUT") == 0) {
@@ -284,6 +286,8 @@ int remote_init(struct remote *r, const struct proto_config *cfg, bool s3) {
         pthread_mutex_init(&r->lock, NULL);
         if (pthread_key_create(&r->curl_key, curl_cleanup) != 0)
                 return -ENOMEM;
+        if (cfg->resolve[0] && !(r->resolve = curl_slist_append(NULL, cfg->resolve)))
+                return -ENOMEM;
         /* Configured headers, one per line (tierd already read "@FILE"s). */
         char headers[PROTO_HEADERS_MAX];
         snprintf(headers, sizeof(headers), "%s", cfg->headers);
@@ -302,6 +306,7 @@ void remote_close(struct backend *b) {
         if (!r)
                 return;
         curl_slist_free_all(r->extra_headers);
+        curl_slist_free_all(r->resolve);
         free(r->object_base);
         free(r->bucket_base);
         free(r->prefix);

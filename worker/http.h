@@ -26,6 +26,7 @@ struct remote {
         time_t started;    /* uploads begun before this are a dead worker's */
         char sigv4[96];    /* "aws:amz:REGION:s3" */
         struct curl_slist *extra_headers;
+        struct curl_slist *resolve; /* tierd resolved the host: the worker reads no file to do it */
         char sse[16], kms_key_id[256], ca_file[PROTO_URL_MAX];
         uint64_t connect_timeout_usec, stall_timeout_usec, multipart_threshold, part_size;
         pthread_mutex_t lock; /* guards cred: rotated while threads fetch */

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "macro.h"
 #include "proto.h"
+#include "sandbox.h"
 
 #define CONTROL_FD 3
 #define MAX_THREADS 16
@@ -115,6 +116,7 @@ int main(int argc, char **argv) {
         cfg.sse[sizeof(cfg.sse) - 1] = 0;
         cfg.kms_key_id[sizeof(cfg.kms_key_id) - 1] = 0;
         cfg.headers[sizeof(cfg.headers) - 1] = 0;
+        cfg.resolve[sizeof(cfg.resolve) - 1] = 0;
         if (cfg.type != PROTO_CONFIG || cfg.threads == 0 || cfg.threads > MAX_THREADS) {
                 log_error("malformed configuration from tierd");
                 return EXIT_FAILURE;
@@ -130,6 +132,13 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
         log_set_ident(cfg.tenant[0] ? cfg.tenant : "tierd-worker");
+        /* Before the first request and before any thread: see sandbox.c. */
+        r = sandbox_apply(&cfg, store_fd, w.sock);
+        if (r < 0) {
+                log_error_errno(r, "cannot lock the worker down, not serving: %m");
+                return EXIT_FAILURE;
+        }
+        explicit_bzero(&cfg.headers, sizeof(cfg.headers));
         for (unsigned i = 0; i < cfg.threads; i++)
                 if ((r = pthread_create(&threads[i], NULL, worker_thread, &w)) != 0) {
                         log_error_errno(r, "cannot start thread: %m");

@@ -113,7 +113,7 @@ if [ "$RGW_OK" = true ]; then
 	check_fails "s3: (a dangling multipart upload exists)" no_uploads
 	sleep 1.1
 	s3_worker=$("$TIERCTL" status --json | sed -n 's/.*"name":"s3".*"worker":{"state":"[a-z]*","pid":\([0-9]*\)}.*/\1/p')
-	kill -KILL "$s3_worker"
+	[ "${s3_worker:-0}" -gt 1 ] && kill -KILL "$s3_worker"
 	for _ in $(seq 50); do no_uploads && break; sleep 0.2; done
 	check "s3: a restarted worker aborts the multipart upload a crash left behind" no_uploads
 

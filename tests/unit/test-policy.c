@@ -41,6 +41,8 @@ static void test_minimal(void **state) {
         assert_int_equal(p->tenants[0].chunk, 1 << 20);
         assert_int_equal(p->tenants[0].readahead, 32 << 20);
         assert_int_equal(p->tenants[0].small_file, 1 << 20);
+        assert_int_equal(p->worker_uid_first, 59000);
+        assert_int_equal(p->worker_uid_count, 1000);
         assert_non_null(policy_find_tenant(p, "alpha"));
         assert_null(policy_find_tenant(p, "beta"));
         policy_free(p);
@@ -103,6 +105,12 @@ static void test_bad_values(void **state) {
                   "{\"name\": \"b\", \"subvolume\": \"/t/a/b\", \"mount\": \"/v/b\", \"backend\": \"file:///s\"}]}",
                   "overlaps");
         parse_bad("{\"tenants\": [\"a\"]}", "must be an object");
+        parse_bad("{\"worker_uids\": \"0-10\", \"tenants\": []}", "non-root");
+        parse_bad("{\"worker_uids\": \"10-5\", \"tenants\": []}", "FIRST-LAST");
+        parse_bad("{\"worker_uids\": 59000, \"tenants\": []}", "FIRST-LAST");
+        parse_bad("{\"worker_uids\": \"7000-7000\", \"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\","
+                  " \"backend\": \"file:///s\"}, {\"name\": \"b\", \"subvolume\": \"/t/b\", \"mount\": \"/v/b\", \"backend\": \"file:///s\"}]}",
+                  "fewer uids");
 }
 
 static void test_remote_keys(void **state) {

@@ -1,0 +1,87 @@
+#!/bin/bash
+# The worker's sandbox, proven from the running worker (a build with test
+# hooks: objects whose keys make the worker try what it must not do).
+set -u
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+BUILD=$BUILD/testhooks
+TIERCTL=$BUILD/tierctl
+tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
+for t in probe mounter killer other; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
+mkdir -p "$TL_DIR/store"
+cat >"$TL_DIR/policy.json" <<EOF2
+{"worker_uids": "59100-59199",
+ "defaults": {"chunk": "4K", "small_file": 0},
+ "tenants": [
+  {"name": "probe", "subvolume": "$TL_DIR/fs/probe", "mount": "$TL_DIR/views/probe", "backend": "file://$TL_DIR/store/probe"},
+  {"name": "mounter", "subvolume": "$TL_DIR/fs/mounter", "mount": "$TL_DIR/views/mounter", "backend": "file://$TL_DIR/store/mounter"},
+  {"name": "killer", "subvolume": "$TL_DIR/fs/killer", "mount": "$TL_DIR/views/killer", "backend": "file://$TL_DIR/store/killer"},
+  {"name": "other", "subvolume": "$TL_DIR/fs/other", "mount": "$TL_DIR/views/other", "backend": "file://$TL_DIR/store/other"}]}
+EOF2
+# A stub by hand (root may write security.tierd) whose object is a test hook.
+hook_stub() { # FILE TENANT HOOK SIZE
+	truncate -s "$4" "$1"
+	setfattr -n security.tierd -v "v=1
+tenant=$2
+state=released
+key=sha256/00000000000000000000000000000000000000000000000000000000000000$3
+size=$4
+sha256=0000000000000000000000000000000000000000000000000000000000000000
+mode=100644
+uid=0
+gid=0
+mtime=$(stat -c %Y "$1").000000000
+chunk=4096
+fcaps=
+ranges=
+" "$1"
+}
+# Made before tierd starts: a file tierd saw without a stub carries an
+# ignore mark while cached, and a stub written behind its back by hand
+# would not be heard of.
+hook_stub "$TL_DIR/fs/probe/selftest" probe 01 $((5 << 30))
+hook_stub "$TL_DIR/fs/probe/ptrace" probe 02 $((1 << 20))
+hook_stub "$TL_DIR/fs/mounter/mount" mounter 03 $((1 << 20))
+hook_stub "$TL_DIR/fs/killer/kill" killer 04 $((5 << 30))
+tl_dbus_start
+check "tierd (test-hook build) starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
+
+worker_of() { "$TIERCTL" status --json | grep -o "\"name\":\"$1\"[^}]*}" | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
+status_field() { sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status"; }
+P=$(worker_of probe) O=$(worker_of other)
+check "each tenant has a running worker ($P, $O)" test "${P:-0}" -gt 1 -a "${O:-0}" -gt 1
+check "the probe worker runs as its own uid and gid (59100)" \
+	bash -c "[ \"\$(sed -n 's/^Uid:\t//p' /proc/$P/status)\" = \$'59100\t59100\t59100\t59100' ] && [ \"\$(sed -n 's/^Gid:\t//p' /proc/$P/status)\" = \$'59100\t59100\t59100\t59100' ]"
+check "another tenant's worker has another uid (59103)" bash -c "grep -q \$'^Uid:\t59103\t' /proc/$O/status"
+check "CapEff, CapPrm, CapBnd and CapAmb are 0" \
+	bash -c "for c in CapEff CapPrm CapBnd CapAmb; do grep -q \"^\$c:[[:space:]]*0000000000000000\" /proc/$P/status || exit 1; done"
+check "NoNewPrivs is 1" test "$(status_field "$P" NoNewPrivs)" = 1
+check "Seccomp is 2 (a filter)" test "$(status_field "$P" Seccomp)" = 2
+check "no supplementary groups" test -z "$(status_field "$P" Groups)"
+check "its store belongs to it" test "$(stat -c %u:%g "$TL_DIR/store/probe")" = 59100:59100
+check "only the control socket, stdio and the store are open in it" \
+	bash -c "[ \$(ls /proc/$P/fd | wc -l) -le 6 ]"
+
+"$BUILD/tests/pread-at" "$TL_DIR/views/probe/selftest" $((O * 4096)) 4096 | tr -d '\0' >"$TL_DIR/verdict"
+sed 's/^/# worker says: /' "$TL_DIR/verdict"
+check "the worker cannot open a file outside its store (EACCES)" grep -q "open /etc/passwd: EACCES" "$TL_DIR/verdict"
+check "... not even its own /proc entries" grep -q "open /proc/self/status: EACCES" "$TL_DIR/verdict"
+check "the worker cannot connect to another port (EACCES)" grep -q "connect 127.0.0.1:22: EACCES" "$TL_DIR/verdict"
+check "it runs as uid 59100" grep -q "uid 59100" "$TL_DIR/verdict"
+
+check_fails "a worker that calls ptrace is ended: its reader gets an error" timeout 30 "$BUILD/tests/pread-at" "$TL_DIR/views/probe/ptrace" 0 4096
+check "... and tierd logs which call" grep -q "seccomp filter at system call 101 (ptrace)" "$TL_TIERD_LOG"
+check_fails "a worker that calls mount is ended: its reader gets an error" timeout 30 "$BUILD/tests/pread-at" "$TL_DIR/views/mounter/mount" 0 4096
+check "... and tierd logs which call" grep -q "seccomp filter at system call 165 (mount)" "$TL_TIERD_LOG"
+check "a worker crashing in a loop ends failed" bash -c "$TIERCTL status --json | grep -q '\"name\":\"mounter\"[^}]*\"state\":\"failed\"'"
+
+check_fails "a worker that tries to kill another is ended" timeout 30 "$BUILD/tests/pread-at" "$TL_DIR/views/killer/kill" $((O * 4096)) 4096
+check "... by its seccomp filter at kill(2)" grep -q "seccomp filter at system call 62 (kill)" "$TL_TIERD_LOG"
+check "... and the other worker lives on ($O)" kill -0 "$O"
+
+head -c 3000000 /dev/urandom >"$TL_DIR/fs/other/data" && cp "$TL_DIR/fs/other/data" "$TL_DIR/data.orig"
+"$TIERCTL" archive "$TL_DIR/views/other/data" && "$TIERCTL" release "$TL_DIR/views/other/data"
+check "another tenant's worker keeps serving" cmp "$TL_DIR/views/other/data" "$TL_DIR/data.orig"
+check "... the same worker ($O)" test "$(worker_of other)" = "$O"
+check "SIGTERM: tierd exits 0" tl_tierd_stop
+tl_summary
