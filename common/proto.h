@@ -69,6 +69,9 @@ struct proto_request {
 /* A reply with this id is no answer: the worker reports that its seccomp
  * filter stopped it, with the system call number in bytes. */
 #define PROTO_ID_SECCOMP UINT64_MAX
+/* Nor this: request `bytes` is still moving (sent at most once a second
+ * while it does), so tierd does not take a long transfer for a hang. */
+#define PROTO_ID_PROGRESS (UINT64_MAX - 1)
 
 struct proto_reply {
         uint64_t id;

@@ -42,7 +42,7 @@ struct worker {
         struct tenant *tenant;
         pid_t pid;
         int sock;
-        sd_event_source *io_src, *child_src, *restart_src, *fail_src;
+        sd_event_source *io_src, *child_src, *restart_src, *fail_src, *stall_src;
         struct request *requests; /* in flight: re-sent to a replacement */
         unsigned restarts;        /* recent, for crash-loop detection */
         uint64_t started_usec;
@@ -95,6 +95,7 @@ struct request {
         struct request *next;
         struct proto_request msg;
         int fd;
+        uint64_t progress_usec; /* sent, or last heard moving */
         void (*done)(struct request *req, const struct proto_reply *rep);
         void *userdata;
 };

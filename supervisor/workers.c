@@ -68,6 +68,7 @@ static void request_fail(struct request *req, int error) {
 }
 
 static int worker_send(struct worker *w, struct request *req) {
+        req->progress_usec = now_usec(w);
         return proto_send(w->sock, &req->msg, sizeof(req->msg), req->fd);
 }
 
@@ -98,6 +99,12 @@ static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *u
                                 kill(w->pid, SIGKILL);
                         sd_event_source_set_enabled(w->io_src, SD_EVENT_OFF);
                         return 0;
+                }
+                if (rep.id == PROTO_ID_PROGRESS) {
+                        for (struct request *q = w->requests; q; q = q->next)
+                                if (q->msg.id == rep.bytes)
+                                        q->progress_usec = now_usec(w);
+                        continue;
                 }
                 if (rep.id == PROTO_ID_SECCOMP) {
                         char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, (int)rep.bytes);
@@ -268,6 +275,27 @@ void worker_send_credentials(struct worker *w) {
                 log_error_errno(r, "tenant %s: cannot hand credentials to the worker: %m", tn->cfg->name);
 }
 
+/* A worker that moves no byte of a request for the stall timeout (plus
+ * the time curl itself needs to give up) is hung: kill it; its requests go
+ * to the replacement like after any crash. */
+#define STALL_CHECK_USEC (1000 * 1000ull)
+#define STALL_GRACE_USEC (5 * 1000 * 1000ull)
+
+static int on_stall_check(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct worker *w = userdata;
+        uint64_t limit = w->tenant->cfg->stall_timeout_usec + STALL_GRACE_USEC;
+        for (struct request *q = w->requests; w->state == WORKER_RUNNING && w->pid > 0 && q; q = q->next)
+                if (usec > q->progress_usec + limit) {
+                        log_error("tenant %s: worker %d made no progress on request %llu for %llu s: killing it",
+                                  w->tenant->cfg->name, (int)w->pid, (unsigned long long)q->msg.id,
+                                  (unsigned long long)(limit / 1000000));
+                        kill(w->pid, SIGKILL);
+                        break;
+                }
+        sd_event_source_set_time(s, usec + STALL_CHECK_USEC);
+        return 0;
+}
+
 int worker_start(struct worker *w) {
         struct tenant *tn = w->tenant;
         struct proto_config cfg = { .type = PROTO_CONFIG, .threads = WORKER_THREADS };
@@ -303,6 +331,9 @@ int worker_start(struct worker *w) {
                 kill(pid, SIGKILL);
                 return log_error_errno(r, "tenant %s: cannot watch worker: %m", tn->cfg->name);
         }
+        if (!w->stall_src &&
+            sd_event_add_time_relative(tn->t->event, &w->stall_src, CLOCK_MONOTONIC, STALL_CHECK_USEC, 0, on_stall_check, w) >= 0)
+                sd_event_source_set_enabled(w->stall_src, SD_EVENT_ON);
         w->state = WORKER_RUNNING;
         log_info("tenant %s: worker %d started", tn->cfg->name, (int)pid);
         /* A replacement gets everything its predecessor left unanswered. */
@@ -343,6 +374,7 @@ void worker_stop(struct worker *w) {
         w->restart_src = sd_event_source_disable_unref(w->restart_src);
         w->child_src = sd_event_source_disable_unref(w->child_src);
         w->fail_src = sd_event_source_disable_unref(w->fail_src);
+        w->stall_src = sd_event_source_disable_unref(w->stall_src);
         w->sock = safe_close(w->sock);
         if (w->pid > 0) {
                 /* End of stream makes it finish and exit; do not wait forever. */

@@ -16,6 +16,7 @@
 #include "http.h"
 #include "log.h"
 #include "macro.h"
+#include "progress.h"
 #include "url.h"
 
 #define MAX_PARTS 10000
@@ -126,6 +127,8 @@ struct multipart {
         char (*etag)[128];
         pthread_mutex_t lock;
         int error;
+        int progress_sock;
+        uint64_t progress_id;
 };
 
 /* One pass: the whole object's hash (it must still be the key's: the file
@@ -150,6 +153,7 @@ static int hash_parts(struct multipart *m, const uint8_t want[32]) {
 /* Upload threads take the next part until none is left or one failed. */
 static void *upload_parts(void *arg) {
         struct multipart *m = arg;
+        progress_begin(m->progress_sock, m->progress_id); /* this thread moves the request's bytes too */
         for (;;) {
                 char query[700], part_hex[65];
                 uint64_t i;
@@ -190,6 +194,7 @@ static int multipart_store(struct remote *r, const char *key, int fd, uint64_t s
 
         if (m.nparts > MAX_PARTS)
                 return -EFBIG;
+        progress_current(&m.progress_sock, &m.progress_id);
         m.part_sha = calloc(m.nparts, sizeof(*m.part_sha));
         m.etag = calloc(m.nparts, sizeof(*m.etag));
         ret = m.part_sha && m.etag ? hash_parts(&m, sha256) : -ENOMEM;

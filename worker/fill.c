@@ -15,6 +15,7 @@
 #include "hash.h"
 #include "log.h"
 #include "macro.h"
+#include "progress.h"
 
 #define BLOCK 4096u
 
@@ -52,6 +53,7 @@ static int fill_sink_write(void *ctx, const void *data, size_t n) {
         const uint8_t *p = data;
         size_t done = 0;
 
+        progress_report();
         if (s->md)
                 EVP_DigestUpdate(s->md, data, n);
         while (done < n) {
@@ -120,6 +122,9 @@ static int test_hook(const struct proto_request *req, int fd) {
                 ptrace(PTRACE_TRACEME, 0, NULL, NULL);
         else if (strcmp(req->key, HOOK_KEY("03")) == 0)
                 mount("none", "/tmp", "tmpfs", 0, NULL);
+        else if (strcmp(req->key, HOOK_KEY("05")) == 0)
+                for (;;)
+                        sleep(1000); /* hung: no progress, ever */
         else if (strcmp(req->key, HOOK_KEY("04")) == 0)
                 kill((pid_t)(req->offset / 4096), SIGKILL); /* the pid to kill: the offset in pages */
         else

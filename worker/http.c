@@ -14,6 +14,7 @@
 #include "hex.h"
 #include "log.h"
 #include "macro.h"
+#include "progress.h"
 
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define BACKOFF_FIRST_USEC 100000ull
@@ -113,6 +114,7 @@ static size_t on_upload(char *buf, size_t size, size_t n, void *userdata) {
         }
         if (q->body_md)
                 EVP_DigestUpdate(q->body_md, buf, (size_t)k);
+        progress_report();
         q->body_pos += (uint64_t)k;
         return (size_t)k;
 }

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "macro.h"
 #include "proto.h"
+#include "progress.h"
 #include "sandbox.h"
 
 #define CONTROL_FD 3
@@ -73,6 +74,7 @@ static void *worker_thread(void *arg) {
 
         while ((j = worker_pop(w))) {
                 struct proto_reply rep;
+                progress_begin(w->sock, j->req.id);
                 if (j->req.type == JOB_CLEANUP) {
                         w->backend->ops->cleanup(w->backend);
                         free(j);

@@ -7,7 +7,7 @@ tl_init
 BUILD=$BUILD/testhooks
 TIERCTL=$BUILD/tierctl
 tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
-for t in probe mounter killer other; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
+for t in probe mounter killer hung other; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
 mkdir -p "$TL_DIR/store"
 cat >"$TL_DIR/policy.json" <<EOF2
 {"worker_uids": "59100-59199",
@@ -16,6 +16,8 @@ cat >"$TL_DIR/policy.json" <<EOF2
   {"name": "probe", "subvolume": "$TL_DIR/fs/probe", "mount": "$TL_DIR/views/probe", "backend": "file://$TL_DIR/store/probe"},
   {"name": "mounter", "subvolume": "$TL_DIR/fs/mounter", "mount": "$TL_DIR/views/mounter", "backend": "file://$TL_DIR/store/mounter"},
   {"name": "killer", "subvolume": "$TL_DIR/fs/killer", "mount": "$TL_DIR/views/killer", "backend": "file://$TL_DIR/store/killer"},
+  {"name": "hung", "subvolume": "$TL_DIR/fs/hung", "mount": "$TL_DIR/views/hung", "backend": "file://$TL_DIR/store/hung",
+   "stall_timeout": "1s"},
   {"name": "other", "subvolume": "$TL_DIR/fs/other", "mount": "$TL_DIR/views/other", "backend": "file://$TL_DIR/store/other"}]}
 EOF2
 # A stub by hand (root may write security.tierd) whose object is a test hook.
@@ -43,6 +45,7 @@ hook_stub "$TL_DIR/fs/probe/selftest" probe 01 $((5 << 30))
 hook_stub "$TL_DIR/fs/probe/ptrace" probe 02 $((1 << 20))
 hook_stub "$TL_DIR/fs/mounter/mount" mounter 03 $((1 << 20))
 hook_stub "$TL_DIR/fs/killer/kill" killer 04 $((5 << 30))
+hook_stub "$TL_DIR/fs/hung/hang" hung 05 $((1 << 20))
 tl_dbus_start
 check "tierd (test-hook build) starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
 
@@ -52,7 +55,7 @@ P=$(worker_of probe) O=$(worker_of other)
 check "each tenant has a running worker ($P, $O)" test "${P:-0}" -gt 1 -a "${O:-0}" -gt 1
 check "the probe worker runs as its own uid and gid (59100)" \
 	bash -c "[ \"\$(sed -n 's/^Uid:\t//p' /proc/$P/status)\" = \$'59100\t59100\t59100\t59100' ] && [ \"\$(sed -n 's/^Gid:\t//p' /proc/$P/status)\" = \$'59100\t59100\t59100\t59100' ]"
-check "another tenant's worker has another uid (59103)" bash -c "grep -q \$'^Uid:\t59103\t' /proc/$O/status"
+check "another tenant's worker has another uid (59104)" bash -c "grep -q \$'^Uid:\t59104\t' /proc/$O/status"
 check "CapEff, CapPrm, CapBnd and CapAmb are 0" \
 	bash -c "for c in CapEff CapPrm CapBnd CapAmb; do grep -q \"^\$c:[[:space:]]*0000000000000000\" /proc/$P/status || exit 1; done"
 check "NoNewPrivs is 1" test "$(status_field "$P" NoNewPrivs)" = 1
@@ -78,6 +81,13 @@ check "a worker crashing in a loop ends failed" bash -c "$TIERCTL status --json 
 check_fails "a worker that tries to kill another is ended" timeout 30 "$BUILD/tests/pread-at" "$TL_DIR/views/killer/kill" $((O * 4096)) 4096
 check "... by its seccomp filter at kill(2)" grep -q "seccomp filter at system call 62 (kill)" "$TL_TIERD_LOG"
 check "... and the other worker lives on ($O)" kill -0 "$O"
+
+H=$(worker_of hung)
+timeout 120 "$BUILD/tests/pread-at" "$TL_DIR/views/hung/hang" 0 4096 >/dev/null 2>&1 & hung_reader=$!
+for _ in $(seq 100); do grep -q "made no progress" "$TL_TIERD_LOG" && break; sleep 0.1; done
+check "a hung worker is killed after the stall timeout" grep -q "tenant hung: worker $H made no progress on request .* for 6 s: killing it" "$TL_TIERD_LOG"
+check "... and replaced" bash -c "sleep 0.5; [ \"\$($TIERCTL status --json | grep -o '\"name\":\"hung\"[^}]*}' | sed -n 's/.*\"pid\":\([0-9]*\).*/\1/p')\" != '$H' ]"
+check_fails "... until, hung again and again, it is marked failed and its reader gets an error" wait $hung_reader
 
 head -c 3000000 /dev/urandom >"$TL_DIR/fs/other/data" && cp "$TL_DIR/fs/other/data" "$TL_DIR/data.orig"
 "$TIERCTL" archive "$TL_DIR/views/other/data" && "$TIERCTL" release "$TL_DIR/views/other/data"
