@@ -321,17 +321,25 @@ static int release_now(struct tierd *t, const char *path, char *message, size_t 
         else if (r == 0 && (fstat(fd, &st) < 0 || (uint64_t)st.st_size != s.size ||
                             st.st_mtim.tv_sec != s.mtime.tv_sec || st.st_mtim.tv_nsec != s.mtime.tv_nsec))
                 r = say(message, size, -EBUSY, "%s: size or mtime differ from the archived copy: not released", path);
-        /* 4. Punch whole blocks: punching only [0, size) would leave a zeroed
-         *    last block that looks like data. */
-        else if (r == 0 && s.size > 0 && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
-                                     (off_t)round_up_u64(s.size, (uint64_t)st.st_blksize)) < 0)
-                r = say(message, size, -errno, "%s: cannot punch: %m", path);
+        /* 4. Record "released" before punching: if tierd dies in between, the
+         *    next read fills the (still present) bytes again from the store;
+         *    the other order would leave holes under a stub saying archived. */
+        struct stub before = {};
         if (r == 0) {
+                before = s;
                 s.state = STUB_RELEASED;
                 range_set_clear(&s.populated);
                 r = stub_write_fd(fd, &s);
                 if (r < 0)
                         say(message, size, r, "%s: cannot record the release: %s", path, strerror(-r));
+        }
+        /* 5. Punch whole blocks: punching only [0, size) would leave a zeroed
+         *    last block that looks like data. */
+        if (r == 0 && s.size > 0 &&
+            fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)round_up_u64(s.size, (uint64_t)st.st_blksize)) < 0) {
+                r = say(message, size, -errno, "%s: cannot punch: %m", path);
+                if (stub_write_fd(fd, &before) < 0) /* nothing was punched: as before */
+                        log_error("%s: cannot put the stub back; the file stays released and refills", path);
         }
         /* The punch changed mtime and may have cleared setuid bits and caps. */
         if (r == 0)
