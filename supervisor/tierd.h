@@ -95,7 +95,9 @@ struct request {
         struct request *next;
         struct proto_request msg;
         int fd;
-        uint64_t progress_usec; /* sent, or last heard moving */
+        uint64_t progress_usec; /* last heard moving */
+        bool started;           /* the worker took it up (not queued behind others) */
+        unsigned stalls;        /* workers killed while stuck on it */
         void (*done)(struct request *req, const struct proto_reply *rep);
         void *userdata;
 };

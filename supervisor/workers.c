@@ -69,6 +69,7 @@ static void request_fail(struct request *req, int error) {
 
 static int worker_send(struct worker *w, struct request *req) {
         req->progress_usec = now_usec(w);
+        req->started = false;
         return proto_send(w->sock, &req->msg, sizeof(req->msg), req->fd);
 }
 
@@ -102,8 +103,10 @@ static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *u
                 }
                 if (rep.id == PROTO_ID_PROGRESS) {
                         for (struct request *q = w->requests; q; q = q->next)
-                                if (q->msg.id == rep.bytes)
+                                if (q->msg.id == rep.bytes) {
                                         q->progress_usec = now_usec(w);
+                                        q->started = true;
+                                }
                         continue;
                 }
                 if (rep.id == PROTO_ID_SECCOMP) {
@@ -205,10 +208,15 @@ static void worker_network(const struct tenant *tn, struct proto_config *cfg) {
 
         if (backend_url_parse(p->backend, &url, NULL) < 0)
                 return;
-        if (url.kind == BACKEND_S3)
-                snprintf(base, sizeof(base), "%s", p->endpoint ?: "https://s3.amazonaws.com");
+        if (url.kind == BACKEND_S3 && p->endpoint)
+                snprintf(base, sizeof(base), "%s", p->endpoint);
+        else if (url.kind == BACKEND_S3) /* the worker's default: AWS's regional endpoint */
+                snprintf(base, sizeof(base), "https://s3.%s.amazonaws.com", p->region ?: "us-east-1");
         else if (url.kind == BACKEND_HTTP)
                 snprintf(base, sizeof(base), "%s", url.base);
+        char bucket[64] = "";
+        if (url.kind == BACKEND_S3 && p->virtual_hosted)
+                snprintf(bucket, sizeof(bucket), "%s.", url.bucket);
         backend_url_done(&url);
         if (!base[0] || !(h = strstr(base, "://")))
                 return;
@@ -216,17 +224,15 @@ static void worker_network(const struct tenant *tn, struct proto_config *cfg) {
         h += 3;
         if (*h == '[') { /* [IPv6]:port */
                 const char *end = strchr(h, ']');
-                snprintf(host, sizeof(host), "%.*s", end ? (int)(end - h - 1) : 0, h + 1);
+                snprintf(host, sizeof(host), "%s%.*s", bucket, end ? (int)(end - h - 1) : 0, h + 1);
                 port_s = end && end[1] == ':' ? end + 2 : NULL;
         } else {
                 port_s = strchr(h, ':');
-                snprintf(host, sizeof(host), "%.*s", port_s ? (int)(port_s - h) : (int)strlen(h), h);
+                snprintf(host, sizeof(host), "%s%.*s", bucket, port_s ? (int)(port_s - h) : (int)strlen(h), h);
                 if (port_s)
                         port_s++;
         }
         port = port_s ? (unsigned)strtoul(port_s, NULL, 10) : tls ? 443 : 80;
-        if (url.kind == BACKEND_S3 && p->virtual_hosted)
-                return; /* the host is BUCKET.HOST: leave it to the worker's own lookup */
         cfg->net_port = port;
         if (tls && !p->ca_file && access(DEFAULT_CA_BUNDLE, R_OK) == 0)
                 snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", DEFAULT_CA_BUNDLE);
@@ -275,24 +281,37 @@ void worker_send_credentials(struct worker *w) {
                 log_error_errno(r, "tenant %s: cannot hand credentials to the worker: %m", tn->cfg->name);
 }
 
-/* A worker that moves no byte of a request for the stall timeout (plus
- * the time curl itself needs to give up) is hung: kill it; its requests go
- * to the replacement like after any crash. */
+/* A worker that moves no byte of a request it took up for the connect and
+ * stall timeouts (plus a grace: curl's own checks go first) is hung: kill
+ * it; its requests go to the replacement like after any crash. A request
+ * that hangs STALL_MAX workers in a row fails with EIO instead. */
 #define STALL_CHECK_USEC (1000 * 1000ull)
 #define STALL_GRACE_USEC (5 * 1000 * 1000ull)
+#define STALL_MAX 3
 
 static int on_stall_check(sd_event_source *s, uint64_t usec, void *userdata) {
         struct worker *w = userdata;
-        uint64_t limit = w->tenant->cfg->stall_timeout_usec + STALL_GRACE_USEC;
-        for (struct request *q = w->requests; w->state == WORKER_RUNNING && w->pid > 0 && q; q = q->next)
-                if (usec > q->progress_usec + limit) {
-                        log_error("tenant %s: worker %d made no progress on request %llu for %llu s: killing it",
-                                  w->tenant->cfg->name, (int)w->pid, (unsigned long long)q->msg.id,
-                                  (unsigned long long)(limit / 1000000));
-                        kill(w->pid, SIGKILL);
-                        break;
-                }
+        const struct policy_tenant *p = w->tenant->cfg;
+        uint64_t limit = p->connect_timeout_usec + p->stall_timeout_usec + STALL_GRACE_USEC;
+
         sd_event_source_set_time(s, usec + STALL_CHECK_USEC);
+        if (w->state != WORKER_RUNNING || w->pid <= 0)
+                return 0;
+        for (struct request **pq = &w->requests; *pq; pq = &(*pq)->next) {
+                struct request *q = *pq;
+                if (!q->started || usec <= q->progress_usec + limit)
+                        continue;
+                log_error("tenant %s: worker %d made no progress on request %llu for %llu s: killing it", p->name,
+                          (int)w->pid, (unsigned long long)q->msg.id, (unsigned long long)(limit / 1000000));
+                if (++q->stalls >= STALL_MAX) {
+                        log_error("tenant %s: request %llu hung %d workers: failing it", p->name,
+                                  (unsigned long long)q->msg.id, STALL_MAX);
+                        *pq = q->next;
+                        request_fail(q, -EIO);
+                }
+                kill(w->pid, SIGKILL);
+                break;
+        }
         return 0;
 }
 

@@ -13,7 +13,8 @@ static __thread time_t progress_last;
 void progress_begin(int sock, uint64_t request_id) {
         progress_sock = sock;
         progress_id = request_id;
-        progress_last = time(NULL);
+        progress_last = 0;
+        progress_report(); /* "started": tierd judges stalls from here, not while it waited in our queue */
 }
 
 void progress_current(int *sock, uint64_t *request_id) {

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -46,7 +47,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
         (void)ctx;
         if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
         }
-        if (send(sigsys_report_fd, &rep, sizeof(rep), MSG_NOSIGNAL) < 0) {
+        if (send(sigsys_report_fd, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
         }
         _exit(128 + SIGSYS);
 }
@@ -153,7 +154,7 @@ static const int allowed_syscalls[] = {
         SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(mkdirat), SCMP_SYS(renameat), SCMP_SYS(renameat2),
         SCMP_SYS(unlinkat), SCMP_SYS(fallocate), SCMP_SYS(fsync), SCMP_SYS(fdatasync), SCMP_SYS(ftruncate),
         SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(brk),
-        SCMP_SYS(futex), SCMP_SYS(clone), SCMP_SYS(clone3), SCMP_SYS(set_robust_list), SCMP_SYS(rseq),
+        SCMP_SYS(futex), SCMP_SYS(set_robust_list), SCMP_SYS(rseq),
         SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask),
         SCMP_SYS(rt_sigaction), SCMP_SYS(sched_yield), SCMP_SYS(gettid), SCMP_SYS(getpid), SCMP_SYS(getuid),
         SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid), SCMP_SYS(getrandom), SCMP_SYS(clock_gettime),
@@ -179,11 +180,27 @@ static int seccomp_apply(int control_fd) {
                 r = -errno;
         for (size_t i = 0; r == 0 && i < ARRAY_SIZE(allowed_syscalls); i++)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed_syscalls[i], 0);
-        /* Sockets: TCP over IPv4 and IPv6 only, no raw, no netlink, no unix. */
+        /* Threads, but no new namespaces (a user namespace would reach raw
+         * sockets and netfilter): clone without CLONE_NEW*; clone3, whose
+         * flags sit behind a pointer, says ENOSYS and glibc falls back. */
+        const uint64_t new_ns = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+                                CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME;
         if (r == 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET));
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, new_ns, 0));
         if (r == 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6));
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+        /* Sockets: TCP (stream) over IPv4 and IPv6 only: no raw, no UDP, no
+         * netlink. A unix socket (nscd, a name lookup) fails rather than
+         * ending the worker. */
+        const uint64_t type_mask = ~(uint64_t)(SOCK_NONBLOCK | SOCK_CLOEXEC) & 0xffffffffu;
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_INET),
+                                     SCMP_A1(SCMP_CMP_MASKED_EQ, type_mask, SOCK_STREAM));
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_INET6),
+                                     SCMP_A1(SCMP_CMP_MASKED_EQ, type_mask, SOCK_STREAM));
+        if (r == 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
         /* A connected pair inside the process (curl's wakeup pipe) reaches nobody. */
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));

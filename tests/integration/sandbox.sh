@@ -17,7 +17,7 @@ cat >"$TL_DIR/policy.json" <<EOF2
   {"name": "mounter", "subvolume": "$TL_DIR/fs/mounter", "mount": "$TL_DIR/views/mounter", "backend": "file://$TL_DIR/store/mounter"},
   {"name": "killer", "subvolume": "$TL_DIR/fs/killer", "mount": "$TL_DIR/views/killer", "backend": "file://$TL_DIR/store/killer"},
   {"name": "hung", "subvolume": "$TL_DIR/fs/hung", "mount": "$TL_DIR/views/hung", "backend": "file://$TL_DIR/store/hung",
-   "stall_timeout": "1s"},
+   "stall_timeout": "1s", "connect_timeout": "1s"},
   {"name": "other", "subvolume": "$TL_DIR/fs/other", "mount": "$TL_DIR/views/other", "backend": "file://$TL_DIR/store/other"}]}
 EOF2
 # A stub by hand (root may write security.tierd) whose object is a test hook.
@@ -84,10 +84,11 @@ check "... and the other worker lives on ($O)" kill -0 "$O"
 
 H=$(worker_of hung)
 timeout 120 "$BUILD/tests/pread-at" "$TL_DIR/views/hung/hang" 0 4096 >/dev/null 2>&1 & hung_reader=$!
-for _ in $(seq 100); do grep -q "made no progress" "$TL_TIERD_LOG" && break; sleep 0.1; done
-check "a hung worker is killed after the stall timeout" grep -q "tenant hung: worker $H made no progress on request .* for 6 s: killing it" "$TL_TIERD_LOG"
+for _ in $(seq 200); do grep -q "made no progress" "$TL_TIERD_LOG" && break; sleep 0.1; done
+check "a hung worker is killed after the stall timeout" grep -q "tenant hung: worker $H made no progress on request .* for 7 s: killing it" "$TL_TIERD_LOG"
 check "... and replaced" bash -c "sleep 0.5; [ \"\$($TIERCTL status --json | grep -o '\"name\":\"hung\"[^}]*}' | sed -n 's/.*\"pid\":\([0-9]*\).*/\1/p')\" != '$H' ]"
-check_fails "... until, hung again and again, it is marked failed and its reader gets an error" wait $hung_reader
+check_fails "... and a request that hangs worker after worker fails: its reader gets an error" wait $hung_reader
+check "... logged" grep -q "tenant hung: request .* hung 3 workers: failing it" "$TL_TIERD_LOG"
 
 head -c 3000000 /dev/urandom >"$TL_DIR/fs/other/data" && cp "$TL_DIR/fs/other/data" "$TL_DIR/data.orig"
 "$TIERCTL" archive "$TL_DIR/views/other/data" && "$TIERCTL" release "$TL_DIR/views/other/data"
