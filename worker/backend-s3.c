@@ -249,6 +249,17 @@ static int multipart_store(struct remote *r, const char *key, int fd, uint64_t s
         return ret;
 }
 
+/* Only keys tierd makes under our prefix ("sha256/" and 64 hex digits):
+ * a shared bucket's other uploads are not ours to abort, and such a key
+ * needs no escaping in a URL. */
+static bool our_object_key(const struct remote *r, const char *key) {
+        size_t n = strlen(r->prefix);
+        if (strncmp(key, r->prefix, n) != 0 || strncmp(key + n, "sha256/", 7) != 0)
+                return false;
+        key += n + 7;
+        return strlen(key) == 64 && strspn(key, "0123456789abcdef") == 64;
+}
+
 /* Multipart uploads a crashed worker left behind cost storage forever:
  * list those under our prefix begun before we started, and abort them. */
 static int s3_cleanup(struct backend *b) {
@@ -272,8 +283,7 @@ static int s3_cleanup(struct backend *b) {
                         if (xml_first_value(u, "Key", key, sizeof(key)) < 0 ||
                             xml_first_value(u, "UploadId", id, sizeof(id)) < 0 ||
                             xml_first_value(u, "Initiated", initiated, sizeof(initiated)) < 0 ||
-                            strncmp(initiated, before, strlen(before)) >= 0 ||
-                            strncmp(key, r->prefix, strlen(r->prefix)) != 0)
+                            strncmp(initiated, before, strlen(before)) >= 0 || !our_object_key(r, key))
                                 continue;
                         if (!(id_esc = curl_easy_escape(NULL, id, 0)))
                                 break;

@@ -109,7 +109,7 @@ if [ "$RGW_OK" = true ]; then
 	check "s3: no upload left behind (no multipart upload in progress)" no_uploads
 
 	# An upload a crashed worker left behind is aborted by its replacement.
-	rgw_curl -s -X POST "$RGW_ENDPOINT/tierd-test/tenants/s3/sha256/left-behind?uploads=" >/dev/null
+	rgw_curl -s -X POST "$RGW_ENDPOINT/tierd-test/tenants/s3/sha256/$(printf '%064d' 7)?uploads=" >/dev/null
 	check_fails "s3: (a dangling multipart upload exists)" no_uploads
 	sleep 1.1
 	s3_worker=$("$TIERCTL" status --json | sed -n 's/.*"name":"s3".*"worker":{"state":"[a-z]*","pid":\([0-9]*\)}.*/\1/p')
