@@ -31,12 +31,6 @@ static inline void closedirp(DIR **d) { if (*d) closedir(*d); }
 #define _cleanup_fclose_ _cleanup_(fclosep)
 #define _cleanup_closedir_ _cleanup_(closedirp)
 
-/* Hand ownership out of a cleanup variable. */
-#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
-#define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
-
-static inline int negative_errno(void) { return errno > 0 ? -errno : -EIO; }
-
 static inline int safe_close(int fd) {
         if (fd >= 0)
                 closep(&fd);

@@ -56,16 +56,6 @@ int range_set_add(struct range_set *s, uint64_t start, uint64_t end) {
         return 0;
 }
 
-int range_set_copy(struct range_set *dst, const struct range_set *src) {
-        int r = range_set_reserve(dst, src->n);
-        if (r < 0)
-                return r;
-        if (src->n)
-                memcpy(dst->r, src->r, src->n * sizeof(src->r[0]));
-        dst->n = src->n;
-        return 0;
-}
-
 bool range_set_covers(const struct range_set *s, uint64_t start, uint64_t end) {
         if (start >= end)
                 return true;
