@@ -1,5 +1,5 @@
 # tierd: a hierarchical storage manager on fanotify pre-content events.
-#   make            build tierd, tierd-worker and tierctl into build/
+#   make            build tierd, tierd-worker, tierd-holder and tierctl into build/
 #   sudo make demo  the main job on the embedded default (loop btrfs, file:// store)
 #   sudo make check every test: unit (plain and ASan+UBSan) and integration
 #   make deps       install the Debian packages the build and tests need
@@ -21,11 +21,12 @@ COMMON_SRC := common/log.c common/ranges.c common/size.c common/url.c common/hex
 POLICY_SRC := policy/policy.c policy/json-strict.c
 TIERD_SRC := $(wildcard supervisor/*.c) dbus/manager.c
 WORKER_SRC := $(wildcard worker/*.c)
+HOLDER_SRC := holder/holder.c common/log.c common/proto.c
 TIERCTL_SRC := cli/tierctl.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-BINARIES := $(BUILD)/tierd $(BUILD)/tierd-worker $(BUILD)/tierctl
+BINARIES := $(BUILD)/tierd $(BUILD)/tierd-worker $(BUILD)/tierd-holder $(BUILD)/tierctl
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test-*.c))
 
@@ -52,6 +53,10 @@ $(BUILD)/tierd: $(call obj,$(TIERD_SRC) $(POLICY_SRC) $(COMMON_SRC))
 $(BUILD)/tierd-worker: $(call obj,$(WORKER_SRC) $(COMMON_SRC))
 	$(CC) $(ALL_CFLAGS) -pthread -o $@ $^ $(PKG_LIBS)
 
+# No library: it only keeps fds, and should rarely need an upgrade.
+$(BUILD)/tierd-holder: $(call obj,$(HOLDER_SRC))
+	$(CC) $(ALL_CFLAGS) -o $@ $^
+
 $(BUILD)/tierctl: $(call obj,$(TIERCTL_SRC))
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
@@ -77,14 +82,15 @@ UNIT_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit
 # this build leaves the sandbox out (a compile-time switch, never a flag).
 asan-daemons:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="$(SAN_FLAGS) -DTIERD_NO_SANDBOX" \
-		$(BUILD)/asan/tierd $(BUILD)/asan/tierd-worker $(BUILD)/asan/tierctl \
+		$(BUILD)/asan/tierd $(BUILD)/asan/tierd-worker $(BUILD)/asan/tierd-holder $(BUILD)/asan/tierctl \
 		$(patsubst $(BUILD)/%,$(BUILD)/asan/%,$(TEST_HELPERS))
 
 # The daemons with test hooks (worker/fill.c: objects that make the worker
 # try what its sandbox forbids), for the sandbox test only.
 testhooks-daemons:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/testhooks CFLAGS="-DTIERD_TEST_HOOKS" \
-		$(BUILD)/testhooks/tierd $(BUILD)/testhooks/tierd-worker $(BUILD)/testhooks/tierctl \
+		$(BUILD)/testhooks/tierd $(BUILD)/testhooks/tierd-worker $(BUILD)/testhooks/tierd-holder \
+		$(BUILD)/testhooks/tierctl \
 		$(patsubst $(BUILD)/%,$(BUILD)/testhooks/%,$(TEST_HELPERS))
 
 check: all $(TEST_HELPERS) $(UNIT_BINS) asan-daemons testhooks-daemons

@@ -6,6 +6,7 @@
 #include "manager.h"
 
 #include <errno.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,12 +69,21 @@ static void strv_free(char **v) {
         free(v);
 }
 
-/* One method call over many paths, answered when the last one is done. */
+typedef int (*async_job_t)(struct tierd *t, const char *path, job_done_t done, void *userdata);
+
+/* One method call over many paths, answered when the last one is done. At
+ * most BATCH_RUNNING paths at a time: each holds an fd, and tierd keeps its
+ * fds for readers' events. */
+#define BATCH_RUNNING 16
+
 struct batch {
+        struct tierd *t;
+        async_job_t job;
         sd_bus_message *call;
         char **paths;
         char **errors;
-        size_t n, pending;
+        size_t n, next, running;
+        bool starting; /* in batch_continue(): completions do not recurse */
 };
 
 struct batch_item {
@@ -107,6 +117,8 @@ static void batch_reply(struct batch *b) {
         batch_free(b);
 }
 
+static void batch_continue(struct batch *b);
+
 static void batch_item_done(void *userdata, int error, const char *message) {
         struct batch_item *it = userdata;
         struct batch *b = it->b;
@@ -115,11 +127,32 @@ static void batch_item_done(void *userdata, int error, const char *message) {
         if (error < 0 && !b->errors[it->i])
                 b->errors[it->i] = strdup("failed");
         free(it);
-        if (--b->pending == 0)
-                batch_reply(b);
+        b->running--;
+        if (!b->starting)
+                batch_continue(b);
 }
 
-typedef int (*async_job_t)(struct tierd *t, const char *path, job_done_t done, void *userdata);
+/* Starts paths while fewer than BATCH_RUNNING run; replies after the last.
+ * A job may finish inside job(). */
+static void batch_continue(struct batch *b) {
+        b->starting = true;
+        while (b->running < BATCH_RUNNING && b->next < b->n) {
+                size_t i = b->next++;
+                struct batch_item *it = calloc(1, sizeof(*it));
+                if (!it) {
+                        b->errors[i] = strdup("out of memory");
+                        continue;
+                }
+                *it = (struct batch_item){ .b = b, .i = i };
+                b->running++;
+                int r = b->job(b->t, b->paths[i], batch_item_done, it);
+                if (r < 0)
+                        batch_item_done(it, r, NULL);
+        }
+        b->starting = false;
+        if (b->running == 0 && b->next == b->n)
+                batch_reply(b);
+}
 
 static int method_batch(sd_bus_message *m, struct tierd *t, async_job_t job, sd_bus_error *error) {
         struct batch *b;
@@ -138,24 +171,9 @@ static int method_batch(sd_bus_message *m, struct tierd *t, async_job_t job, sd_
                 strv_free(paths);
                 return -ENOMEM;
         }
-        b->call = sd_bus_message_ref(m);
-        b->paths = paths;
-        b->n = (size_t)n;
-        b->pending = (size_t)n + 1; /* held until every job is started */
-        for (size_t i = 0; i < b->n; i++) {
-                struct batch_item *it = calloc(1, sizeof(*it));
-                if (!it) {
-                        b->errors[i] = strdup("out of memory");
-                        b->pending--;
-                        continue;
-                }
-                *it = (struct batch_item){ .b = b, .i = i };
-                r = job(t, paths[i], batch_item_done, it);
-                if (r < 0)
-                        batch_item_done(it, r, NULL);
-        }
-        if (--b->pending == 0)
-                batch_reply(b);
+        *b = (struct batch){ .t = t, .job = job, .call = sd_bus_message_ref(m), .paths = paths, .errors = b->errors,
+                             .n = (size_t)n };
+        batch_continue(b);
         return 1;
 }
 
@@ -247,7 +265,14 @@ int manager_bus_open(struct tierd *t) {
         r = sd_bus_add_object_vtable(t->bus, NULL, TIERD_BUS_PATH, TIERD_BUS_MANAGER, manager_vtable, t);
         if (r < 0)
                 return log_error_errno(r, "cannot publish %s: %m", TIERD_BUS_PATH);
-        r = sd_bus_request_name(t->bus, TIERD_BUS_NAME, 0);
+        /* A predecessor's connection may take a moment to be dropped by
+         * the bus after it died. */
+        for (int i = 0; i < 40; i++) {
+                r = sd_bus_request_name(t->bus, TIERD_BUS_NAME, 0);
+                if (r != -EEXIST)
+                        break;
+                usleep(50 * 1000);
+        }
         if (r < 0)
                 return log_error_errno(r, "cannot own %s on the system bus (is another tierd running, or the bus policy "
                                           "contrib/dbus/org.tierd1.conf missing?): %m", TIERD_BUS_NAME);

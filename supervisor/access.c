@@ -130,7 +130,7 @@ enum access_kind access_classify(pid_t tid, int event_fd, uint64_t mask) {
 
         /* Unknown (thread gone, "running"): an O_TRUNC open raises no later
          * event, so even an open is restored whole to be safe. */
-        if (read_syscall(tid, &si) < 0)
+        if (tid <= 0 || read_syscall(tid, &si) < 0)
                 return ACCESS_WHOLE;
         if (mask & FAN_OPEN_PERM)
                 return classify_open(&si);

@@ -19,6 +19,7 @@
 #include "access.h"
 #include "fanotify-uapi.h"
 #include "fsgroup.h"
+#include "journal.h"
 #include "log.h"
 #include "macro.h"
 #include "workers.h"
@@ -30,7 +31,8 @@ struct waiter {
         uint64_t start, end; /* needed (reads) */
         uint64_t want_end;   /* plus read-ahead */
         bool whole, dirty;
-        int event_fd, group_fd; /* a parked kernel event, or -1 */
+        int event_fd; /* a parked kernel event, or -1 */
+        struct tiered_fs *event_fs;
         void (*callback)(void *userdata, int error);
         void *userdata;
         int error;
@@ -66,20 +68,30 @@ struct tfile {
 
 static void file_progress(struct tfile *f);
 
-static void answer_event(int group_fd, int event_fd, int error) {
+void dispatch_answer(struct tiered_fs *fs, int event_fd, int error) {
+        struct tierd *t = fs->t;
         struct fanotify_response resp = {
                 .fd = event_fd,
                 .response = error ? FAN_DENY_ERRNO(error == EDQUOT ? EDQUOT : EIO) : FAN_ALLOW,
         };
-        if (write(group_fd, &resp, sizeof(resp)) != sizeof(resp))
-                log_error("cannot answer event fd %d: %m", event_fd);
+        if (write(fs->pre_fd, &resp, sizeof(resp)) != sizeof(resp)) {
+                /* ENOENT: an event a predecessor answered and died before
+                 * it could clear the record. */
+                if (errno == ENOENT)
+                        log_debug("event fd %d: already answered", event_fd);
+                else
+                        log_error("cannot answer event fd %d: %m", event_fd);
+        }
         /* Only now: the kernel matches answers by fd number, reused at once. */
+        journal_forget(t->journal, event_fd);
         close(event_fd);
+        t->fds_in_flight--;
+        fsgroup_resume_reading(t);
 }
 
 static void waiter_finish(struct waiter *w, int error) {
         if (w->event_fd >= 0)
-                answer_event(w->group_fd, w->event_fd, error);
+                dispatch_answer(w->event_fs, w->event_fd, error);
         else
                 w->callback(w->userdata, error ? -error : 0);
         free(w);
@@ -150,6 +162,7 @@ static int file_get(struct tenant *tn, int any_fd, struct tfile **ret) {
                 free(f);
                 return log_error_errno(r, "tenant %s: cannot open a fill fd: %m", tn->cfg->name);
         }
+        t->fds_in_flight++;
         f->fs = tn->fs;
         f->tenant = tn;
         f->next = t->files;
@@ -166,6 +179,8 @@ static void file_free(struct tfile *f) {
                         break;
                 }
         safe_close(f->fd);
+        t->fds_in_flight--;
+        fsgroup_resume_reading(t);
         for (struct idle_callback *c; (c = f->idle);) {
                 f->idle = c->next;
                 c->callback(c->userdata);
@@ -194,18 +209,15 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep);
 
 static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const struct stub *s, int type, bool whole) {
         struct fill *fl = calloc(1, sizeof(*fl));
-        int fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 3);
         struct request *req;
 
-        if (!fl || fd < 0) {
-                free(fl);
-                safe_close(fd);
+        if (!fl)
                 return -ENOMEM;
-        }
-        req = request_new(type, fd, on_fill_done, fl);
+        /* The file's fill fd, lent: it stays open while any fill is in
+         * flight, and one fd per file keeps tierd far from its fd limit. */
+        req = request_new_borrowing(type, f->fd, on_fill_done, fl);
         if (!req) {
                 free(fl);
-                close(fd);
                 return -ENOMEM;
         }
         *fl = (struct fill){ .file = f, .start = start, .end = end, .whole_verified = whole,
@@ -443,7 +455,7 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep) {
 static struct waiter *waiter_new(void) {
         struct waiter *w = calloc(1, sizeof(*w));
         if (w)
-                w->event_fd = w->group_fd = -1;
+                w->event_fd = -1;
         return w;
 }
 
@@ -510,23 +522,6 @@ void dispatch_fail_all(struct tierd *t) {
                 }
 }
 
-static bool event_range(const struct fanotify_event_metadata *md, uint64_t *offset, uint64_t *count) {
-        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
-        while (p + sizeof(struct fanotify_event_info_header) <= end) {
-                const struct fanotify_event_info_header *h = (const void *)p;
-                if (h->len < sizeof(*h) || p + h->len > end)
-                        break;
-                if (h->info_type == FAN_EVENT_INFO_TYPE_RANGE && h->len >= sizeof(struct fanotify_event_info_range)) {
-                        const struct fanotify_event_info_range *r = (const void *)p;
-                        *offset = r->offset;
-                        *count = r->count;
-                        return true;
-                }
-                p += h->len;
-        }
-        return false;
-}
-
 /* Read-ahead grows with a sequential reader, as the kernel's does: a read
  * right after N populated bytes fetches about N more (at least a chunk, at
  * most the tenant's readahead); a read from the start, one chunk; a read
@@ -559,45 +554,45 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
                 /* An ordinary file: allow, and never hear of it again while
                  * it is cached, so it runs at native speed. */
                 fsgroup_ignore_file(fs, fd);
-                answer_event(fs->pre_fd, fd, 0);
+                dispatch_answer(fs, fd, 0);
                 return;
         }
         if (r < 0) {
                 log_error_errno(r, "pid %d: file with a corrupt stub, EIO: %s%m", (int)md->pid, r == -EINVAL ? err : "");
-                answer_event(fs->pre_fd, fd, EIO);
+                dispatch_answer(fs, fd, EIO);
                 return;
         }
         if (s.state == STUB_ARCHIVED || s.state == STUB_DIRTY) {
                 fsgroup_ignore_file(fs, fd);
-                answer_event(fs->pre_fd, fd, 0);
+                dispatch_answer(fs, fd, 0);
                 return;
         }
         tn = tierd_find_tenant(fs->t, s.tenant);
         if (!tn || tn->fs != fs) {
                 log_error("stub names tenant '%s', which is not served on %s: EIO", s.tenant, fs->mountpoint);
-                answer_event(fs->pre_fd, fd, EIO);
+                dispatch_answer(fs, fd, EIO);
                 return;
         }
         kind = access_classify(md->pid, fd, md->mask);
         if (kind == ACCESS_OPEN_READ) {
-                answer_event(fs->pre_fd, fd, 0);
+                dispatch_answer(fs, fd, 0);
                 return;
         }
-        if (kind == ACCESS_READ && event_range(md, &offset, &count) && count > 0 && s.state == STUB_PARTIAL &&
+        if (kind == ACCESS_READ && fanotify_event_range(md, &offset, &count) && count > 0 && s.state == STUB_PARTIAL &&
             range_set_covers(&s.populated, MIN(offset, s.size), MIN(offset + count, s.size))) {
-                answer_event(fs->pre_fd, fd, 0); /* a read of bytes already here */
+                dispatch_answer(fs, fd, 0); /* a read of bytes already here */
                 return;
         }
         w = waiter_new();
         if (!w || file_get(tn, fd, &f) < 0) {
                 free(w);
-                answer_event(fs->pre_fd, fd, EIO);
+                dispatch_answer(fs, fd, EIO);
                 return;
         }
         w->event_fd = fd;
-        w->group_fd = fs->pre_fd;
+        w->event_fs = fs;
         w->dirty = kind == ACCESS_CHANGE;
-        w->whole = kind != ACCESS_READ || !event_range(md, &offset, &count) || count == 0 ||
+        w->whole = kind != ACCESS_READ || !fanotify_event_range(md, &offset, &count) || count == 0 ||
                    s.size < tn->cfg->small_file || (s.mode & 0111);
         if (!w->whole) {
                 w->start = offset;
@@ -607,4 +602,42 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
         log_debug("tenant %s: pid %d %s [%llu, +%llu)%s", tn->cfg->name, (int)md->pid, access_kind_to_string(kind),
                   (unsigned long long)offset, (unsigned long long)count, w->whole ? " whole" : "");
         file_add_waiter(f, w);
+}
+
+int dispatch_orphan(struct tiered_fs *fs, const struct journal_event *ev, int number) {
+        struct {
+                struct fanotify_event_metadata md;
+                struct fanotify_event_info_range range;
+        } e = {};
+        int fd;
+
+        if (ev->h.fh.handle_bytes == 0)
+                return -EBADF;
+        fd = open_by_handle_at(fs->root_fd, (struct file_handle *)&ev->h.fh, O_RDONLY | O_CLOEXEC | O_LARGEFILE);
+        if (fd < 0)
+                return log_error_errno(errno, "an event the previous tierd left: cannot open its file: %m");
+        /* The file takes the place of the number's placeholder: served and
+         * answered like a new event with that fd. */
+        if (dup3(fd, number, O_CLOEXEC) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        close(fd);
+        /* No reader: the recorded thread id may be another thread by now,
+         * and a write misread as a read would be lost. Restored whole. */
+        e.md = (struct fanotify_event_metadata){ .event_len = sizeof(e.md), .vers = FANOTIFY_METADATA_VERSION,
+                                                 .metadata_len = FAN_EVENT_METADATA_LEN, .mask = ev->mask,
+                                                 .fd = number, .pid = 0 };
+        if (ev->has_range) {
+                e.md.event_len = sizeof(e);
+                e.range = (struct fanotify_event_info_range){
+                        .hdr = { .info_type = FAN_EVENT_INFO_TYPE_RANGE, .len = sizeof(e.range) },
+                        .offset = ev->offset,
+                        .count = ev->count,
+                };
+        }
+        fs->t->fds_in_flight++;
+        dispatch_pre_content_event(fs, &e.md);
+        return 0;
 }

@@ -10,6 +10,15 @@
  * is needed, otherwise parks it until the fills it needs are done. */
 void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md);
 
+/* Answers a pre-content event (0: allow, else EIO or EDQUOT) and closes
+ * its fd: only now may the kernel reuse the number. */
+void dispatch_answer(struct tiered_fs *fs, int event_fd, int error);
+
+/* Serves an event the previous tierd read and recorded in the journal but
+ * did not answer; number is its fd number, reserved by a placeholder. */
+struct journal_event;
+int dispatch_orphan(struct tiered_fs *fs, const struct journal_event *ev, int number);
+
 /* Restores the file behind fd (any fd of it) whole; callback(userdata, 0 or
  * a negative errno) runs when it is (maybe before this returns). */
 int dispatch_restore_whole(struct tenant *tn, int fd, void (*callback)(void *userdata, int error), void *userdata);

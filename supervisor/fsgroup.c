@@ -16,14 +16,20 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/xattr.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "dispatch.h"
 #include "fanotify-uapi.h"
+#include "handover.h"
+#include "journal.h"
 #include "log.h"
 #include "macro.h"
 
-#define EVENT_BUF 65536
+#define EVENT_BUF (JOURNAL_MAX_CANDIDATES * FAN_EVENT_METADATA_LEN)
+#define NOTIF_BUF 65536
 /* Changes: writes (close after writing) and modifications that need no open
  * for writing (truncate(2) by path). */
 #define NOTIFY_MASK (FAN_CLOSE_WRITE | FAN_MODIFY)
@@ -56,26 +62,116 @@ int fsgroup_locate(const char *path, char **mountpoint, char **fstype, char **re
         return 0;
 }
 
+bool fanotify_event_range(const struct fanotify_event_metadata *md, uint64_t *offset, uint64_t *count) {
+        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
+        while (p + sizeof(struct fanotify_event_info_header) <= end) {
+                const struct fanotify_event_info_header *h = (const void *)p;
+                if (h->len < sizeof(*h) || p + h->len > end)
+                        break;
+                if (h->info_type == FAN_EVENT_INFO_TYPE_RANGE && h->len >= sizeof(struct fanotify_event_info_range)) {
+                        const struct fanotify_event_info_range *r = (const void *)p;
+                        *offset = r->offset;
+                        *count = r->count;
+                        return true;
+                }
+                p += h->len;
+        }
+        return false;
+}
+
+/* How many events may be read now. Each holds an event fd and may open a
+ * fill fd until answered; an event the kernel cannot give an fd reaches its
+ * reader as EPERM, so stop short and let events wait in the kernel queue. */
+static size_t events_room(const struct tierd *t) {
+        return t->fds_in_flight < t->fd_budget ? (t->fd_budget - t->fds_in_flight) / 2 : 0;
+}
+
+void fsgroup_resume_reading(struct tierd *t) {
+        if (!t->reading_paused || events_room(t) < 2 || t->handing_over)
+                return;
+        t->reading_paused = false;
+        for (size_t i = 0; i < t->n_fss; i++)
+                if (t->fss[i].pre_src)
+                        sd_event_source_set_enabled(t->fss[i].pre_src, SD_EVENT_ON);
+}
+
+#ifdef TIERD_TEST_HOOKS
+/* Fault injection (test builds only): tierd dies between reading events and
+ * recording them, a window of microseconds a kill can hit but a test
+ * cannot aim at, when an event's file carries user.tierd-test-die. */
+static void test_hook_die_before_recording(const char *buf, ssize_t n) {
+        for (const struct fanotify_event_metadata *md = (const void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
+                char v;
+                if (md->fd >= 0 && fgetxattr(md->fd, "user.tierd-test-die", &v, 1) >= 0)
+                        raise(SIGKILL);
+        }
+}
+#else
+static void test_hook_die_before_recording(const char *buf _unused_, ssize_t n _unused_) {}
+#endif
+
 static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct tiered_fs *fs = userdata;
+        struct tierd *t = fs->t;
         char buf[EVENT_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
-        (void)s;
         (void)revents;
 
         for (;;) {
-                ssize_t n = read(fd, buf, sizeof(buf));
+                /* At least two events' room: a buffer smaller than one event
+                 * (48 bytes with its range) fails with EINVAL. */
+                size_t room = events_room(t);
+                if (room < 2) {
+                        if (!t->reading_paused)
+                                log_warning("%u fds in flight, near RLIMIT_NOFILE (%u): events wait in the kernel "
+                                            "queue until some are answered", t->fds_in_flight, t->nofile);
+                        t->reading_paused = true;
+                        sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                        return 0;
+                }
+                /* The kernel gives events the lowest free fd numbers, in
+                 * order: name them before reading, and read no more events
+                 * than named (each takes at least FAN_EVENT_METADATA_LEN). */
+                int candidates[JOURNAL_MAX_CANDIDATES];
+                unsigned k = 0;
+                while (k < MIN(room, (size_t)JOURNAL_MAX_CANDIDATES) &&
+                       (candidates[k] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0)
+                        k++;
+                for (unsigned i = 0; i < k; i++)
+                        close(candidates[i]);
+                if (k < 2) {
+                        /* Out of fds despite the budget (a D-Bus job's?):
+                         * wait for an answer to free some, do not spin. */
+                        log_error("no free fds to read events: %m");
+                        t->reading_paused = true;
+                        sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                        return 0;
+                }
+                /* Record every event before acting on any: a tierd killed
+                 * in between leaves the next one a journal to answer from. */
+                journal_reading(t->journal, fs->fsid, candidates, k);
+                ssize_t n = read(fd, buf, k * FAN_EVENT_METADATA_LEN);
                 if (n < 0) {
+                        journal_reading_done(t->journal);
                         if (errno == EINTR)
                                 continue;
                         if (errno != EAGAIN)
                                 log_error("reading fanotify events on %s: %m", fs->mountpoint);
                         return 0;
                 }
+                test_hook_die_before_recording(buf, n);
+                /* FAN_EVENT_NEXT counts its length down: a copy per pass. */
+                ssize_t left = n;
+                for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, left); md = FAN_EVENT_NEXT(md, left))
+                        if (md->fd >= 0) {
+                                journal_record(t->journal, fs->fsid, md);
+                                t->fds_in_flight++;
+                        }
+                journal_reading_done(t->journal);
                 for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
                         if (md->vers != FANOTIFY_METADATA_VERSION) {
                                 log_error("fanotify metadata version %u, expected %u", md->vers, FANOTIFY_METADATA_VERSION);
                                 if (md->fd >= 0)
-                                        close(md->fd);
+                                        dispatch_answer(fs, md->fd, EIO);
                                 continue;
                         }
                         dispatch_pre_content_event(fs, md);
@@ -146,7 +242,7 @@ static void notification_handle(struct tiered_fs *fs, const struct fanotify_even
 void fsgroup_drain_notifications(struct tiered_fs *fs) { fsgroup_drain_notifications_except(fs, NULL); }
 
 bool fsgroup_drain_notifications_except(struct tiered_fs *fs, const struct file_handle *leased) {
-        char buf[EVENT_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+        char buf[NOTIF_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
         bool hit = false;
         for (;;) {
                 ssize_t n = read(fs->notif_fd, buf, sizeof(buf));
@@ -181,6 +277,14 @@ static int mark_refused(struct tiered_fs *fs, int r) {
 
 int fsgroup_open(struct tiered_fs *fs) {
         const unsigned ignore = FAN_MARK_ADD | FAN_MARK_MOUNT | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY;
+        struct tierd *t = fs->t;
+        struct statfs sf;
+        bool new_pre, new_notif;
+        int r;
+
+        if (statfs(fs->mountpoint, &sf) < 0)
+                return log_error_errno(errno, "statfs %s: %m", fs->mountpoint);
+        memcpy(&fs->fsid, &sf.f_fsid, sizeof(fs->fsid));
 
         /* The private mount: detached, so no other process can reach it. */
         fs->tree_fd = open_tree(AT_FDCWD, fs->mountpoint, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
@@ -195,11 +299,16 @@ int fsgroup_open(struct tiered_fs *fs) {
         /* Unlimited queue and marks: a full queue drops permission events
          * and the reads go through, reading zeros. O_RDONLY event fds: with
          * O_RDWR a read through a read-only bind mount fails with EPERM. */
-        fs->pre_fd = fanotify_init(FAN_CLASS_PRE_CONTENT | FAN_UNLIMITED_QUEUE | FAN_UNLIMITED_MARKS | FAN_REPORT_TID |
-                                           FAN_CLOEXEC | FAN_NONBLOCK,
-                                   O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+        fs->pre_fd = handover_take_group(t, "pre", fs->fsid);
+        new_pre = fs->pre_fd < 0;
+        if (new_pre)
+                fs->pre_fd = fanotify_init(FAN_CLASS_PRE_CONTENT | FAN_UNLIMITED_QUEUE | FAN_UNLIMITED_MARKS |
+                                                   FAN_REPORT_TID | FAN_CLOEXEC | FAN_NONBLOCK,
+                                           O_RDONLY | O_LARGEFILE | O_CLOEXEC);
         if (fs->pre_fd < 0)
                 return log_error_errno(errno, "fanotify_init (pre-content; needs CAP_SYS_ADMIN): %m");
+        /* Also on a group taken over: the filesystem may have been mounted
+         * again since, and marking twice changes nothing. */
         if (fanotify_mark(fs->pre_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, TIERD_PRE_CONTENT_MASK, AT_FDCWD,
                           fs->mountpoint) < 0)
                 return mark_refused(fs, -errno);
@@ -207,15 +316,26 @@ int fsgroup_open(struct tiered_fs *fs) {
                 return log_error_errno(errno, "ignore mark on the private mount of %s: %m", fs->mountpoint);
 
         /* Notifications without fds: an fd per event would cost every open. */
-        fs->notif_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_UNLIMITED_QUEUE | FAN_CLOEXEC | FAN_NONBLOCK,
-                                     O_RDONLY | O_CLOEXEC);
+        fs->notif_fd = handover_take_group(t, "notif", fs->fsid);
+        new_notif = fs->notif_fd < 0;
+        if (new_notif)
+                fs->notif_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_UNLIMITED_QUEUE | FAN_CLOEXEC |
+                                                     FAN_NONBLOCK,
+                                             O_RDONLY | O_CLOEXEC);
         if (fs->notif_fd < 0)
                 return log_error_errno(errno, "fanotify_init (notifications): %m");
         if (fanotify_mark(fs->notif_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, NOTIFY_MASK, AT_FDCWD, fs->mountpoint) < 0)
                 return log_error_errno(errno, "FAN_CLOSE_WRITE mark on %s: %m", fs->mountpoint);
         if (fanotify_mark(fs->notif_fd, ignore, NOTIFY_MASK, fs->root_fd, NULL) < 0)
                 return log_error_errno(errno, "notification ignore mark on the private mount of %s: %m", fs->mountpoint);
-        log_info("watching %s (%s) with a filesystem mark", fs->mountpoint, fs->fstype);
+        /* Stored before any event is read: from now on a dead tierd leaves
+         * its readers waiting for the next one, never reading zeros. */
+        if (new_pre && (r = handover_store_group(t, "pre", fs->fsid, fs->pre_fd)) < 0)
+                return r;
+        if (new_notif && (r = handover_store_group(t, "notif", fs->fsid, fs->notif_fd)) < 0)
+                return r;
+        log_info("watching %s (%s) with a filesystem mark%s", fs->mountpoint, fs->fstype,
+                 new_pre ? "" : ", groups taken over from the previous tierd");
         return 0;
 }
 

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <fcntl.h>
+#include <stdint.h>
+
+#include "fanotify-uapi.h"
 
 #include "tierd.h"
 
@@ -14,6 +17,10 @@ int fsgroup_locate(const char *path, char **mountpoint, char **fstype, char **re
  * take pre-content marks, with a message saying so. */
 int fsgroup_open(struct tiered_fs *fs);
 int fsgroup_attach(struct tiered_fs *fs);
+/* After events were answered: reading paused near RLIMIT_NOFILE resumes. */
+void fsgroup_resume_reading(struct tierd *t);
+/* The range a FAN_PRE_ACCESS event carries, if any. */
+bool fanotify_event_range(const struct fanotify_event_metadata *md, uint64_t *offset, uint64_t *count);
 void fsgroup_close(struct tiered_fs *fs);
 
 /* Inode ignore mark: the file is whole, reads need nothing from us. */

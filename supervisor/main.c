@@ -2,8 +2,11 @@
 /*
  * tierd: reads the policy, watches each tiered filesystem, places the tenant
  * views, starts a worker per tenant and serves D-Bus. Foreground, logs to
- * stderr. SIGTERM: finish in-flight fills, answer them, stop the workers,
- * remove the views, exit 0.
+ * stderr.
+ * SIGTERM with an fd store (systemd's, or tierd-holder): hand over at once,
+ * leaving events pending and views in place for the next tierd.
+ * SIGINT, or SIGTERM without a store: stop for good: finish in-flight
+ * fills, answer them, stop the workers, remove the views, exit 0.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,10 +18,15 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "dispatch.h"
 #include "fsgroup.h"
+#include "handover.h"
+#include "holder-proto.h"
+#include "journal.h"
+#include "keeper.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -59,9 +67,25 @@ static int on_stop_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         return sd_event_exit(t->event, 0);
 }
 
+/* Leaves every event read and not answered pending, recorded in the
+ * journal, for the next tierd; readers wait, none is answered. */
+static void hand_over(struct tierd *t) {
+        unsigned pending = t->fds_in_flight;
+        log_info("SIGTERM: handing over to the next tierd (%u fds in flight stay pending)", pending);
+        sd_notify(false, "STOPPING=1");
+        t->handing_over = true;
+        for (size_t i = 0; i < t->n_fss; i++)
+                sd_event_source_set_enabled(t->fss[i].pre_src, SD_EVENT_OFF);
+        sd_event_exit(t->event, 0);
+}
+
 static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         struct tierd *t = userdata;
         (void)s;
+        if (si->ssi_signo == SIGTERM && t->store.kind != FDSTORE_NONE) {
+                hand_over(t);
+                return 0;
+        }
         if (t->stopping)
                 return 0;
         log_info("signal %u: finishing in-flight fills, then exiting", si->ssi_signo);
@@ -73,34 +97,59 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
 
 /* Every event needs an fd: an event the kernel cannot give one reaches the
  * reader as EPERM. Raise the limit as far as we may. */
-static void raise_fd_limit(void) {
+static unsigned raise_fd_limit(void) {
         struct rlimit rl;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return 1024;
+        if (rl.rlim_cur < rl.rlim_max) {
                 rl.rlim_cur = rl.rlim_max;
                 if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
                         log_warning("cannot raise RLIMIT_NOFILE: %m");
+                getrlimit(RLIMIT_NOFILE, &rl);
         }
+        return rl.rlim_cur > (1u << 24) ? 1u << 24 : (unsigned)rl.rlim_cur;
 }
 
-static int find_worker_binary(struct tierd *t) {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        const char *env = NULL;
+/* What tierd may spend on events and fill fds: the limit, less what it
+ * holds for itself now and headroom for D-Bus jobs and worker restarts. */
+static void set_fd_budget(struct tierd *t) {
+        unsigned open_now = 0, reserve = 64 + 4 * (unsigned)t->n_tenants;
+        _cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
+        for (struct dirent *de; d && (de = readdir(d));)
+                open_now += de->d_name[0] != '.';
+        open_now -= MIN(open_now, t->n_orphans); /* placeholders: counted as they are served */
+        t->fd_budget = t->nofile > open_now + reserve + 8 ? t->nofile - open_now - reserve : 8;
+        log_debug("fd budget for events and fills: %u (RLIMIT_NOFILE %u)", t->fd_budget, t->nofile);
+}
 
-        if (n < 0)
-                return -errno;
-        self[n] = 0;
-        if (asprintf(&t->worker_path, "%s/tierd-worker", dirname(self)) < 0)
-                return -ENOMEM;
-        if (access(t->worker_path, X_OK) == 0)
-                return 0;
-        free(t->worker_path);
-        t->worker_path = NULL;
-        env = "/usr/libexec/tierd/tierd-worker";
-        if (access(env, X_OK) < 0)
-                return log_error_errno(ENOENT, "tierd-worker not found next to tierd or in /usr/libexec/tierd");
-        t->worker_path = strdup(env);
-        return t->worker_path ? 0 : -ENOMEM;
+/* tierd-worker and tierd-holder: next to tierd, or installed. */
+static char *find_helper_binary(const char *name) {
+        char self[PATH_MAX], *path = NULL;
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+        if (n >= 0) {
+                self[n] = 0;
+                if (asprintf(&path, "%s/%s", dirname(self), name) < 0)
+                        return NULL;
+                if (access(path, X_OK) == 0)
+                        return path;
+                free(path);
+        }
+        if (asprintf(&path, "/usr/libexec/tierd/%s", name) < 0)
+                return NULL;
+        if (access(path, X_OK) == 0)
+                return path;
+        log_error("%s not found next to tierd or in /usr/libexec/tierd", name);
+        free(path);
+        return NULL;
+}
+
+/* Daemons must not hand out fds 0-2: stdio written there would land in a
+ * file, and event fd numbers below 3 would clash with stdio on takeover. */
+static void ensure_stdio(void) {
+        for (int fd = 0; fd < 3; fd++)
+                if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+                        _exit(EXIT_FAILURE);
 }
 
 static struct tiered_fs *fs_for(struct tierd *t, const char *mountpoint, const char *fstype) {
@@ -214,9 +263,6 @@ static int run(struct tierd *t) {
                 r = fsgroup_open(&t->fss[i]);
                 if (r < 0)
                         return r;
-                r = fsgroup_attach(&t->fss[i]);
-                if (r < 0)
-                        return r;
         }
         for (size_t i = 0; i < t->n_tenants; i++) {
                 struct tenant *tn = &t->tenants[i];
@@ -225,6 +271,17 @@ static int run(struct tierd *t) {
                         return log_error_errno(errno, "tenant %s: cannot open %s on the private mount: %m",
                                                tn->cfg->name, tn->subvol_rel);
                 r = worker_start(&tn->worker);
+                if (r < 0)
+                        return r;
+        }
+        r = keeper_start(t);
+        if (r < 0)
+                return r;
+        set_fd_budget(t);
+        /* The predecessor's readers first, then new events. */
+        handover_replay(t);
+        for (size_t i = 0; i < t->n_fss; i++) {
+                r = fsgroup_attach(&t->fss[i]);
                 if (r < 0)
                         return r;
         }
@@ -240,22 +297,34 @@ static int run(struct tierd *t) {
         if (r < 0)
                 return r;
         log_info("serving %zu tenant(s) on %zu filesystem(s)", t->n_tenants, t->n_fss);
+        /* Under systemd: ready, and sd-event pings the watchdog. */
+        sd_notify(false, "READY=1");
+        sd_event_set_watchdog(t->event, true);
         return sd_event_loop(t->event);
 }
 
 static void teardown(struct tierd *t) {
         t->bus = sd_bus_flush_close_unref(t->bus);
-        for (size_t i = 0; i < t->n_tenants; i++)
+        for (size_t i = 0; i < t->n_tenants && !t->handing_over; i++)
                 view_remove(&t->tenants[i]);
         for (size_t i = 0; i < t->n_tenants; i++) {
-                worker_stop(&t->tenants[i].worker);
+                if (t->handing_over)
+                        worker_abandon(&t->tenants[i].worker);
+                else
+                        worker_stop(&t->tenants[i].worker);
                 safe_close(t->tenants[i].subvol_fd);
                 safe_close(t->tenants[i].store_fd);
                 free(t->tenants[i].subvol_rel);
                 explicit_bzero(&t->tenants[i].cred, sizeof(t->tenants[i].cred));
                 explicit_bzero(t->tenants[i].headers, sizeof(t->tenants[i].headers));
         }
-        dispatch_fail_all(t);
+        if (!t->handing_over) {
+                dispatch_fail_all(t);
+                if (t->stopping)
+                        handover_forget_all(t); /* stopped for good */
+        }
+        /* A clean exit leaves a complete journal: no keeper needed. */
+        keeper_stop(t);
         for (size_t i = 0; i < t->n_fss; i++) {
                 fsgroup_close(&t->fss[i]);
                 free(t->fss[i].mountpoint);
@@ -268,23 +337,31 @@ static void teardown(struct tierd *t) {
         t->event = sd_event_unref(t->event);
         policy_free(t->policy);
         free(t->worker_path);
+        journal_free(t->journal);
+        fdstore_done(&t->store);
 }
 
 static void usage(void) {
-        fprintf(stderr, "Usage: tierd --policy FILE [--debug]\n"
+        fprintf(stderr, "Usage: tierd --policy FILE [--holder SOCKET | --no-holder] [--debug]\n"
                         "Serves the tenants of FILE (JSON, see README.md): watches their filesystems,\n"
-                        "places their views and restores released files on first access.\n");
+                        "places their views and restores released files on first access.\n"
+                        "Its fanotify groups are kept across restarts by systemd's fd store (under\n"
+                        "systemd) or by tierd-holder on SOCKET (default " HOLDER_DEFAULT_SOCKET ",\n"
+                        "started when none listens).\n");
 }
 
 int main(int argc, char **argv) {
         static const struct option options[] = {
                 { "policy", required_argument, NULL, 'p' },
                 { "debug", no_argument, NULL, 'd' },
+                { "holder", required_argument, NULL, 'H' },
+                { "no-holder", no_argument, NULL, 'N' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        struct tierd t = {};
-        _cleanup_free_ char *error = NULL;
+        struct tierd t = { .keeper_pidfd = -1 };
+        _cleanup_free_ char *error = NULL, *holder_binary = NULL;
+        const char *holder = HOLDER_DEFAULT_SOCKET;
         sigset_t mask;
         int c, r;
 
@@ -293,6 +370,8 @@ int main(int argc, char **argv) {
                 switch (c) {
                 case 'p': t.policy_path = optarg; break;
                 case 'd': log_set_level(LOG_LVL_DEBUG); break;
+                case 'H': holder = optarg; break;
+                case 'N': holder = NULL; break;
                 case 'h': usage(); return EXIT_SUCCESS;
                 default: usage(); return 2;
                 }
@@ -309,7 +388,18 @@ int main(int argc, char **argv) {
                 log_error("tierd must run as root (fanotify pre-content groups need CAP_SYS_ADMIN)");
                 return EXIT_FAILURE;
         }
-        raise_fd_limit();
+        ensure_stdio();
+        t.nofile = raise_fd_limit();
+        if (holder && !systemd_fd_store_usable() && !(holder_binary = find_helper_binary("tierd-holder")))
+                return EXIT_FAILURE;
+        /* Before tierd opens anything that lives: the predecessor's events
+         * keep their fd numbers. */
+        r = handover_begin(&t, holder, holder_binary);
+        if (r < 0) {
+                log_error_errno(r, "cannot take over from the previous tierd: %m");
+                fdstore_done(&t.store);
+                return EXIT_FAILURE;
+        }
         signal(SIGPIPE, SIG_IGN);
         /* A lease break sends its holder SIGIO, fatal by default: tierd
          * never opens a file it leases, but must not die if it ever did. */
@@ -324,8 +414,8 @@ int main(int argc, char **argv) {
                 r = sd_event_add_signal(t.event, NULL, SIGTERM, on_terminate, &t);
         if (r >= 0)
                 r = sd_event_add_signal(t.event, NULL, SIGINT, on_terminate, &t);
-        if (r >= 0)
-                r = find_worker_binary(&t);
+        if (r >= 0 && !(t.worker_path = find_helper_binary("tierd-worker")))
+                r = -ENOENT;
         if (r >= 0)
                 r = run(&t);
         teardown(&t);
@@ -333,6 +423,6 @@ int main(int argc, char **argv) {
                 log_error_errno(r, "exiting: %m");
                 return EXIT_FAILURE;
         }
-        log_info("stopped");
+        log_info(t.handing_over ? "handed over" : "stopped");
         return EXIT_SUCCESS;
 }

@@ -7,6 +7,7 @@
  *   fills are written         worker/fill.c          (in tierd-worker)
  *   accessors are classified  supervisor/access.c
  *   groups, marks, views      supervisor/fsgroup.c, supervisor/views.c
+ *   restarts without a gap    supervisor/handover.c, journal.c, fdstore.c
  *   archive/release/restore   supervisor/jobs.c
  *   the policy is decided     policy/policy.c
  */
@@ -18,6 +19,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "fdstore.h"
 #include "policy.h"
 #include "proto.h"
 
@@ -29,6 +31,7 @@ struct tiered_fs {
         struct tierd *t;
         char *mountpoint; /* where the filesystem is mounted on the host */
         char *fstype;
+        uint64_t fsid; /* statfs f_fsid of the mount point: names its groups in the fd store */
         int tree_fd;  /* tierd's private mount: a detached clone (O_PATH) */
         int root_fd;  /* a directory fd on its root, the mount fd for handles */
         int pre_fd;   /* pre-content group: FAN_PRE_ACCESS | FAN_OPEN_PERM */
@@ -46,6 +49,7 @@ struct worker {
         struct request *requests; /* in flight: re-sent to a replacement */
         unsigned restarts;        /* recent, for crash-loop detection */
         uint64_t started_usec;
+        uint64_t died_usec; /* the last death, until a replacement serves */
         enum worker_state state;
 };
 
@@ -71,7 +75,8 @@ struct tenant {
         struct tenant_counters counters;
 };
 
-struct tfile; /* a file with fills or waiters in flight: dispatch.c */
+struct tfile;   /* a file with fills or waiters in flight: dispatch.c */
+struct journal; /* the in-flight journal: journal.c */
 
 struct tierd {
         sd_event *event;
@@ -85,7 +90,16 @@ struct tierd {
         size_t n_tenants;
         struct tfile *files;
         uint64_t next_request_id;
+        struct fdstore store;    /* keeps groups and journal across restarts */
+        struct journal *journal; /* every event read and not yet answered */
+        int keeper_pidfd;        /* shares our fd table: keeper.c */
+        unsigned n_orphans;      /* events a predecessor left, until replayed */
+        unsigned nofile;         /* RLIMIT_NOFILE */
+        unsigned fds_in_flight;  /* event fds and fill fds held */
+        unsigned fd_budget;      /* stop reading events beyond this */
+        bool reading_paused;
         bool stopping;
+        bool handing_over; /* SIGTERM with a store: leave everything pending */
         sd_event_source *stop_src, *secrets_src;
 };
 
@@ -95,9 +109,11 @@ struct request {
         struct request *next;
         struct proto_request msg;
         int fd;
+        bool fd_borrowed;       /* fd is the caller's: not closed here */
         uint64_t progress_usec; /* last heard moving */
         bool started;           /* the worker took it up (not queued behind others) */
         unsigned stalls;        /* workers killed while stuck on it */
+        unsigned crashes;       /* workers that died while working on it */
         void (*done)(struct request *req, const struct proto_reply *rep);
         void *userdata;
 };

@@ -37,11 +37,27 @@ static bool stale_view_present(const char *target) {
         return found;
 }
 
+/* Is target a mount of the subvolume itself (same directory, seen through
+ * another mount)? */
+static bool view_is_subvolume(const char *target, const char *subvolume) {
+        struct stat a, b;
+        if (!stale_view_present(target) || stat(target, &a) < 0 || stat(subvolume, &b) < 0)
+                return false;
+        return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int view_place(struct tenant *tn) {
         const char *target = tn->cfg->mount;
         int r = mkdir_parents(target, 0755);
         if (r < 0)
                 return log_error_errno(r, "tenant %s: cannot create view mount point %s: %m", tn->cfg->name, target);
+        if (view_is_subvolume(target, tn->cfg->subvolume)) {
+                /* Left by the tierd this one takes over from: readers may
+                 * be inside it, so it stays. */
+                tn->view_mounted = true;
+                log_info("tenant %s: view %s kept", tn->cfg->name, target);
+                return 0;
+        }
         if (stale_view_present(target)) {
                 log_warning("tenant %s: replacing what is mounted at %s (a stale view?)", tn->cfg->name, target);
                 if (umount2(target, MNT_DETACH) < 0)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,7 +28,8 @@
 #define WORKER_THREADS 4
 #define RESTART_DELAY_USEC (50 * 1000ull)
 #define RESTART_WINDOW_USEC (10 * 1000 * 1000ull)
-#define RESTART_MAX 5
+#define RESTART_MAX 5 /* deaths in a row with no request completed */
+#define CRASH_MAX 3
 
 static const char *const state_names[] = {
         [WORKER_STOPPED] = "stopped", [WORKER_RUNNING] = "running",
@@ -54,10 +56,18 @@ struct request *request_new(int type, int fd, void (*done)(struct request *, con
         return req;
 }
 
+struct request *request_new_borrowing(int type, int fd, void (*done)(struct request *, const struct proto_reply *),
+                                      void *userdata) {
+        struct request *req = request_new(type, fd, done, userdata);
+        if (req)
+                req->fd_borrowed = true;
+        return req;
+}
+
 static void request_finish(struct request *req, const struct proto_reply *rep) {
         /* Close our copy first: what done() starts (a release's write lease)
          * fails while tierd holds any other fd of the file. */
-        req->fd = safe_close(req->fd);
+        req->fd = req->fd_borrowed ? -1 : safe_close(req->fd);
         req->done(req, rep);
         free(req);
 }
@@ -79,6 +89,17 @@ static void worker_fail_all(struct worker *w, int error) {
                 w->requests = req->next;
                 request_fail(req, error);
         }
+}
+
+/* A worker that completes work is not crash-looping, however often it was
+ * killed before. */
+static void worker_served(struct worker *w) {
+        if (w->died_usec) {
+                log_info("tenant %s: replacement worker %d serving %.1f ms after its predecessor died",
+                         w->tenant->cfg->name, (int)w->pid, (double)(now_usec(w) - w->died_usec) / 1000.0);
+                w->died_usec = 0;
+        }
+        w->restarts = 0;
 }
 
 static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -127,6 +148,8 @@ static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *u
                 *p = req->next;
                 if (rep.error > 0 || rep.error < -4095)
                         rep.error = -EIO;
+                if (rep.error == 0)
+                        worker_served(w);
                 request_finish(req, &rep);
         }
 }
@@ -151,9 +174,27 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdat
         log_warning("tenant %s: worker %d %s %d", w->tenant->cfg->name, (int)si->si_pid,
                     si->si_code == CLD_EXITED ? "exited with status" : "killed by signal", si->si_status);
         w->child_src = sd_event_source_unref(w->child_src);
+        w->pid = 0;
+        /* What it said before dying counts: replies, and which requests it
+         * had started (a request it died on). */
+        if (w->io_src && w->sock >= 0)
+                on_worker_reply(w->io_src, w->sock, EPOLLIN, w);
         w->io_src = sd_event_source_disable_unref(w->io_src);
         w->sock = safe_close(w->sock);
-        w->pid = 0;
+        w->died_usec = now;
+        /* A request that was being worked on at each of several deaths may
+         * be what kills them: fail it rather than crash forever. */
+        for (struct request **pq = &w->requests; *pq;) {
+                struct request *q = *pq;
+                if (q->started && ++q->crashes >= CRASH_MAX) {
+                        log_error("tenant %s: request %llu was in progress at %d worker deaths: failing it",
+                                  w->tenant->cfg->name, (unsigned long long)q->msg.id, CRASH_MAX);
+                        *pq = q->next;
+                        request_fail(q, -EIO);
+                        continue;
+                }
+                pq = &q->next;
+        }
         if (w->tenant->t->stopping && !w->requests) {
                 w->state = WORKER_STOPPED;
                 return 0;
@@ -179,11 +220,15 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdat
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
-static void __attribute__((noreturn)) worker_exec(const char *path, int sock) {
+static void __attribute__((noreturn)) worker_exec(const char *path, int sock, pid_t parent) {
         static char *const argv[] = { "tierd-worker", NULL };
         static char *const envp[] = { NULL }; /* configuration comes over the socket only */
         sigset_t none;
 
+        /* A worker outliving tierd would keep writing fills nobody tracks
+         * while the next tierd's worker fetches the same ranges. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                _exit(127);
         if (dup2(sock, WORKER_CONTROL_FD) < 0)
                 _exit(127);
         /* Nothing of tierd's leaks into the worker: no group fd, no file. */
@@ -319,7 +364,7 @@ int worker_start(struct worker *w) {
         struct tenant *tn = w->tenant;
         struct proto_config cfg = { .type = PROTO_CONFIG, .threads = WORKER_THREADS };
         int sv[2], r;
-        pid_t pid;
+        pid_t pid, self = getpid();
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return log_error_errno(errno, "socketpair: %m");
@@ -331,7 +376,7 @@ int worker_start(struct worker *w) {
                 return log_error_errno(r, "fork: %m");
         }
         if (pid == 0)
-                worker_exec(tn->t->worker_path, sv[1]);
+                worker_exec(tn->t->worker_path, sv[1], self);
         close(sv[1]);
         w->sock = sv[0];
         w->pid = pid;
@@ -387,6 +432,23 @@ void worker_submit(struct worker *w, struct request *req) {
 }
 
 bool worker_idle(const struct worker *w) { return !w->requests; }
+
+/* A handover: killed at once, its requests left unanswered; the events
+ * behind them stay pending, recorded, for the next tierd. */
+void worker_abandon(struct worker *w) {
+        w->io_src = sd_event_source_disable_unref(w->io_src);
+        w->restart_src = sd_event_source_disable_unref(w->restart_src);
+        w->child_src = sd_event_source_disable_unref(w->child_src);
+        w->fail_src = sd_event_source_disable_unref(w->fail_src);
+        w->stall_src = sd_event_source_disable_unref(w->stall_src);
+        w->sock = safe_close(w->sock);
+        if (w->pid > 0) {
+                kill(w->pid, SIGKILL);
+                waitpid(w->pid, NULL, 0);
+        }
+        w->pid = 0;
+        w->state = WORKER_STOPPED;
+}
 
 void worker_stop(struct worker *w) {
         w->io_src = sd_event_source_disable_unref(w->io_src);

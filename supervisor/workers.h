@@ -6,6 +6,8 @@
 int worker_start(struct worker *w);
 /* Closes the control socket (the worker exits at end of stream) and waits. */
 void worker_stop(struct worker *w);
+/* Handover: kills it at once and answers nothing. */
+void worker_abandon(struct worker *w);
 /* Takes ownership of req (and req->fd). On a failed worker, or if it cannot
  * be sent, req->done runs at once with -EIO. */
 void worker_submit(struct worker *w, struct request *req);
@@ -16,3 +18,6 @@ const char *worker_state_to_string(enum worker_state s);
 
 struct request *request_new(int type, int fd, void (*done)(struct request *, const struct proto_reply *),
                             void *userdata);
+/* The same, but fd stays the caller's and must outlive the request. */
+struct request *request_new_borrowing(int type, int fd, void (*done)(struct request *, const struct proto_reply *),
+                                      void *userdata);

@@ -23,7 +23,9 @@ EOF2
 cat "$TL_DIR/policy.json"
 
 say "tierd starts: one fanotify group for the filesystem, a worker, the view $VIEW"
+echo "  (it starts tierd-holder, which keeps its groups and journal across tierd restarts)"
 tl_dbus_start
+export TL_TIERD_ARGS="--holder $TL_DIR/holder.sock"
 tl_tierd_start "$TL_DIR/policy.json"
 sed 's/^/  /' "$TL_TIERD_LOG"
 
@@ -55,7 +57,21 @@ cmp "$VIEW/data.bin" "$TL_DIR/data.orig" && echo "  data.bin: identical to the o
 tail -n 1 "$VIEW/numbers.txt" | sed 's/^/  numbers.txt ends with /'
 "$TIERCTL" status
 
-say "tierd stops on SIGTERM: in-flight fills answered, workers stopped, view removed"
-tl_tierd_stop && echo "  tierd exited 0"
+say "tierd is killed (SIGKILL) while a reader waits for a fill; a new tierd takes over"
+"$TIERCTL" release "$VIEW/data.bin" >/dev/null
+cmp "$VIEW/data.bin" "$TL_DIR/data.orig" && echo "  the reader got the original bytes" &
+reader=$!
+sleep 0.1
+kill -KILL "$TL_TIERD_PID"
+wait "$TL_TIERD_PID" 2>/dev/null
+echo "  tierd $TL_TIERD_PID killed; starting another"
+tl_tierd_start "$TL_DIR/policy.json"
+wait $reader
+grep -E "taken over|taking over|being served" "$TL_TIERD_LOG" | sed 's/^/  /'
+
+say "tierd stops for good on SIGINT: in-flight fills answered, workers stopped, view removed"
+kill -INT "$TL_TIERD_PID"
+wait "$TL_TIERD_PID" && echo "  tierd exited 0; tierd-holder let go of the groups and exited"
+TL_TIERD_PID=
 grep -E "archived|released|restored" "$TL_TIERD_LOG" | sed 's/^/  /'
 say "demo done: everything it made is removed"

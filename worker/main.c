@@ -123,6 +123,11 @@ int main(int argc, char **argv) {
                 log_error("malformed configuration from tierd");
                 return EXIT_FAILURE;
         }
+#ifdef TIERD_TEST_HOOKS
+        /* Fault switch (test builds only): a worker that crashes in a loop. */
+        if (strcmp(cfg.tenant, "crashloop") == 0)
+                abort();
+#endif
         /* Before any thread: libcurl's global state is not thread-safe to set up. */
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
                 log_error("cannot initialize libcurl");

@@ -56,6 +56,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *ctx) {
  *    worker's own uid and gid (no supplementary groups): changing uid from
  *    0 clears the permitted, effective and ambient sets too. */
 static int drop_privileges(uid_t uid, gid_t gid) {
+        pid_t parent = getppid();
+
         if (uid == 0 || gid == 0)
                 return log_error_errno(EINVAL, "refusing to run a worker as root");
         for (int c = 0; c <= CAP_LAST_CAP; c++)
@@ -65,6 +67,11 @@ static int drop_privileges(uid_t uid, gid_t gid) {
                 return log_error_errno(errno, "cannot become uid %u gid %u: %m", (unsigned)uid, (unsigned)gid);
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
                 return log_error_errno(errno, "cannot clear ambient capabilities: %m");
+        /* The uid change cleared the parent-death signal tierd set: set it
+         * again. A worker must not outlive its tierd, whose end of the
+         * control socket may stay open (in its keeper) after it died. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+                return log_error_errno(ESRCH, "tierd is gone");
         return 0;
 }
 

@@ -7,7 +7,7 @@ tl_init
 BUILD=$BUILD/testhooks
 TIERCTL=$BUILD/tierctl
 tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
-for t in probe mounter killer hung other; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
+for t in probe mounter killer hung other crashloop; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
 mkdir -p "$TL_DIR/store"
 cat >"$TL_DIR/policy.json" <<EOF2
 {"worker_uids": "59100-59199",
@@ -18,7 +18,9 @@ cat >"$TL_DIR/policy.json" <<EOF2
   {"name": "killer", "subvolume": "$TL_DIR/fs/killer", "mount": "$TL_DIR/views/killer", "backend": "file://$TL_DIR/store/killer"},
   {"name": "hung", "subvolume": "$TL_DIR/fs/hung", "mount": "$TL_DIR/views/hung", "backend": "file://$TL_DIR/store/hung",
    "stall_timeout": "1s", "connect_timeout": "1s"},
-  {"name": "other", "subvolume": "$TL_DIR/fs/other", "mount": "$TL_DIR/views/other", "backend": "file://$TL_DIR/store/other"}]}
+  {"name": "other", "subvolume": "$TL_DIR/fs/other", "mount": "$TL_DIR/views/other", "backend": "file://$TL_DIR/store/other"},
+  {"name": "crashloop", "subvolume": "$TL_DIR/fs/crashloop", "mount": "$TL_DIR/views/crashloop",
+   "backend": "file://$TL_DIR/store/crashloop"}]}
 EOF2
 # A stub by hand (root may write security.tierd) whose object is a test hook.
 hook_stub() { # FILE TENANT HOOK SIZE
@@ -46,6 +48,7 @@ hook_stub "$TL_DIR/fs/probe/ptrace" probe 02 $((1 << 20))
 hook_stub "$TL_DIR/fs/mounter/mount" mounter 03 $((1 << 20))
 hook_stub "$TL_DIR/fs/killer/kill" killer 04 $((5 << 30))
 hook_stub "$TL_DIR/fs/hung/hang" hung 05 $((1 << 20))
+hook_stub "$TL_DIR/fs/crashloop/any" crashloop 01 $((1 << 20))
 tl_dbus_start
 check "tierd (test-hook build) starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
 
@@ -76,7 +79,16 @@ check_fails "a worker that calls ptrace is ended: its reader gets an error" time
 check "... and tierd logs which call" grep -q "seccomp filter at system call 101 (ptrace)" "$TL_TIERD_LOG"
 check_fails "a worker that calls mount is ended: its reader gets an error" timeout 30 "$BUILD/tests/pread-at" "$TL_DIR/views/mounter/mount" 0 4096
 check "... and tierd logs which call" grep -q "seccomp filter at system call 165 (mount)" "$TL_TIERD_LOG"
-check "a worker crashing in a loop ends failed" bash -c "$TIERCTL status --json | grep -q '\"name\":\"mounter\"[^}]*\"state\":\"failed\"'"
+check "... a request in progress at 3 worker deaths fails alone" grep -q "tenant mounter: request .* was in progress at 3 worker deaths: failing it" "$TL_TIERD_LOG"
+crashloop_failed() {
+	for _ in $(seq 100); do
+		"$TIERCTL" status --json | grep -q '"name":"crashloop"[^}]*"state":"failed"' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+check "a worker crashing in a loop (test build: tenant crashloop dies at start) ends failed" crashloop_failed
+check_fails "... its readers get EIO at once" timeout 5 "$BUILD/tests/pread-at" "$TL_DIR/views/crashloop/any" 0 4096
 
 check_fails "a worker that tries to kill another is ended" timeout 30 "$BUILD/tests/pread-at" "$TL_DIR/views/killer/kill" $((O * 4096)) 4096
 check "... by its seccomp filter at kill(2)" grep -q "seccomp filter at system call 62 (kill)" "$TL_TIERD_LOG"

@@ -86,9 +86,12 @@ tl_dbus_start() {
 }
 
 # tl_tierd_start POLICY: starts tierd, waits until it answers on the bus.
+# Without a holder unless TL_TIERD_ARGS names one: a test that does not
+# restart tierd keeps nothing running after it.
 tl_tierd_start() {
 	TL_TIERD_LOG="$TL_DIR/tierd.log"
-	${TL_TIERD_WRAPPER:-} "$BUILD/tierd" --policy "$1" ${TL_TIERD_ARGS:-} >>"$TL_TIERD_LOG" 2>&1 &
+	local args=${TL_TIERD_ARGS:---no-holder}
+	${TL_TIERD_WRAPPER:-} "$BUILD/tierd" --policy "$1" $args >>"$TL_TIERD_LOG" 2>&1 &
 	TL_TIERD_PID=$!
 	TL_PIDS+=("$TL_TIERD_PID")
 	for _ in $(seq 100); do

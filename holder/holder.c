@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tierd-holder keeps tierd's fanotify group fds and its in-flight journal
+ * open while tierd is restarted, upgraded or dead: if the last fd of a
+ * pre-content group closed, the kernel would allow every pending read and
+ * readers of released files would see zeros. It parses nothing but the
+ * fixed records of common/holder-proto.h, talks to no network and changes
+ * rarely, so it need not be restarted when tierd is.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "holder-proto.h"
+#include "log.h"
+#include "macro.h"
+#include "proto.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+struct held {
+        char name[HOLDER_NAME_MAX + 1];
+        int fd;
+};
+
+struct holder {
+        const char *path;
+        bool exit_when_empty;
+        int listen_fd, lock_fd;
+        struct held *fds;
+        size_t n;
+};
+
+static int reply(int sock, const char *text, int fd) { return proto_send(sock, text, strlen(text), fd); }
+
+static struct held *holder_find(struct holder *h, const char *name) {
+        for (size_t i = 0; i < h->n; i++)
+                if (strcmp(h->fds[i].name, name) == 0)
+                        return &h->fds[i];
+        return NULL;
+}
+
+static bool name_valid(const char *name) {
+        size_t n = strlen(name);
+        if (n == 0 || n > HOLDER_NAME_MAX)
+                return false;
+        for (const char *p = name; *p; p++)
+                if (*p <= ' ' || *p > '~')
+                        return false;
+        return true;
+}
+
+static int serve_request(struct holder *h, int sock, char *msg, int fd) {
+        if (strncmp(msg, "STORE ", 6) == 0) {
+                const char *name = msg + 6;
+                if (fd < 0)
+                        return reply(sock, "ERR no fd", -1);
+                if (!name_valid(name) || holder_find(h, name) || h->n >= HOLDER_MAX_FDS) {
+                        close(fd);
+                        return reply(sock, "ERR bad, duplicate or one name too many", -1);
+                }
+                strcpy(h->fds[h->n].name, name);
+                h->fds[h->n++].fd = fd;
+                log_info("holding %s (%zu fds)", name, h->n);
+                return reply(sock, "OK", -1);
+        }
+        safe_close(fd);
+        if (strncmp(msg, "REMOVE ", 7) == 0) {
+                struct held *e = holder_find(h, msg + 7);
+                if (!e)
+                        return reply(sock, "ERR not held", -1);
+                log_info("released %s", e->name);
+                close(e->fd);
+                *e = h->fds[--h->n];
+                return reply(sock, "OK", -1);
+        }
+        if (strcmp(msg, "FETCH") == 0) {
+                char line[HOLDER_MSG_MAX];
+                for (size_t i = 0; i < h->n; i++) {
+                        snprintf(line, sizeof(line), "FD %s", h->fds[i].name);
+                        int r = reply(sock, line, h->fds[i].fd);
+                        if (r < 0)
+                                return r;
+                }
+                return reply(sock, "END", -1);
+        }
+        return reply(sock, "ERR unknown request", -1);
+}
+
+/* One client: tierd, which stays connected while it runs. */
+static void serve_client(struct holder *h, int sock) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+
+        /* Only root, or the holder's own user, may hand or take group fds. */
+        if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+            (cred.uid != 0 && cred.uid != geteuid())) {
+                log_error("refusing a client with uid %u", (unsigned)cred.uid);
+                return;
+        }
+        log_info("tierd %d connected", (int)cred.pid);
+        /* tierd's end of this socket may outlive tierd (its keeper shares
+         * its fds): the client is gone when its process is. */
+        _cleanup_close_ int pidfd = -1;
+        len = sizeof(pidfd);
+        if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+                pidfd = -1;
+        for (;;) {
+                struct pollfd p[2] = { { .fd = sock, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
+                char msg[HOLDER_MSG_MAX + 1];
+                size_t n = 0;
+                int fd = -1;
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (p[1].revents & POLLIN)
+                        break;
+                int r = proto_recv(sock, msg, HOLDER_MSG_MAX, &n, &fd, 0);
+                if (r == 1)
+                        break;
+                if (r < 0) {
+                        log_error_errno(r, "bad request from tierd %d: %m", (int)cred.pid);
+                        break;
+                }
+                msg[n] = 0;
+                if (serve_request(h, sock, msg, fd) < 0)
+                        break;
+        }
+        log_info("tierd %d gone; holding %zu fds", (int)cred.pid, h->n);
+}
+
+static int holder_listen(struct holder *h) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_free_ char *dir = strdup(h->path);
+        char *slash;
+
+        if (!dir || strlen(h->path) >= sizeof(sa.sun_path))
+                return log_error_errno(ENAMETOOLONG, "socket path %s: %m", h->path);
+        strcpy(sa.sun_path, h->path);
+        if ((slash = strrchr(dir, '/')) && slash != dir) {
+                *slash = 0;
+                if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                        return log_error_errno(errno, "cannot create %s: %m", dir);
+        }
+        /* One holder per socket, even when two start at once. */
+        _cleanup_free_ char *lock = NULL;
+        if (asprintf(&lock, "%s.lock", h->path) < 0)
+                return -ENOMEM;
+        h->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (h->lock_fd < 0)
+                return log_error_errno(errno, "cannot open %s: %m", lock);
+        if (flock(h->lock_fd, LOCK_EX | LOCK_NB) < 0)
+                return log_error_errno(errno == EWOULDBLOCK ? EADDRINUSE : errno, "another holder runs on %s: %m",
+                                       h->path);
+        h->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (h->listen_fd < 0)
+                return -errno;
+        /* A socket file left by a holder that died: nothing listens on it. */
+        if (connect(h->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+                return log_error_errno(EADDRINUSE, "a holder already listens on %s", h->path);
+        if (errno == ECONNREFUSED)
+                unlink(h->path);
+        close(h->listen_fd);
+        h->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (h->listen_fd < 0)
+                return -errno;
+        mode_t old = umask(077);
+        int r = bind(h->listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+        umask(old);
+        if (r < 0)
+                return log_error_errno(errno, "cannot bind %s: %m", h->path);
+        if (listen(h->listen_fd, 8) < 0)
+                return -errno;
+        return 0;
+}
+
+static void usage(void) {
+        fprintf(stderr, "Usage: tierd-holder [--socket PATH] [--exit-when-empty]\n"
+                        "Keeps tierd's fanotify groups and journal open across tierd restarts\n"
+                        "(default socket " HOLDER_DEFAULT_SOCKET ").\n");
+}
+
+int main(int argc, char **argv) {
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, 's' },
+                { "exit-when-empty", no_argument, NULL, 'e' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        struct holder h = { .path = HOLDER_DEFAULT_SOCKET, .listen_fd = -1, .lock_fd = -1 };
+        int c, r;
+
+        log_set_ident("tierd-holder");
+        while ((c = getopt_long(argc, argv, "s:eh", options, NULL)) >= 0)
+                switch (c) {
+                case 's': h.path = optarg; break;
+                case 'e': h.exit_when_empty = true; break;
+                case 'h': usage(); return EXIT_SUCCESS;
+                default: usage(); return 2;
+                }
+        if (optind != argc) {
+                usage();
+                return 2;
+        }
+        /* A client that dies mid-reply must not kill the holder. */
+        signal(SIGPIPE, SIG_IGN);
+        h.fds = calloc(HOLDER_MAX_FDS, sizeof(*h.fds));
+        if (!h.fds)
+                return EXIT_FAILURE;
+        r = holder_listen(&h);
+        if (r < 0)
+                return EXIT_FAILURE;
+        log_info("listening on %s", h.path);
+        for (;;) {
+                int sock = accept4(h.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+                if (sock < 0) {
+                        if (errno == EINTR || errno == ECONNABORTED)
+                                continue;
+                        log_error("accept: %m");
+                        return EXIT_FAILURE;
+                }
+                serve_client(&h, sock);
+                close(sock);
+                if (h.exit_when_empty && h.n == 0) {
+                        log_info("nothing left to hold: exiting");
+                        unlink(h.path);
+                        return EXIT_SUCCESS;
+                }
+        }
+}

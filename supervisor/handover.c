@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+#include "handover.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "fanotify-uapi.h"
+#include "fdstore.h"
+#include "journal.h"
+#include "log.h"
+#include "macro.h"
+
+#define JOURNAL_NAME "journal"
+#define KEEPER_NAME "keeper"
+
+static void group_name(char *buf, size_t size, const char *kind, uint64_t fsid) {
+        snprintf(buf, size, "%s-%016" PRIx64, kind, fsid);
+}
+
+/* Answers an event by its number only: nothing to close (the number is a
+ * placeholder or free). */
+static bool answer_number(int group_fd, int number, int error) {
+        struct fanotify_response resp = { .fd = number, .response = FAN_DENY_ERRNO(error) };
+        return write(group_fd, &resp, sizeof(resp)) == sizeof(resp);
+}
+
+static int inherited_group(struct tierd *t, const char *kind, uint64_t fsid) {
+        char name[64];
+        group_name(name, sizeof(name), kind, fsid);
+        for (size_t g = 0; g < t->store.n_inherited; g++)
+                if (t->store.inherited[g].fd >= 0 && strcmp(t->store.inherited[g].name, name) == 0)
+                        return t->store.inherited[g].fd;
+        return -1;
+}
+
+/* The predecessor died between reading events and recording them: they are
+ * pending with numbers the journal named in advance. Their fds live on in
+ * its keeper: record them from there (whole-file restores: their ranges are
+ * unknown). Without a keeper (a unit or container killed whole) they cannot
+ * be filled: EIO, never a reader blocked for good (a number with no pending
+ * event gives ENOENT and changes nothing). */
+static void recover_unrecorded(struct tierd *t, int old_keeper) {
+        int candidates[JOURNAL_MAX_CANDIDATES];
+        unsigned recovered = 0, lost = 0;
+        uint64_t fsid = 0;
+        unsigned n = journal_was_reading(t->journal, &fsid, candidates);
+
+        for (unsigned i = 0; i < n; i++) {
+                struct journal_event ev;
+                int c = candidates[i], fd = -1;
+                if (c < 3 || journal_get(t->journal, c, &ev))
+                        continue;
+                if (old_keeper >= 0)
+                        fd = (int)syscall(SYS_pidfd_getfd, old_keeper, c, 0);
+                if (fd >= 0) {
+                        journal_record_unknown(t->journal, c, fd, fsid);
+                        close(fd);
+                        recovered++;
+                } else if (old_keeper < 0 || errno != EBADF) {
+                        int group = inherited_group(t, "pre", fsid);
+                        if (group >= 0 && answer_number(group, c, EIO))
+                                lost++;
+                }
+        }
+        if (recovered)
+                log_info("%u event(s) the previous tierd read as it died were recovered from its keeper", recovered);
+        if (lost)
+                log_error("%u event(s) the previous tierd read as it died, and its keeper is gone: answered EIO", lost);
+        journal_reading_done(t->journal);
+}
+
+/* A journal nobody can read (damaged, or an incompatible layout): which
+ * events are pending is unknown, and none of them can be filled. Answer
+ * every number that may be one EIO (ENOENT where none is) and start anew. */
+static void answer_all_unknown(struct tierd *t) {
+        unsigned answered = 0;
+        for (size_t g = 0; g < t->store.n_inherited; g++) {
+                const struct fdstore_entry *e = &t->store.inherited[g];
+                if (e->fd < 0 || strncmp(e->name, "pre-", 4) != 0)
+                        continue;
+                for (unsigned i = 3; i < MAX(t->nofile, 65536u); i++)
+                        answered += answer_number(e->fd, (int)i, EIO);
+        }
+        log_error("the handed-over journal is unreadable: %u pending event(s) answered EIO", answered);
+}
+
+static int journal_take(struct tierd *t) {
+        int jfd = fdstore_take(&t->store, JOURNAL_NAME), r;
+
+        if (jfd >= 0) {
+                r = journal_open(jfd, t->nofile, &t->journal);
+                close(jfd);
+                if (r != -EBADMSG)
+                        return r;
+                answer_all_unknown(t);
+                fdstore_forget(&t->store, JOURNAL_NAME);
+        }
+        jfd = memfd_create("tierd-journal", MFD_CLOEXEC);
+        if (jfd < 0)
+                return log_error_errno(errno, "memfd_create: %m");
+        /* Header first: a journal in the store is always a readable one. */
+        r = journal_open(jfd, t->nofile, &t->journal);
+        if (r >= 0)
+                r = fdstore_put(&t->store, JOURNAL_NAME, jfd);
+        close(jfd);
+        return r;
+}
+
+static int move_above(int *fd, int min) {
+        if (*fd < 0 || *fd >= min)
+                return 0;
+        int n = fcntl(*fd, F_DUPFD_CLOEXEC, min);
+        if (n < 0)
+                return -errno;
+        close(*fd);
+        *fd = n;
+        return 0;
+}
+
+int handover_begin(struct tierd *t, const char *holder_path, const char *holder_binary) {
+        int r, high = -1, old_keeper;
+
+        r = fdstore_open(&t->store, holder_path, holder_binary);
+        if (r < 0)
+                return r;
+        r = journal_take(t);
+        if (r < 0)
+                return r;
+        old_keeper = fdstore_take(&t->store, KEEPER_NAME);
+        recover_unrecorded(t, old_keeper);
+
+        /* Orphans: events read by the predecessor and not answered. Only
+         * numbers below our fd limit can be given to new events: those are
+         * the ones to reserve. */
+        for (unsigned i = 0; i < journal_high(t->journal); i++) {
+                struct journal_event ev;
+                if (!journal_get(t->journal, (int)i, &ev))
+                        continue;
+                if (i < 3) {
+                        journal_forget(t->journal, (int)i); /* cannot be: stdio was open */
+                        continue;
+                }
+                t->n_orphans++;
+                if (i < t->nofile)
+                        high = (int)i;
+        }
+        /* Reserve their numbers before anything else takes one: the kernel
+         * matches an answer to the first pending event with that number.
+         * First every fd we hold moves above them. */
+        r = fdstore_move_above(&t->store, high + 1);
+        if (r >= 0)
+                r = move_above(&old_keeper, high + 1);
+        if (r < 0)
+                return log_error_errno(r, "moving handed-over fds above fd %d: %m", high);
+        if (high >= 3) {
+                int placeholder = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (placeholder < 0 || (r = move_above(&placeholder, high + 1)) < 0) {
+                        safe_close(placeholder);
+                        return log_error_errno(errno, "a placeholder fd: %m");
+                }
+                for (int i = 3; i <= high; i++) {
+                        struct journal_event ev;
+                        if (journal_get(t->journal, i, &ev) && dup3(placeholder, i, O_CLOEXEC) < 0) {
+                                r = -errno;
+                                close(placeholder);
+                                return log_error_errno(r, "reserving fd %d: %m", i);
+                        }
+                }
+                close(placeholder);
+        }
+        if (t->n_orphans)
+                log_info("taking over %u event(s) the previous tierd left unanswered", t->n_orphans);
+        /* Its keeper is done: its copies of the old fds (fill fds among
+         * them) must not linger. */
+        if (old_keeper >= 0) {
+                struct pollfd p = { .fd = old_keeper, .events = POLLIN };
+                syscall(SYS_pidfd_send_signal, old_keeper, SIGKILL, NULL, 0);
+                /* Gone for real: its copy of the D-Bus connection too, so
+                 * the bus name is free for us. */
+                poll(&p, 1, 2000);
+                close(old_keeper);
+                fdstore_forget(&t->store, KEEPER_NAME);
+        }
+        return 0;
+}
+
+int handover_take_group(struct tierd *t, const char *kind, uint64_t fsid) {
+        char name[64];
+        group_name(name, sizeof(name), kind, fsid);
+        return fdstore_take(&t->store, name);
+}
+
+int handover_store_group(struct tierd *t, const char *kind, uint64_t fsid, int fd) {
+        char name[64];
+        group_name(name, sizeof(name), kind, fsid);
+        return fdstore_put(&t->store, name, fd);
+}
+
+static struct tiered_fs *fs_by_id(struct tierd *t, uint64_t fsid) {
+        for (size_t i = 0; i < t->n_fss; i++)
+                if (t->fss[i].fsid == fsid)
+                        return &t->fss[i];
+        return NULL;
+}
+
+void handover_replay(struct tierd *t) {
+        unsigned served = 0, failed = 0;
+
+        for (unsigned i = 3; t->n_orphans && i < journal_high(t->journal); i++) {
+                struct journal_event ev;
+                if (!journal_get(t->journal, (int)i, &ev))
+                        continue;
+                struct tiered_fs *fs = fs_by_id(t, ev.fsid);
+                /* A number at or above our fd limit (it was lowered) cannot
+                 * hold the file: such an event can only be answered EIO. */
+                if (fs && i < t->nofile && dispatch_orphan(fs, &ev, (int)i) == 0) {
+                        served++;
+                        continue;
+                }
+                /* Its filesystem is no longer tiered, or the file cannot be
+                 * opened: no data can come, so EIO, never zeros. */
+                char name[64];
+                group_name(name, sizeof(name), "pre", ev.fsid);
+                for (size_t g = 0; g < t->store.n_inherited; g++)
+                        if (t->store.inherited[g].fd >= 0 && strcmp(t->store.inherited[g].name, name) == 0)
+                                answer_number(t->store.inherited[g].fd, (int)i, EIO);
+                if (fs)
+                        answer_number(fs->pre_fd, (int)i, EIO);
+                journal_forget(t->journal, (int)i);
+                if (i < t->nofile)
+                        close((int)i);
+                failed++;
+        }
+        if (served || failed)
+                log_info("previous tierd's events: %u being served, %u answered EIO", served, failed);
+        t->n_orphans = 0;
+        /* What the store holds that this policy no longer uses. */
+        for (size_t g = 0; g < t->store.n_inherited; g++) {
+                struct fdstore_entry *e = &t->store.inherited[g];
+                if (e->fd < 0)
+                        continue;
+                log_warning("dropping %s from the fd store: its filesystem is no longer tiered", e->name);
+                fdstore_forget(&t->store, e->name);
+                e->fd = safe_close(e->fd);
+        }
+}
+
+void handover_forget_all(struct tierd *t) {
+        char name[64];
+        for (size_t i = 0; i < t->n_fss; i++) {
+                group_name(name, sizeof(name), "pre", t->fss[i].fsid);
+                fdstore_forget(&t->store, name);
+                group_name(name, sizeof(name), "notif", t->fss[i].fsid);
+                fdstore_forget(&t->store, name);
+        }
+        fdstore_forget(&t->store, JOURNAL_NAME);
+}
