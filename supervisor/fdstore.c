@@ -158,6 +158,8 @@ static int holder_request(struct fdstore *s, const char *msg, int fd) {
         if (r != 0)
                 return r > 0 ? -ECONNRESET : r;
         rep[n] = 0;
+        if (strcmp(rep, "ERR not held") == 0)
+                return -ENOENT;
         if (strcmp(rep, "OK") != 0)
                 return log_error_errno(EIO, "holder refused \"%s\": %s", msg, rep);
         return 0;

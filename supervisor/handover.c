@@ -256,7 +256,7 @@ void handover_replay(struct tierd *t) {
 
 void handover_forget_all(struct tierd *t) {
         char name[64];
-        for (size_t i = 0; i < t->n_fss; i++) {
+        for (size_t i = 0; i < t->n_fss && t->fss[i].pre_fd >= 0; i++) {
                 group_name(name, sizeof(name), "pre", t->fss[i].fsid);
                 fdstore_forget(&t->store, name);
                 group_name(name, sizeof(name), "notif", t->fss[i].fsid);

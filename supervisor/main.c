@@ -418,6 +418,11 @@ int main(int argc, char **argv) {
                 r = -ENOENT;
         if (r >= 0)
                 r = run(&t);
+        /* A first start that failed leaves nothing in the store (and lets
+         * a holder it started exit); one that took over keeps it all for
+         * the next try: readers wait rather than read zeros. */
+        if (r < 0 && t.store.n_inherited == 0)
+                t.stopping = true;
         teardown(&t);
         if (r < 0) {
                 log_error_errno(r, "exiting: %m");
