@@ -48,6 +48,7 @@ struct worker {
         sd_event_source *io_src, *child_src, *restart_src, *fail_src, *stall_src;
         struct request *requests; /* in flight: re-sent to a replacement */
         unsigned restarts;        /* recent, for crash-loop detection */
+        bool serial;              /* suspects run one at a time: workers.c */
         uint64_t started_usec;
         uint64_t died_usec; /* the last death, until a replacement serves */
         enum worker_state state;
@@ -113,7 +114,9 @@ struct request {
         uint64_t progress_usec; /* last heard moving */
         bool started;           /* the worker took it up (not queued behind others) */
         unsigned stalls;        /* workers killed while stuck on it */
-        unsigned crashes;       /* workers that died while working on it */
+        unsigned crashes;       /* workers that died while it alone was in progress */
+        bool sent;              /* given to the current worker */
+        bool suspect;           /* in progress with others at a death */
         void (*done)(struct request *req, const struct proto_reply *rep);
         void *userdata;
 };

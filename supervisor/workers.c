@@ -80,7 +80,38 @@ static void request_fail(struct request *req, int error) {
 static int worker_send(struct worker *w, struct request *req) {
         req->progress_usec = now_usec(w);
         req->started = false;
+        req->sent = true;
         return proto_send(w->sock, &req->msg, sizeof(req->msg), req->fd);
+}
+
+/* Sends what the worker has not been given. After a death with several
+ * requests in progress, any of them may be the killer: those suspects then
+ * run one at a time, alone, so the next death is blamed on the right one. */
+static void worker_send_pending(struct worker *w) {
+        struct request *suspect = NULL;
+
+        if (w->state != WORKER_RUNNING)
+                return;
+        for (struct request *q = w->requests; q; q = q->next)
+                if (q->suspect) {
+                        if (q->sent)
+                                return; /* one at a time */
+                        suspect = q;
+                }
+        w->serial = suspect != NULL;
+        if (suspect) {
+                log_debug("tenant %s: request %llu, a suspect, runs alone", w->tenant->cfg->name,
+                          (unsigned long long)suspect->msg.id);
+                if (worker_send(w, suspect) < 0 && w->pid > 0)
+                        kill(w->pid, SIGKILL);
+                return;
+        }
+        for (struct request *q = w->requests; q; q = q->next)
+                if (!q->sent && worker_send(w, q) < 0) {
+                        if (w->pid > 0)
+                                kill(w->pid, SIGKILL); /* restarted, and everything re-sent */
+                        return;
+                }
 }
 
 static void worker_fail_all(struct worker *w, int error) {
@@ -151,6 +182,8 @@ static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *u
                 if (rep.error == 0)
                         worker_served(w);
                 request_finish(req, &rep);
+                if (w->serial)
+                        worker_send_pending(w); /* the next suspect */
         }
 }
 
@@ -164,6 +197,34 @@ static int worker_restart_timer(sd_event_source *s, uint64_t usec, void *userdat
                 worker_fail_all(w, -EIO);
         }
         return 0;
+}
+
+/* A death with one request in progress is blamed on it, and a request
+ * blamed CRASH_MAX times fails rather than crash workers forever. With
+ * several in progress, they become suspects, run alone from now on. */
+static void worker_blame(struct worker *w) {
+        unsigned in_progress = 0;
+
+        for (struct request *q = w->requests; q; q = q->next)
+                in_progress += q->started;
+        for (struct request **pq = &w->requests; *pq;) {
+                struct request *q = *pq;
+                bool started = q->started;
+                /* The replacement gets everything again, from the start. */
+                q->sent = q->started = false;
+                if (started && in_progress > 1) {
+                        log_debug("tenant %s: request %llu was in progress with others at a worker death: a suspect",
+                                  w->tenant->cfg->name, (unsigned long long)q->msg.id);
+                        q->suspect = true;
+                } else if (started && ++q->crashes >= CRASH_MAX) {
+                        log_error("tenant %s: request %llu was alone in progress at %d worker deaths: failing it",
+                                  w->tenant->cfg->name, (unsigned long long)q->msg.id, CRASH_MAX);
+                        *pq = q->next;
+                        request_fail(q, -EIO);
+                        continue;
+                }
+                pq = &q->next;
+        }
 }
 
 static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
@@ -182,19 +243,7 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdat
         w->io_src = sd_event_source_disable_unref(w->io_src);
         w->sock = safe_close(w->sock);
         w->died_usec = now;
-        /* A request that was being worked on at each of several deaths may
-         * be what kills them: fail it rather than crash forever. */
-        for (struct request **pq = &w->requests; *pq;) {
-                struct request *q = *pq;
-                if (q->started && ++q->crashes >= CRASH_MAX) {
-                        log_error("tenant %s: request %llu was in progress at %d worker deaths: failing it",
-                                  w->tenant->cfg->name, (unsigned long long)q->msg.id, CRASH_MAX);
-                        *pq = q->next;
-                        request_fail(q, -EIO);
-                        continue;
-                }
-                pq = &q->next;
-        }
+        worker_blame(w);
         if (w->tenant->t->stopping && !w->requests) {
                 w->state = WORKER_STOPPED;
                 return 0;
@@ -401,9 +450,7 @@ int worker_start(struct worker *w) {
         w->state = WORKER_RUNNING;
         log_info("tenant %s: worker %d started", tn->cfg->name, (int)pid);
         /* A replacement gets everything its predecessor left unanswered. */
-        for (struct request *req = w->requests; req; req = req->next)
-                if (worker_send(w, req) < 0)
-                        break; /* it died already: its exit handler restarts it */
+        worker_send_pending(w);
         return 0;
 }
 
@@ -427,7 +474,7 @@ void worker_submit(struct worker *w, struct request *req) {
                 sd_event_source_set_enabled(w->fail_src, SD_EVENT_ONESHOT);
                 return;
         }
-        if (w->state == WORKER_RUNNING && worker_send(w, req) < 0 && w->pid > 0)
+        if (w->state == WORKER_RUNNING && !w->serial && worker_send(w, req) < 0 && w->pid > 0)
                 kill(w->pid, SIGKILL); /* restarted, and the request re-sent */
 }
 

@@ -77,9 +77,15 @@ check "it runs as uid 59100" grep -q "uid 59100" "$TL_DIR/verdict"
 
 check_fails "a worker that calls ptrace is ended: its reader gets an error" timeout 30 "$BUILD/tests/pread-at" "$TL_DIR/views/probe/ptrace" 0 4096
 check "... and tierd logs which call" grep -q "seccomp filter at system call 101 (ptrace)" "$TL_TIERD_LOG"
+# A file of the same tenant, read while the mount request keeps killing
+# workers: the deaths are blamed on the request alone in progress.
+head -c $((8 << 20)) /dev/urandom >"$TL_DIR/fs/mounter/plain" && cp "$TL_DIR/fs/mounter/plain" "$TL_DIR/plain.orig"
+"$TIERCTL" archive "$TL_DIR/views/mounter/plain" >/dev/null && "$TIERCTL" release "$TL_DIR/views/mounter/plain" >/dev/null
+timeout 60 cmp "$TL_DIR/views/mounter/plain" "$TL_DIR/plain.orig" & plain_reader=$!
 check_fails "a worker that calls mount is ended: its reader gets an error" timeout 30 "$BUILD/tests/pread-at" "$TL_DIR/views/mounter/mount" 0 4096
+check "... a reader of another file of that tenant, at the same time, gets the original bytes" wait $plain_reader
 check "... and tierd logs which call" grep -q "seccomp filter at system call 165 (mount)" "$TL_TIERD_LOG"
-check "... a request in progress at 3 worker deaths fails alone" grep -q "tenant mounter: request .* was in progress at 3 worker deaths: failing it" "$TL_TIERD_LOG"
+check "... the request alone in progress at 3 worker deaths fails alone" grep -q "tenant mounter: request .* was alone in progress at 3 worker deaths: failing it" "$TL_TIERD_LOG"
 crashloop_failed() {
 	for _ in $(seq 100); do
 		"$TIERCTL" status --json | grep -q '"name":"crashloop"[^}]*"state":"failed"' && return 0
