@@ -19,7 +19,7 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 
 COMMON_SRC := common/log.c common/ranges.c common/size.c common/url.c common/hex.c common/stub.c common/proto.c
 POLICY_SRC := policy/policy.c policy/json-strict.c
-TIERD_SRC := $(wildcard supervisor/*.c) dbus/manager.c
+TIERD_SRC := $(wildcard supervisor/*.c) $(wildcard dbus/*.c)
 WORKER_SRC := $(wildcard worker/*.c)
 HOLDER_SRC := holder/holder.c common/log.c common/proto.c
 TIERCTL_SRC := cli/tierctl.c
@@ -63,7 +63,7 @@ $(BUILD)/tierctl: $(call obj,$(TIERCTL_SRC))
 # Small programs the integration tests run (mmap reader, pread...).
 $(BUILD)/tests/%: tests/helpers/%.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $<
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Unit tests, built plain and with ASan+UBSan.
 UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/credentials.c worker/http-check.c

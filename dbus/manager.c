@@ -10,31 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "jobs.h"
+#include "tenant.h"
 #include "log.h"
 #include "workers.h"
 #include "macro.h"
 
-#define ERROR_ACCESS_DENIED "org.tierd1.Error.AccessDenied"
 #define ERROR_SHUTTING_DOWN "org.tierd1.Error.ShuttingDown"
+#define ERROR_NO_SUCH_TENANT "org.tierd1.Error.NoSuchTenant"
 #define ERROR_INVALID_ARGS "org.tierd1.Error.InvalidArguments"
 #define MAX_PATHS 100000
 #define MAX_PATH_LEN 4096
-
-/* Mutations need uid 0, from the bus's own record of the caller. */
-static int check_privileged(sd_bus_message *m, sd_bus_error *error) {
-        sd_bus_creds *creds = NULL;
-        uid_t uid;
-        int r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &creds);
-        if (r >= 0)
-                r = sd_bus_creds_get_euid(creds, &uid);
-        sd_bus_creds_unref(creds);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "cannot identify the caller: %m");
-        if (uid != 0)
-                return sd_bus_error_set(error, ERROR_ACCESS_DENIED, "only root may change files (caller is not uid 0)");
-        return 0;
-}
 
 static int read_paths(sd_bus_message *m, char ***ret, sd_bus_error *error) {
         char **paths = NULL;
@@ -159,7 +146,7 @@ static int method_batch(sd_bus_message *m, struct tierd *t, async_job_t job, sd_
         char **paths = NULL;
         int r, n;
 
-        if ((r = check_privileged(m, error)) < 0)
+        if ((r = bus_check_admin(t, m, error)) < 0)
                 return r;
         if (t->stopping)
                 return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
@@ -243,6 +230,43 @@ static int method_tenant_status(sd_bus_message *m, void *userdata, sd_bus_error 
         return r < 0 ? r : 1;
 }
 
+static int method_list_tenants(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        sd_bus_message *reply = NULL;
+        int r;
+        (void)error;
+
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(so)");
+        for (size_t i = 0; r >= 0 && i < t->n_tenants; i++) {
+                _cleanup_free_ char *path = tenant_bus_path(&t->tenants[i]);
+                r = path ? sd_bus_message_append(reply, "(so)", t->tenants[i].cfg->name, path) : -ENOMEM;
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        return r < 0 ? r : 1;
+}
+
+static int method_get_tenant(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        _cleanup_free_ char *path = NULL;
+        const char *name;
+        struct tenant *tn;
+        int r = sd_bus_message_read(m, "s", &name);
+
+        if (r < 0)
+                return r;
+        if (!(tn = tierd_find_tenant(t, name)))
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_TENANT, "no tenant named \"%.64s\" in the policy", name);
+        if (!(path = tenant_bus_path(tn)))
+                return -ENOMEM;
+        return sd_bus_reply_method_return(m, "o", path);
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD_WITH_ARGS("ArchivePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ss)", results),
@@ -255,6 +279,12 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_file_status, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("TenantStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssutttttttttt)", tenants),
                                 method_tenant_status, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListTenants", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(so)", tenants), method_list_tenants,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetTenant", SD_BUS_ARGS("s", name), SD_BUS_RESULT("o", tenant), method_get_tenant,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("WorkerStarted", SD_BUS_ARGS("s", tenant, "o", path, "u", pid), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("WorkerExited", SD_BUS_ARGS("s", tenant, "o", path, "u", pid, "s", how, "i", status), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -265,6 +295,9 @@ int manager_bus_open(struct tierd *t) {
         r = sd_bus_add_object_vtable(t->bus, NULL, TIERD_BUS_PATH, TIERD_BUS_MANAGER, manager_vtable, t);
         if (r < 0)
                 return log_error_errno(r, "cannot publish %s: %m", TIERD_BUS_PATH);
+        r = tenant_bus_publish(t);
+        if (r < 0)
+                return r;
         /* A predecessor's connection may take a moment to be dropped by
          * the bus after it died. */
         for (int i = 0; i < 40; i++) {

@@ -341,9 +341,19 @@ static int check_tenants_distinct(struct parse_ctx *c, const struct policy *p) {
         return 0;
 }
 
+static bool group_name_valid(const char *name) {
+        size_t n = strlen(name);
+        if (n == 0 || n > 32 || name[0] == '-')
+                return false;
+        for (const char *q = name; *q; q++)
+                if (!isalnum((unsigned char)*q) && !strchr("-_.", *q))
+                        return false;
+        return true;
+}
+
 int policy_parse(const char *text, size_t len, const char *origin, struct policy **ret, char **error) {
         struct parse_ctx c = { .origin = origin ? origin : "policy", .error = error };
-        static const char *const top_keys[] = { "version", "defaults", "tenants", "worker_uids" };
+        static const char *const top_keys[] = { "version", "defaults", "tenants", "worker_uids", "admin_group" };
         struct tenant_settings defaults = {
                 .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
@@ -410,6 +420,12 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                     uid_last < uid_first || uid_last >= 0xfffffffe)
                         return fail(&c, NULL, "worker_uids", "must be a range \"FIRST-LAST\" of non-root uids, such as \"59000-59999\"");
         }
+        const char *admin_group = NULL;
+        if (json_object_object_get_ex(root, "admin_group", &v)) {
+                admin_group = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+                if (!group_name_valid(admin_group))
+                        return fail(&c, NULL, "admin_group", "must be a group name (letters, digits, \"-_.\", at most 32)");
+        }
         if (json_object_object_get_ex(root, "defaults", &v)) {
                 if (!json_object_is_type(v, json_type_object))
                         return fail(&c, NULL, "defaults", "must be an object");
@@ -427,6 +443,10 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
         if (!p)
                 return -ENOMEM;
         p->version = version;
+        if (admin_group && !(p->admin_group = strdup(admin_group))) {
+                free(p);
+                return -ENOMEM;
+        }
         p->worker_uid_first = (uint32_t)uid_first;
         p->worker_uid_count = (uint32_t)(uid_last - uid_first + 1);
         size_t n = json_object_array_length(tenants);
@@ -500,6 +520,7 @@ int policy_load_file(const char *path, struct policy **ret, char **error) {
 void policy_free(struct policy *p) {
         if (!p)
                 return;
+        free(p->admin_group);
         for (size_t i = 0; i < p->n_tenants; i++) {
                 free(p->tenants[i].name);
                 free(p->tenants[i].subvolume);

@@ -39,6 +39,7 @@ struct policy_tenant {
 struct policy {
         unsigned version;
         uint32_t worker_uid_first, worker_uid_count; /* "worker_uids": one uid and gid per worker */
+        char *admin_group; /* "admin_group": its members may change files too; NULL: root only */
         struct policy_tenant *tenants;
         size_t n_tenants;
 };

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "tenant.h"
 #include "macro.h"
 #include "url.h"
 
@@ -195,6 +196,7 @@ static int worker_restart_timer(sd_event_source *s, uint64_t usec, void *userdat
         if (worker_start(w) < 0) {
                 w->state = WORKER_FAILED;
                 worker_fail_all(w, -EIO);
+                tenant_bus_worker_changed(w->tenant);
         }
         return 0;
 }
@@ -227,10 +229,8 @@ static void worker_blame(struct worker *w) {
         }
 }
 
-static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
-        struct worker *w = userdata;
+static void worker_handle_exit(struct worker *w, const siginfo_t *si) {
         uint64_t now = now_usec(w);
-        (void)s;
 
         log_warning("tenant %s: worker %d %s %d", w->tenant->cfg->name, (int)si->si_pid,
                     si->si_code == CLD_EXITED ? "exited with status" : "killed by signal", si->si_status);
@@ -246,7 +246,7 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdat
         worker_blame(w);
         if (w->tenant->t->stopping && !w->requests) {
                 w->state = WORKER_STOPPED;
-                return 0;
+                return;
         }
         if (now - w->started_usec > RESTART_WINDOW_USEC)
                 w->restarts = 0;
@@ -255,7 +255,7 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdat
                           w->tenant->cfg->name, RESTART_MAX);
                 w->state = WORKER_FAILED;
                 worker_fail_all(w, -EIO);
-                return 0;
+                return;
         }
         w->state = WORKER_RESTARTING;
         /* First restart at once, then back off. */
@@ -265,6 +265,14 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdat
                 w->state = WORKER_FAILED;
                 worker_fail_all(w, -EIO);
         }
+        return;
+}
+
+static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        struct worker *w = userdata;
+        (void)s;
+        worker_handle_exit(w, si);
+        tenant_bus_worker_exited(w->tenant, si->si_pid, si->si_code != CLD_EXITED, si->si_status);
         return 0;
 }
 
@@ -449,6 +457,7 @@ int worker_start(struct worker *w) {
                 sd_event_source_set_enabled(w->stall_src, SD_EVENT_ON);
         w->state = WORKER_RUNNING;
         log_info("tenant %s: worker %d started", tn->cfg->name, (int)pid);
+        tenant_bus_worker_started(tn);
         /* A replacement gets everything its predecessor left unanswered. */
         worker_send_pending(w);
         return 0;

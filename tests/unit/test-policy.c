@@ -111,6 +111,19 @@ static void test_bad_values(void **state) {
         parse_bad("{\"worker_uids\": \"7000-7000\", \"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\","
                   " \"backend\": \"file:///s\"}, {\"name\": \"b\", \"subvolume\": \"/t/b\", \"mount\": \"/v/b\", \"backend\": \"file:///s\"}]}",
                   "fewer uids");
+        parse_bad("{\"admin_group\": \"\", \"tenants\": []}", "group name");
+        parse_bad("{\"admin_group\": \"a b\", \"tenants\": []}", "group name");
+        parse_bad("{\"admin_group\": 0, \"tenants\": []}", "group name");
+}
+
+static void test_admin_group(void **state) {
+        (void)state;
+        struct policy *p = parse_ok("{\"admin_group\": \"tierd-admins\", \"tenants\": []}");
+        assert_string_equal(p->admin_group, "tierd-admins");
+        policy_free(p);
+        p = parse_ok("{\"tenants\": []}");
+        assert_null(p->admin_group);
+        policy_free(p);
 }
 
 static void test_remote_keys(void **state) {
@@ -156,6 +169,7 @@ int main(void) {
                 cmocka_unit_test(test_strict_json),
                 cmocka_unit_test(test_bad_values),
                 cmocka_unit_test(test_remote_keys),
+                cmocka_unit_test(test_admin_group),
                 cmocka_unit_test(test_invalid_utf8),
         };
         return UNIT_RUN("policy", tests);

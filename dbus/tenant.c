@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * org.tierd1.Tenant, one object per tenant (dbus/org.tierd1.Tenant.xml).
+ * Worker state changes are signalled; counters are read on demand, so a
+ * busy node does not flood the system bus.
+ */
+#include "tenant.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobs.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "workers.h"
+
+char *tenant_bus_path(const struct tenant *tn) {
+        char *path = NULL;
+        return sd_bus_path_encode(TIERD_BUS_TENANT_PREFIX, tn->cfg->name, &path) < 0 ? NULL : path;
+}
+
+static int tenant_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
+                       sd_bus_error *error) {
+        struct tierd *t = userdata;
+        _cleanup_free_ char *name = NULL;
+        struct tenant *tn;
+        (void)bus;
+        (void)interface;
+        (void)error;
+
+        if (sd_bus_path_decode(path, TIERD_BUS_TENANT_PREFIX, &name) <= 0 || !(tn = tierd_find_tenant(t, name)))
+                return 0;
+        *found = tn;
+        return 1;
+}
+
+static int tenant_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        char **v = calloc(t->n_tenants + 1, sizeof(char *));
+        (void)bus;
+        (void)prefix;
+        (void)error;
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < t->n_tenants; i++)
+                if (!(v[i] = tenant_bus_path(&t->tenants[i]))) {
+                        for (size_t j = 0; j < i; j++)
+                                free(v[j]);
+                        free(v);
+                        return -ENOMEM;
+                }
+        *nodes = v;
+        return 0;
+}
+
+#define GETTER(fn) \
+        static int fn(sd_bus *bus, const char *path, const char *interface, const char *property, \
+                      sd_bus_message *reply, void *userdata, sd_bus_error *error)
+
+GETTER(get_config) {
+        const struct tenant *tn = userdata;
+        const char *v = strcmp(property, "Name") == 0        ? tn->cfg->name
+                        : strcmp(property, "Subvolume") == 0 ? tn->cfg->subvolume
+                        : strcmp(property, "Mount") == 0     ? tn->cfg->mount
+                                                             : tn->cfg->backend; /* credentials: never */
+        (void)bus, (void)path, (void)interface, (void)error;
+        return sd_bus_message_append(reply, "s", v);
+}
+
+GETTER(get_worker_state) {
+        const struct tenant *tn = userdata;
+        (void)bus, (void)path, (void)interface, (void)property, (void)error;
+        return sd_bus_message_append(reply, "s", worker_state_to_string(tn->worker.state));
+}
+
+GETTER(get_worker_pid) {
+        const struct tenant *tn = userdata;
+        (void)bus, (void)path, (void)interface, (void)property, (void)error;
+        return sd_bus_message_append(reply, "u", (uint32_t)(tn->worker.pid > 0 ? tn->worker.pid : 0));
+}
+
+GETTER(get_worker_restarts) {
+        const struct tenant *tn = userdata;
+        (void)bus, (void)path, (void)interface, (void)property, (void)error;
+        return sd_bus_message_append(reply, "u", (uint32_t)tn->worker.restarts);
+}
+
+GETTER(get_counter) {
+        const struct tenant *tn = userdata;
+        const struct tenant_counters *c = &tn->counters;
+        uint64_t v = strcmp(property, "Fills") == 0          ? c->fills
+                     : strcmp(property, "BytesFetched") == 0 ? c->fill_bytes
+                     : strcmp(property, "FillErrors") == 0   ? c->fill_errors
+                     : strcmp(property, "Archives") == 0     ? c->archives
+                                                             : c->releases;
+        (void)bus, (void)path, (void)interface, (void)error;
+        return sd_bus_message_append(reply, "t", v);
+}
+
+GETTER(get_in_flight) {
+        const struct tenant *tn = userdata;
+        uint32_t n = 0;
+        (void)bus, (void)path, (void)interface, (void)property, (void)error;
+        for (const struct request *q = tn->worker.requests; q; q = q->next)
+                n++;
+        return sd_bus_message_append(reply, "u", n);
+}
+
+/* A walk of the subvolume: only when asked. */
+GETTER(get_usage) {
+        struct tenant *tn = userdata;
+        static const char *const names[] = { [USAGE_RESIDENT] = "resident", [USAGE_ARCHIVED] = "archived",
+                                             [USAGE_PARTIAL] = "partial", [USAGE_RELEASED] = "released",
+                                             [USAGE_DIRTY] = "dirty" };
+        struct tenant_usage u;
+        int r;
+        (void)bus, (void)path, (void)interface, (void)error;
+
+        job_tenant_usage(tn, &u);
+        if (strcmp(property, "ResidentBytes") == 0)
+                return sd_bus_message_append(reply, "t", u.resident_bytes);
+        if (strcmp(property, "ReleasedBytes") == 0)
+                return sd_bus_message_append(reply, "t", u.released_bytes);
+        r = sd_bus_message_open_container(reply, 'a', "{st}");
+        for (size_t i = 0; r >= 0 && i < ARRAY_SIZE(names); i++)
+                r = sd_bus_message_append(reply, "{st}", names[i], u.files[i]);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static const sd_bus_vtable tenant_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Name", "s", get_config, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Subvolume", "s", get_config, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Mount", "s", get_config, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Backend", "s", get_config, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("WorkerState", "s", get_worker_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("WorkerPid", "u", get_worker_pid, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("WorkerRestarts", "u", get_worker_restarts, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Fills", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("BytesFetched", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("FillErrors", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("Archives", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("Releases", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("InFlightRequests", "u", get_in_flight, 0, 0),
+        SD_BUS_PROPERTY("ResidentBytes", "t", get_usage, 0, 0),
+        SD_BUS_PROPERTY("ReleasedBytes", "t", get_usage, 0, 0),
+        SD_BUS_PROPERTY("FilesByState", "a{st}", get_usage, 0, 0),
+        SD_BUS_VTABLE_END,
+};
+
+int tenant_bus_publish(struct tierd *t) {
+        int r = sd_bus_add_fallback_vtable(t->bus, NULL, TIERD_BUS_TENANT_PREFIX, TIERD_BUS_TENANT, tenant_vtable,
+                                           tenant_find, t);
+        if (r >= 0)
+                r = sd_bus_add_node_enumerator(t->bus, NULL, TIERD_BUS_TENANT_PREFIX, tenant_enumerate, t);
+        if (r >= 0)
+                r = sd_bus_add_object_manager(t->bus, NULL, TIERD_BUS_PATH);
+        if (r < 0)
+                return log_error_errno(r, "cannot publish the tenant objects: %m");
+        return 0;
+}
+
+void tenant_bus_worker_changed(struct tenant *tn) {
+        _cleanup_free_ char *path = NULL;
+        if (!tn->t->bus || !(path = tenant_bus_path(tn)))
+                return;
+        sd_bus_emit_properties_changed(tn->t->bus, path, TIERD_BUS_TENANT, "WorkerState", "WorkerPid", "WorkerRestarts",
+                                       NULL);
+}
+
+void tenant_bus_worker_started(struct tenant *tn) {
+        _cleanup_free_ char *path = NULL;
+        if (!tn->t->bus || !(path = tenant_bus_path(tn)))
+                return;
+        sd_bus_emit_signal(tn->t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "WorkerStarted", "sou", tn->cfg->name, path,
+                           (uint32_t)tn->worker.pid);
+        tenant_bus_worker_changed(tn);
+}
+
+void tenant_bus_worker_exited(struct tenant *tn, pid_t pid, bool killed, int status) {
+        _cleanup_free_ char *path = NULL;
+        if (!tn->t->bus || !(path = tenant_bus_path(tn)))
+                return;
+        sd_bus_emit_signal(tn->t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "WorkerExited", "sousi", tn->cfg->name, path,
+                           (uint32_t)pid, killed ? "signal" : "exit", (int32_t)status);
+        tenant_bus_worker_changed(tn);
+}

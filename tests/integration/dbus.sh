@@ -1,0 +1,91 @@
+#!/bin/bash
+# The D-Bus API through clients we did not write (busctl, dbus-send,
+# dbus-monitor) on a private dbus-daemon with the shipped bus policy: what
+# the running daemon introspects matches dbus/*.xml; the manager and tenant
+# objects; access control (root, admin_group, anyone else); named errors on
+# bad input with tierd staying up; signals and PropertiesChanged when a
+# worker is killed.
+set -u
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+TIERCTL=$BUILD/tierctl
+AWK="$TL_ROOT/tests/lib/introspect.awk"
+
+tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
+for t in alpha b-2.x; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
+mkdir -p "$TL_DIR/store"
+# Debian's nobody is in group nogroup: the admin group here.
+cat >"$TL_DIR/policy.json" <<EOF2
+{"admin_group": "nogroup",
+ "tenants": [
+  {"name": "alpha", "subvolume": "$TL_DIR/fs/alpha", "mount": "$TL_DIR/views/alpha", "backend": "file://$TL_DIR/store/alpha"},
+  {"name": "b-2.x", "subvolume": "$TL_DIR/fs/b-2.x", "mount": "$TL_DIR/views/b-2.x", "backend": "file://$TL_DIR/store/b"}]}
+EOF2
+tl_dbus_start
+check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
+BUSCTL="busctl --system"
+ALPHA=/org/tierd1/tenant/alpha B2X=/org/tierd1/tenant/b_2d2_2ex
+
+same_interface() { # IFACE PATH XML
+	diff <($BUSCTL introspect --xml-interface org.tierd1 "$2" | awk -v IFACE="$1" -f "$AWK" | sort) \
+		<(awk -v IFACE="$1" -f "$AWK" "$3" | sort)
+}
+check "the running daemon's org.tierd1.Manager is dbus/org.tierd1.Manager.xml" \
+	same_interface org.tierd1.Manager /org/tierd1 "$TL_ROOT/dbus/org.tierd1.Manager.xml"
+check "the running daemon's org.tierd1.Tenant is dbus/org.tierd1.Tenant.xml" \
+	same_interface org.tierd1.Tenant "$ALPHA" "$TL_ROOT/dbus/org.tierd1.Tenant.xml"
+
+check "ListTenants: names and escaped object paths" \
+	test "$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ListTenants)" = \
+	"a(so) 2 \"alpha\" \"$ALPHA\" \"b-2.x\" \"$B2X\""
+check "GetTenant" test "$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager GetTenant s b-2.x)" = "o \"$B2X\""
+check "a tenant's Name property" test "$($BUSCTL get-property org.tierd1 "$B2X" org.tierd1.Tenant Name)" = 's "b-2.x"'
+check "... Backend (no credentials in it)" \
+	test "$($BUSCTL get-property org.tierd1 "$ALPHA" org.tierd1.Tenant Backend)" = "s \"file://$TL_DIR/store/alpha\""
+W=$(pgrep -P "$TL_TIERD_PID" tierd-worker | head -n 1)
+check "WorkerState and WorkerPid" bash -c "
+	$BUSCTL get-property org.tierd1 $ALPHA org.tierd1.Tenant WorkerState | grep -qx 's \"running\"' &&
+	$BUSCTL get-property org.tierd1 $ALPHA org.tierd1.Tenant WorkerPid | grep -Eq '^u [1-9][0-9]*$'"
+check "GetManagedObjects lists both tenants with their properties" \
+	test "$($BUSCTL call org.tierd1 /org/tierd1 org.freedesktop.DBus.ObjectManager GetManagedObjects | grep -o '"org.tierd1.Tenant"' | wc -l)" = 2
+check "every Tenant property reads (GetAll)" bash -c "$BUSCTL call org.tierd1 $ALPHA org.freedesktop.DBus.Properties GetAll s org.tierd1.Tenant | grep -q FilesByState"
+
+dbus_err() { # prints the D-Bus error name of a call made with dbus-send
+	"$@" 2>&1 >/dev/null | sed -n 's/^Error \([^:]*\):.*/\1/p'
+}
+SEND="dbus-send --system --print-reply --dest=org.tierd1"
+check "GetTenant of an unknown name: org.tierd1.Error.NoSuchTenant" \
+	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.GetTenant string:nosuch)" = org.tierd1.Error.NoSuchTenant
+check "... a 1 MiB name: the same" test "$("$BUILD/tests/bus-big-arg" 1048576)" = org.tierd1.Error.NoSuchTenant
+check "... and tierd stays up" kill -0 "$TL_TIERD_PID"
+check "a wrong argument type: org.freedesktop.DBus.Error.InvalidArgs" \
+	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.GetTenant int32:7)" = org.freedesktop.DBus.Error.InvalidArgs
+check "a relative path: org.tierd1.Error.InvalidArguments" \
+	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.ArchivePaths array:string:relative)" = org.tierd1.Error.InvalidArguments
+
+# Access: status for anyone; changes for root and admin_group members.
+head -c 100000 /dev/urandom >"$TL_DIR/views/alpha/f"
+chmod 755 "$TL_DIR" "$TL_DIR/views" "$TL_DIR/views/alpha"
+chmod 644 "$TL_DIR/views/alpha/f"
+as_user() { local u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@"; }
+check "anyone may read status (daemon)" as_user daemon "$TIERCTL" status "$TL_DIR/views/alpha/f"
+check "a caller outside admin_group gets org.tierd1.Error.AccessDenied" \
+	test "$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.ArchivePaths array:string:$TL_DIR/views/alpha/f")" = org.tierd1.Error.AccessDenied
+check "... and nothing changed" test "$("$TIERCTL" status --json "$TL_DIR/views/alpha/f" | grep -o '"state":"[a-z]*"')" = '"state":"resident"'
+check "a member of admin_group (nobody, in nogroup) may archive" as_user nobody "$TIERCTL" archive "$TL_DIR/views/alpha/f"
+check "... and it is archived" test "$("$TIERCTL" status --json "$TL_DIR/views/alpha/f" | grep -o '"state":"[a-z]*"')" = '"state":"archived"'
+
+# A worker killed: signals and PropertiesChanged, seen by dbus-monitor.
+dbus-monitor --system "type='signal',sender='org.tierd1'" >"$TL_DIR/monitor" 2>&1 &
+TL_PIDS+=("$!")
+sleep 0.5
+kill -KILL "$W"
+for _ in $(seq 50); do grep -q WorkerStarted "$TL_DIR/monitor" && break; sleep 0.1; done
+sleep 0.2
+check "WorkerExited names the tenant and the signal" bash -c "grep -A6 'member=WorkerExited' '$TL_DIR/monitor' | grep -q 'string \"signal\"'"
+check "WorkerStarted follows with the replacement" grep -q "member=WorkerStarted" "$TL_DIR/monitor"
+check "PropertiesChanged on the tenant carries WorkerPid" \
+	bash -c "grep -A30 'path=$ALPHA; interface=org.freedesktop.DBus.Properties; member=PropertiesChanged' '$TL_DIR/monitor' | grep -q WorkerPid"
+check "tierd is still up" kill -0 "$TL_TIERD_PID"
+check "SIGTERM: tierd exits 0" tl_tierd_stop
+tl_summary
