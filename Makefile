@@ -3,9 +3,16 @@
 #   sudo make demo  the main job on the embedded default (loop btrfs, file:// store)
 #   sudo make check every test: unit (plain and ASan+UBSan) and integration
 #   make deps       install the Debian packages the build and tests need
+#   make install    tierd, tierctl, helpers, D-Bus interfaces, bus policy, unit (DESTDIR, PREFIX=/usr)
 
 CC ?= gcc
 BUILD ?= build
+PREFIX ?= /usr
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR ?= $(PREFIX)/bin
+LIBEXECDIR ?= $(PREFIX)/libexec/tierd
+DATADIR ?= $(PREFIX)/share
+SYSTEMDUNITDIR ?= /lib/systemd/system
 PKGS := mount libsystemd json-c libcrypto libcurl libseccomp
 DEB_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
 	libcmocka-dev libseccomp-dev btrfs-progs xfsprogs e2fsprogs attr dbus util-linux procps
@@ -13,7 +20,8 @@ DEB_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcur
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Werror
-BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -Icommon -Ipolicy -Isupervisor -Idbus -Iworker
+BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -Icommon -Ipolicy -Isupervisor -Idbus -Iworker -Icli \
+	-DTIERD_LIBEXECDIR='"$(LIBEXECDIR)"'
 CFLAGS ?=
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 
@@ -22,7 +30,7 @@ POLICY_SRC := policy/policy.c policy/json-strict.c
 TIERD_SRC := $(wildcard supervisor/*.c) $(wildcard dbus/*.c)
 WORKER_SRC := $(wildcard worker/*.c)
 HOLDER_SRC := holder/holder.c common/log.c common/proto.c
-TIERCTL_SRC := cli/tierctl.c
+TIERCTL_SRC := $(wildcard cli/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -30,7 +38,7 @@ BINARIES := $(BUILD)/tierd $(BUILD)/tierd-worker $(BUILD)/tierd-holder $(BUILD)/
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test-*.c))
 
-.PHONY: all deps demo check asan-daemons testhooks-daemons clean
+.PHONY: all deps demo check asan-daemons testhooks-daemons install clean
 all: $(BINARIES)
 
 # Installs only what is missing, so it is cheap when nothing is.
@@ -98,6 +106,17 @@ check: all $(TEST_HELPERS) $(UNIT_BINS) asan-daemons testhooks-daemons
 
 demo: all $(TEST_HELPERS)
 	@BUILD=$(abspath $(BUILD)) bash tests/demo.sh
+
+# The D-Bus interfaces go where D-Bus tools look for them; the unit and the
+# bus policy where systemd and dbus-daemon do.
+install: all
+	install -Dm755 $(BUILD)/tierd $(DESTDIR)$(SBINDIR)/tierd
+	install -Dm755 $(BUILD)/tierctl $(DESTDIR)$(BINDIR)/tierctl
+	install -Dm755 $(BUILD)/tierd-worker $(DESTDIR)$(LIBEXECDIR)/tierd-worker
+	install -Dm755 $(BUILD)/tierd-holder $(DESTDIR)$(LIBEXECDIR)/tierd-holder
+	install -Dm644 -t $(DESTDIR)$(DATADIR)/dbus-1/interfaces dbus/org.tierd1.Manager.xml dbus/org.tierd1.Tenant.xml
+	install -Dm644 contrib/dbus/org.tierd1.conf $(DESTDIR)$(DATADIR)/dbus-1/system.d/org.tierd1.conf
+	install -Dm644 contrib/systemd/tierd.service $(DESTDIR)$(SYSTEMDUNITDIR)/tierd.service
 
 clean:
 	rm -rf $(BUILD)

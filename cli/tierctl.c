@@ -15,18 +15,14 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "tierctl.h"
 
-#define BUS_NAME "org.tierd1"
-#define BUS_PATH "/org/tierd1"
-#define BUS_MANAGER "org.tierd1.Manager"
 #define CALL_TIMEOUT_USEC (24ull * 3600 * 1000 * 1000) /* archives of big trees take long */
-
-enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_DENIED = 3 };
 
 static void bus_unrefp(sd_bus **b) { sd_bus_flush_close_unref(*b); }
 static void msg_unrefp(sd_bus_message **m) { sd_bus_message_unref(*m); }
 
-static int call_failed(const char *what, const sd_bus_error *e, int r) {
+int call_failed(const char *what, const sd_bus_error *e, int r) {
         fprintf(stderr, "tierctl: %s: %s\n", what, e && e->message ? e->message : strerror(-r));
         return e && sd_bus_error_has_name(e, "org.tierd1.Error.AccessDenied") ? EXIT_DENIED : EXIT_FAILED;
 }
@@ -212,7 +208,10 @@ static void usage(FILE *f) {
                    "  archive PATH...          upload files to their tenant's store (they stay local)\n"
                    "  release PATH...          free the local blocks of archived, unchanged files\n"
                    "  restore PATH...          bring released files back whole\n"
-                   "  status [--json] [PATH...] per tenant, or per file: resident / partial / released\n\n"
+                   "  status [--json] [PATH...] per tenant, or per file: resident / partial / released\n"
+                   "  metrics                  every counter, in the Prometheus text format\n"
+                   "  monitor                  tierd's signals as they come (worker exits and starts,\n"
+                   "                           property changes), until interrupted\n\n"
                    "Talks to tierd over the D-Bus system bus (DBUS_SYSTEM_BUS_ADDRESS).\n"
                    "Exit: 0 ok, 1 failed, 2 usage, 3 access denied.\n");
 }
@@ -239,7 +238,8 @@ int main(int argc, char **argv) {
                         argv[n++] = argv[i];
         }
         argc = n;
-        if (strcmp(verb, "archive") && strcmp(verb, "release") && strcmp(verb, "restore") && strcmp(verb, "status")) {
+        if (strcmp(verb, "archive") && strcmp(verb, "release") && strcmp(verb, "restore") && strcmp(verb, "status") &&
+            strcmp(verb, "metrics") && strcmp(verb, "monitor")) {
                 fprintf(stderr, "tierctl: unknown verb '%s'\n", verb);
                 usage(stderr);
                 return EXIT_USAGE;
@@ -249,6 +249,14 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "tierctl: cannot connect to the system bus: %s\n", strerror(-r));
                 return EXIT_FAILED;
         }
+        if ((strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0) && argc > 0) {
+                fprintf(stderr, "tierctl: %s takes no arguments\n", verb);
+                return EXIT_USAGE;
+        }
+        if (strcmp(verb, "metrics") == 0)
+                return verb_metrics(bus);
+        if (strcmp(verb, "monitor") == 0)
+                return verb_monitor(bus);
         if (strcmp(verb, "archive") == 0)
                 return verb_files(bus, "ArchivePaths", "archived", argc, argv);
         if (strcmp(verb, "release") == 0)

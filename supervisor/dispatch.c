@@ -30,6 +30,7 @@ struct waiter {
         struct waiter *next;
         uint64_t start, end; /* needed (reads) */
         uint64_t want_end;   /* plus read-ahead */
+        uint64_t parked_usec; /* when the reader started waiting (monotonic) */
         bool whole, dirty;
         int event_fd; /* a parked kernel event, or -1 */
         struct tiered_fs *event_fs;
@@ -89,10 +90,17 @@ void dispatch_answer(struct tiered_fs *fs, int event_fd, int error) {
         fsgroup_resume_reading(t);
 }
 
-static void waiter_finish(struct waiter *w, int error) {
-        if (w->event_fd >= 0)
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void waiter_finish(struct tfile *f, struct waiter *w, int error) {
+        if (w->event_fd >= 0) {
+                tenant_record_wait(f->tenant, (double)(now_usec() - w->parked_usec) / 1e6);
                 dispatch_answer(w->event_fs, w->event_fd, error);
-        else
+        } else
                 w->callback(w->userdata, error ? -error : 0);
         free(w);
 }
@@ -329,7 +337,7 @@ static void file_progress(struct tfile *f) {
                         if (!w->error && w->dirty)
                                 file_mark_dirty(f, &s);
                         *p = w->next;
-                        waiter_finish(w, w->error);
+                        waiter_finish(f, w, w->error);
                         continue;
                 }
                 p = &w->next;
@@ -358,7 +366,7 @@ static void file_progress(struct tfile *f) {
                 struct waiter *w = *p;
                 if (w->error && !f->fills) {
                         *p = w->next;
-                        waiter_finish(w, w->error);
+                        waiter_finish(f, w, w->error);
                         continue;
                 }
                 p = &w->next;
@@ -441,6 +449,9 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep) {
                 log_error("tenant %s: %s of %s [%llu, %llu) failed: %s", f->tenant->cfg->name,
                           fl->verify ? "verification" : "fill", req->msg.key, (unsigned long long)fl->start,
                           (unsigned long long)fl->end, strerror(-r));
+                tenant_set_last_error(f->tenant, "%s of %s [%llu, %llu) failed: %s",
+                                      fl->verify ? "verification" : "fill", req->msg.key,
+                                      (unsigned long long)fl->start, (unsigned long long)fl->end, strerror(-r));
                 if (r == -EBADMSG)
                         file_record_verify_failure(f);
                 /* Everyone who needed these bytes gets EIO, never zeros. */
@@ -518,7 +529,7 @@ void dispatch_fail_all(struct tierd *t) {
         for (struct tfile *f = t->files; f; f = f->next)
                 for (struct waiter *w; (w = f->waiters);) {
                         f->waiters = w->next;
-                        waiter_finish(w, EIO);
+                        waiter_finish(f, w, EIO);
                 }
 }
 
@@ -591,6 +602,7 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
         }
         w->event_fd = fd;
         w->event_fs = fs;
+        w->parked_usec = now_usec();
         w->dirty = kind == ACCESS_CHANGE;
         w->whole = kind != ACCESS_READ || !fanotify_event_range(md, &offset, &count) || count == 0 ||
                    s.size < tn->cfg->small_file || (s.mode & 0111);

@@ -13,6 +13,9 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,26 @@
 #include "workers.h"
 
 #define STOP_TIMEOUT_USEC (30 * 1000 * 1000ull)
+
+const double latency_bounds[LATENCY_BUCKETS] = { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                  0.5,   1,     2.5,  5,     10,   INFINITY };
+
+void tenant_record_wait(struct tenant *tn, double seconds) {
+        struct tenant_counters *c = &tn->counters;
+        size_t i = 0;
+        while (i + 1 < LATENCY_BUCKETS && seconds > latency_bounds[i])
+                i++;
+        c->wait_buckets[i]++;
+        c->waits++;
+        c->wait_seconds += seconds;
+}
+
+void tenant_set_last_error(struct tenant *tn, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(tn->counters.last_error, sizeof(tn->counters.last_error), fmt, ap);
+        va_end(ap);
+}
 
 struct tenant *tierd_find_tenant(struct tierd *t, const char *name) {
         for (size_t i = 0; i < t->n_tenants; i++)
@@ -122,7 +145,8 @@ static void set_fd_budget(struct tierd *t) {
         log_debug("fd budget for events and fills: %u (RLIMIT_NOFILE %u)", t->fd_budget, t->nofile);
 }
 
-/* tierd-worker and tierd-holder: next to tierd, or installed. */
+/* tierd-worker and tierd-holder: next to tierd (the build), or installed
+ * (make install: LIBEXECDIR). */
 static char *find_helper_binary(const char *name) {
         char self[PATH_MAX], *path = NULL;
         ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -135,11 +159,11 @@ static char *find_helper_binary(const char *name) {
                         return path;
                 free(path);
         }
-        if (asprintf(&path, "/usr/libexec/tierd/%s", name) < 0)
+        if (asprintf(&path, "%s/%s", TIERD_LIBEXECDIR, name) < 0)
                 return NULL;
         if (access(path, X_OK) == 0)
                 return path;
-        log_error("%s not found next to tierd or in /usr/libexec/tierd", name);
+        log_error("%s not found next to tierd or in %s", name, TIERD_LIBEXECDIR);
         free(path);
         return NULL;
 }

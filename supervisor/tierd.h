@@ -54,9 +54,21 @@ struct worker {
         enum worker_state state;
 };
 
+/* How long readers waited for their bytes: a histogram (cumulative counts
+ * per upper bound, the last +Inf), which nodes can aggregate. */
+#define LATENCY_BUCKETS 13
+extern const double latency_bounds[LATENCY_BUCKETS];
+
 struct tenant_counters {
         uint64_t fills, fill_bytes, fill_errors, archives, releases;
+        uint64_t wait_buckets[LATENCY_BUCKETS]; /* not cumulative: one count per bucket */
+        uint64_t waits;
+        double wait_seconds;
+        char last_error[256];
 };
+
+void tenant_record_wait(struct tenant *tn, double seconds);
+void tenant_set_last_error(struct tenant *tn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct tenant {
         struct tierd *t;

@@ -253,6 +253,7 @@ static void worker_handle_exit(struct worker *w, const siginfo_t *si) {
         if (++w->restarts > RESTART_MAX) {
                 log_error("tenant %s: worker crashed %d times in a row, marked failed: readers get EIO",
                           w->tenant->cfg->name, RESTART_MAX);
+                tenant_set_last_error(w->tenant, "worker crashed %d times in a row: failed", RESTART_MAX);
                 w->state = WORKER_FAILED;
                 worker_fail_all(w, -EIO);
                 return;

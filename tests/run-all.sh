@@ -35,6 +35,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	skip_suite "integration" "needs root (loop devices, fanotify pre-content groups): run sudo make check"
 else
 	run_suite "refusals" bash tests/integration/refuse.sh
+	run_suite "make install" bash tests/integration/install.sh
 	run_suite "remote stores (nginx WebDAV, Ceph RGW)" bash tests/integration/remote.sh
 	run_suite "the worker's sandbox" bash tests/integration/sandbox.sh
 	run_suite "the D-Bus API through busctl, dbus-send and dbus-monitor" bash tests/integration/dbus.sh

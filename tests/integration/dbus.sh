@@ -64,7 +64,8 @@ check "a relative path: org.tierd1.Error.InvalidArguments" \
 	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.ArchivePaths array:string:relative)" = org.tierd1.Error.InvalidArguments
 
 # Access: status for anyone; changes for root and admin_group members.
-head -c 100000 /dev/urandom >"$TL_DIR/views/alpha/f"
+head -c 100000 /dev/urandom >"$TL_DIR/f.orig"
+cat "$TL_DIR/f.orig" >"$TL_DIR/views/alpha/f"
 chmod 755 "$TL_DIR" "$TL_DIR/views" "$TL_DIR/views/alpha"
 chmod 644 "$TL_DIR/views/alpha/f"
 as_user() { local u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@"; }
@@ -75,9 +76,30 @@ check "... and nothing changed" test "$("$TIERCTL" status --json "$TL_DIR/views/
 check "a member of admin_group (nobody, in nogroup) may archive" as_user nobody "$TIERCTL" archive "$TL_DIR/views/alpha/f"
 check "... and it is archived" test "$("$TIERCTL" status --json "$TL_DIR/views/alpha/f" | grep -o '"state":"[a-z]*"')" = '"state":"archived"'
 
-# A worker killed: signals and PropertiesChanged, seen by dbus-monitor.
+# Metrics: a reader waits for a released file, then every counter.
+"$TIERCTL" release "$TL_DIR/views/alpha/f" >/dev/null
+check "a released file reads back (a reader waits for it)" cmp "$TL_DIR/views/alpha/f" "$TL_DIR/f.orig"
+"$TIERCTL" metrics >"$TL_DIR/metrics"
+check "tierctl metrics: counters per tenant" grep -qx 'tierd_archives_total{tenant="alpha"} 1' "$TL_DIR/metrics"
+check "... files by state" grep -qx 'tierd_files{tenant="b-2.x",state="resident"} 0' "$TL_DIR/metrics"
+histogram_ok() {
+	local inf
+	grep -qx '# TYPE tierd_reader_wait_seconds histogram' "$TL_DIR/metrics" || return 1
+	inf=$(sed -n 's/^tierd_reader_wait_seconds_bucket{tenant="alpha",le="+Inf"} //p' "$TL_DIR/metrics")
+	[ "${inf:-0}" -ge 1 ] && grep -qx "tierd_reader_wait_seconds_count{tenant=\"alpha\"} $inf" "$TL_DIR/metrics"
+}
+check "... reader waits as a histogram, +Inf bucket = count" histogram_ok
+check "... no timestamps: every sample is a name and a value" \
+	bash -c "grep -v '^#' '$TL_DIR/metrics' | awk 'NF != 2 { exit 1 }'"
+check "ReaderWaitPercentiles reads" bash -c "$BUSCTL get-property org.tierd1 $ALPHA org.tierd1.Tenant ReaderWaitPercentiles | grep -q p99"
+
+# A worker killed: signals and PropertiesChanged, seen by dbus-monitor and
+# tierctl monitor.
 dbus-monitor --system "type='signal',sender='org.tierd1'" >"$TL_DIR/monitor" 2>&1 &
 TL_PIDS+=("$!")
+"$TIERCTL" monitor >"$TL_DIR/tierctl-monitor" 2>&1 &
+TL_PIDS+=("$!")
+for _ in $(seq 50); do grep -q "^monitoring" "$TL_DIR/tierctl-monitor" && break; sleep 0.1; done
 sleep 0.5
 kill -KILL "$W"
 for _ in $(seq 50); do grep -q WorkerStarted "$TL_DIR/monitor" && break; sleep 0.1; done
@@ -86,6 +108,8 @@ check "WorkerExited names the tenant and the signal" bash -c "grep -A6 'member=W
 check "WorkerStarted follows with the replacement" grep -q "member=WorkerStarted" "$TL_DIR/monitor"
 check "PropertiesChanged on the tenant carries WorkerPid" \
 	bash -c "grep -A30 'path=$ALPHA; interface=org.freedesktop.DBus.Properties; member=PropertiesChanged' '$TL_DIR/monitor' | grep -q WorkerPid"
+check "tierctl monitor shows both" bash -c "grep -q 'org.tierd1.Manager.WorkerExited' '$TL_DIR/tierctl-monitor' &&
+	grep -q 'org.tierd1.Manager.WorkerStarted' '$TL_DIR/tierctl-monitor'"
 check "tierd is still up" kill -0 "$TL_TIERD_PID"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary

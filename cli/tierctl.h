@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#define BUS_NAME "org.tierd1"
+#define BUS_PATH "/org/tierd1"
+#define BUS_MANAGER "org.tierd1.Manager"
+#define BUS_TENANT "org.tierd1.Tenant"
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_DENIED = 3 };
+
+/* Prints why a call failed; the exit code it deserves. */
+int call_failed(const char *what, const sd_bus_error *e, int r);
+
+/* tierctl metrics: every counter in the Prometheus text format. */
+int verb_metrics(sd_bus *bus);
+/* tierctl monitor: tierd's signals as they come, until interrupted. */
+int verb_monitor(sd_bus *bus);

@@ -1,0 +1,20 @@
+#!/bin/bash
+# make install into a scratch root: binaries, the D-Bus interfaces where
+# D-Bus tools look for them, the bus policy and the systemd unit.
+set -u
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+ROOT=$TL_DIR/root
+check "make install DESTDIR=..." make -s -C "$TL_ROOT" install DESTDIR="$ROOT" BUILD="$BUILD" >/dev/null
+for f in usr/sbin/tierd usr/bin/tierctl usr/libexec/tierd/tierd-worker usr/libexec/tierd/tierd-holder; do
+	check "... $f, executable" test -x "$ROOT/$f"
+done
+for i in Manager Tenant; do
+	check "... usr/share/dbus-1/interfaces/org.tierd1.$i.xml" cmp -s "$ROOT/usr/share/dbus-1/interfaces/org.tierd1.$i.xml" \
+		"$TL_ROOT/dbus/org.tierd1.$i.xml"
+done
+check "... the bus policy" test -f "$ROOT/usr/share/dbus-1/system.d/org.tierd1.conf"
+check "... the unit, which starts the installed tierd" grep -qx "ExecStart=/usr/sbin/tierd --policy /etc/tierd/policy.json" \
+	"$ROOT/lib/systemd/system/tierd.service"
+check "the installed tierd looks for its helpers in /usr/libexec/tierd" grep -q /usr/libexec/tierd "$ROOT/usr/sbin/tierd"
+tl_summary
