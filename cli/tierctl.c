@@ -203,12 +203,25 @@ static int status_tenants(sd_bus *bus, bool json) {
         return r < 0 ? call_failed("bad reply", NULL, r) : EXIT_OK;
 }
 
+static int verb_reload(sd_bus *bus) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ReloadPolicy", &e, NULL, "");
+        if (r < 0) {
+                r = call_failed("reload", &e, r);
+                sd_bus_error_free(&e);
+                return r;
+        }
+        printf("policy reloaded\n");
+        return EXIT_OK;
+}
+
 static void usage(FILE *f) {
         fprintf(f, "Usage: tierctl VERB [ARGS]\n\n"
                    "  archive PATH...          upload files to their tenant's store (they stay local)\n"
                    "  release PATH...          free the local blocks of archived, unchanged files\n"
                    "  restore PATH...          bring released files back whole\n"
                    "  status [--json] [PATH...] per tenant, or per file: resident / partial / released\n"
+                   "  reload                   make tierd read its policy file again\n"
                    "  metrics                  every counter, in the Prometheus text format\n"
                    "  monitor                  tierd's signals as they come (worker exits and starts,\n"
                    "                           property changes), until interrupted\n\n"
@@ -239,7 +252,7 @@ int main(int argc, char **argv) {
         }
         argc = n;
         if (strcmp(verb, "archive") && strcmp(verb, "release") && strcmp(verb, "restore") && strcmp(verb, "status") &&
-            strcmp(verb, "metrics") && strcmp(verb, "monitor")) {
+            strcmp(verb, "metrics") && strcmp(verb, "monitor") && strcmp(verb, "reload")) {
                 fprintf(stderr, "tierctl: unknown verb '%s'\n", verb);
                 usage(stderr);
                 return EXIT_USAGE;
@@ -249,12 +262,14 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "tierctl: cannot connect to the system bus: %s\n", strerror(-r));
                 return EXIT_FAILED;
         }
-        if ((strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0) && argc > 0) {
+        if ((strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0 || strcmp(verb, "reload") == 0) && argc > 0) {
                 fprintf(stderr, "tierctl: %s takes no arguments\n", verb);
                 return EXIT_USAGE;
         }
         if (strcmp(verb, "metrics") == 0)
                 return verb_metrics(bus);
+        if (strcmp(verb, "reload") == 0)
+                return verb_reload(bus);
         if (strcmp(verb, "monitor") == 0)
                 return verb_monitor(bus);
         if (strcmp(verb, "archive") == 0)

@@ -12,6 +12,7 @@
 
 #include "access.h"
 #include "jobs.h"
+#include "reload.h"
 #include "tenant.h"
 #include "log.h"
 #include "workers.h"
@@ -19,6 +20,8 @@
 
 #define ERROR_SHUTTING_DOWN "org.tierd1.Error.ShuttingDown"
 #define ERROR_NO_SUCH_TENANT "org.tierd1.Error.NoSuchTenant"
+#define ERROR_INVALID_POLICY "org.tierd1.Error.InvalidPolicy"
+#define ERROR_NEEDS_RESTART "org.tierd1.Error.NeedsRestart"
 #define ERROR_INVALID_ARGS "org.tierd1.Error.InvalidArguments"
 #define MAX_PATHS 100000
 #define MAX_PATH_LEN 4096
@@ -267,6 +270,24 @@ static int method_get_tenant(sd_bus_message *m, void *userdata, sd_bus_error *er
         return sd_bus_reply_method_return(m, "o", path);
 }
 
+static int method_reload_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if ((r = bus_check_admin(t, m, error)) < 0)
+                return r;
+        r = tierd_reload_policy(t, &why);
+        if (r == -EINVAL)
+                return sd_bus_error_set(error, ERROR_INVALID_POLICY, why ?: "invalid policy");
+        if (r == -EXDEV)
+                return sd_bus_error_set(error, ERROR_NEEDS_RESTART, why ?: "needs a restart");
+        if (r < 0)
+                return r;
+        sd_bus_emit_signal(t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "PolicyReloaded", "s", t->policy_path);
+        return sd_bus_reply_method_return(m, "");
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD_WITH_ARGS("ArchivePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ss)", results),
@@ -283,6 +304,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetTenant", SD_BUS_ARGS("s", name), SD_BUS_RESULT("o", tenant), method_get_tenant,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("ReloadPolicy", "", "", method_reload_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("PolicyReloaded", SD_BUS_ARGS("s", path), 0),
         SD_BUS_SIGNAL_WITH_ARGS("WorkerStarted", SD_BUS_ARGS("s", tenant, "o", path, "u", pid), 0),
         SD_BUS_SIGNAL_WITH_ARGS("WorkerExited", SD_BUS_ARGS("s", tenant, "o", path, "u", pid, "s", how, "i", status), 0),
         SD_BUS_VTABLE_END,

@@ -546,3 +546,43 @@ const struct policy_tenant *policy_find_tenant(const struct policy *p, const cha
                         return &p->tenants[i];
         return NULL;
 }
+
+static bool str_equal(const char *a, const char *b) { return (!a && !b) || (a && b && strcmp(a, b) == 0); }
+
+bool policy_same_places(const struct policy *a, const struct policy *b, const char **why) {
+        if (a->n_tenants != b->n_tenants) {
+                *why = "tenants were added or removed";
+                return false;
+        }
+        if (a->worker_uid_first != b->worker_uid_first || a->worker_uid_count != b->worker_uid_count) {
+                *why = "worker_uids changed";
+                return false;
+        }
+        for (size_t i = 0; i < a->n_tenants; i++) {
+                const struct policy_tenant *x = &a->tenants[i], *y = &b->tenants[i];
+                if (strcmp(x->name, y->name) != 0) {
+                        *why = "tenants were renamed or reordered";
+                        return false;
+                }
+                if (strcmp(x->subvolume, y->subvolume) != 0 || strcmp(x->mount, y->mount) != 0 ||
+                    strcmp(x->backend, y->backend) != 0) {
+                        *why = "a tenant's subvolume, mount or backend changed";
+                        return false;
+                }
+        }
+        return true;
+}
+
+bool policy_tenant_worker_equal(const struct policy_tenant *a, const struct policy_tenant *b) {
+        size_t i = 0;
+        if (!str_equal(a->endpoint, b->endpoint) || !str_equal(a->region, b->region) ||
+            !str_equal(a->credentials, b->credentials) || a->virtual_hosted != b->virtual_hosted ||
+            a->connect_timeout_usec != b->connect_timeout_usec || a->stall_timeout_usec != b->stall_timeout_usec ||
+            !str_equal(a->ca_file, b->ca_file) || !str_equal(a->sse, b->sse) || !str_equal(a->kms_key_id, b->kms_key_id) ||
+            a->multipart_threshold != b->multipart_threshold || a->part_size != b->part_size)
+                return false;
+        for (; a->headers && b->headers && a->headers[i] && b->headers[i]; i++)
+                if (strcmp(a->headers[i], b->headers[i]) != 0)
+                        return false;
+        return (!a->headers || !a->headers[i]) && (!b->headers || !b->headers[i]);
+}

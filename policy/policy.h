@@ -50,3 +50,11 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
 int policy_load_file(const char *path, struct policy **ret, char **error);
 void policy_free(struct policy *p);
 const struct policy_tenant *policy_find_tenant(const struct policy *p, const char *name);
+
+/* Can b replace a in a running tierd? The same tenants in the same order,
+ * each on the same subvolume, view and backend, and the same worker uids:
+ * true. Otherwise false, and *why names the first difference (static). */
+bool policy_same_places(const struct policy *a, const struct policy *b, const char **why);
+/* Do two tenants' workers need the same configuration (endpoint, region,
+ * credentials, timeouts, TLS, encryption, headers, upload sizes)? */
+bool policy_tenant_worker_equal(const struct policy_tenant *a, const struct policy_tenant *b);

@@ -49,6 +49,7 @@ struct worker {
         struct request *requests; /* in flight: re-sent to a replacement */
         unsigned restarts;        /* recent, for crash-loop detection */
         bool serial;              /* suspects run one at a time: workers.c */
+        bool planned_restart;     /* killed by us for new settings */
         uint64_t started_usec;
         uint64_t died_usec; /* the last death, until a replacement serves */
         enum worker_state state;

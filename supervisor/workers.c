@@ -243,6 +243,19 @@ static void worker_handle_exit(struct worker *w, const siginfo_t *si) {
         w->io_src = sd_event_source_disable_unref(w->io_src);
         w->sock = safe_close(w->sock);
         w->died_usec = now;
+        if (w->planned_restart) {
+                /* Our doing (new settings): no blame, no backoff. */
+                w->planned_restart = false;
+                for (struct request *q = w->requests; q; q = q->next)
+                        q->sent = q->started = false;
+                w->state = WORKER_RESTARTING;
+                if (sd_event_add_time_relative(w->tenant->t->event, &w->restart_src, CLOCK_MONOTONIC, 0, 0,
+                                               worker_restart_timer, w) < 0) {
+                        w->state = WORKER_FAILED;
+                        worker_fail_all(w, -EIO);
+                }
+                return;
+        }
         worker_blame(w);
         if (w->tenant->t->stopping && !w->requests) {
                 w->state = WORKER_STOPPED;
@@ -489,6 +502,13 @@ void worker_submit(struct worker *w, struct request *req) {
 }
 
 bool worker_idle(const struct worker *w) { return !w->requests; }
+
+void worker_restart_planned(struct worker *w) {
+        if (w->state != WORKER_RUNNING || w->pid <= 0)
+                return; /* a restart or a failed worker takes the new settings anyway */
+        w->planned_restart = true;
+        kill(w->pid, SIGKILL);
+}
 
 /* A handover: killed at once, its requests left unanswered; the events
  * behind them stay pending, recorded, for the next tierd. */

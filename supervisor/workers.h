@@ -6,6 +6,9 @@
 int worker_start(struct worker *w);
 /* Closes the control socket (the worker exits at end of stream) and waits. */
 void worker_stop(struct worker *w);
+/* New settings: the worker is replaced; nothing in flight is lost or
+ * blamed. */
+void worker_restart_planned(struct worker *w);
 /* Handover: kills it at once and answers nothing. */
 void worker_abandon(struct worker *w);
 /* Takes ownership of req (and req->fd). On a failed worker, or if it cannot

@@ -111,5 +111,32 @@ check "PropertiesChanged on the tenant carries WorkerPid" \
 check "tierctl monitor shows both" bash -c "grep -q 'org.tierd1.Manager.WorkerExited' '$TL_DIR/tierctl-monitor' &&
 	grep -q 'org.tierd1.Manager.WorkerStarted' '$TL_DIR/tierctl-monitor'"
 check "tierd is still up" kill -0 "$TL_TIERD_PID"
+
+# ReloadPolicy: fill settings at once, worker settings by a new worker.
+pid_of() { $BUSCTL get-property org.tierd1 "$1" org.tierd1.Tenant WorkerPid | cut -d' ' -f2; }
+A1=$(pid_of "$ALPHA") B1=$(pid_of "$B2X")
+R1=$($BUSCTL get-property org.tierd1 "$ALPHA" org.tierd1.Tenant WorkerRestarts)
+cp "$TL_DIR/policy.json" "$TL_DIR/policy.orig"
+sed -i 's|"backend": "file://'"$TL_DIR"'/store/alpha"}|"backend": "file://'"$TL_DIR"'/store/alpha", "stall_timeout": "20s", "readahead": "8M"}|' \
+	"$TL_DIR/policy.json"
+check "tierctl reload: ReloadPolicy applies new settings" "$TIERCTL" reload
+for _ in $(seq 50); do [ "$(pid_of "$ALPHA")" != "$A1" ] && [ "$(pid_of "$ALPHA")" != 0 ] && break; sleep 0.1; done
+check "... alpha's worker is replaced for its new stall timeout" test "$(pid_of "$ALPHA")" != "$A1"
+check "... a planned restart: WorkerRestarts unchanged ($R1)" \
+	test "$($BUSCTL get-property org.tierd1 "$ALPHA" org.tierd1.Tenant WorkerRestarts)" = "$R1"
+check "... b-2.x's worker is untouched" test "$(pid_of "$B2X")" = "$B1"
+check "... PolicyReloaded was signalled" grep -q "member=PolicyReloaded" "$TL_DIR/monitor"
+check "... and files still read back" cmp "$TL_DIR/views/alpha/f" "$TL_DIR/f.orig"
+printf '{"tenants": [' >"$TL_DIR/policy.json"
+check "a policy file that is not valid: org.tierd1.Error.InvalidPolicy" \
+	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy)" = org.tierd1.Error.InvalidPolicy
+sed 's|"mount": "'"$TL_DIR"'/views/b-2.x"|"mount": "'"$TL_DIR"'/views/elsewhere"|' "$TL_DIR/policy.orig" >"$TL_DIR/policy.json"
+check "a moved view: org.tierd1.Error.NeedsRestart" \
+	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy)" = org.tierd1.Error.NeedsRestart
+check "... and the view stays where it was" mountpoint -q "$TL_DIR/views/b-2.x"
+check "ReloadPolicy from outside admin_group: AccessDenied" \
+	test "$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy")" = org.tierd1.Error.AccessDenied
+cp "$TL_DIR/policy.orig" "$TL_DIR/policy.json"
+check "tierd is still up after all that" kill -0 "$TL_TIERD_PID"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary

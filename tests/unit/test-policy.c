@@ -116,6 +116,22 @@ static void test_bad_values(void **state) {
         parse_bad("{\"admin_group\": 0, \"tenants\": []}", "group name");
 }
 
+static void test_same_places(void **state) {
+        (void)state;
+        const char *why = NULL;
+        struct policy *a = parse_ok(T("")), *b = parse_ok(T(", \"stall_timeout\": \"5s\", \"readahead\": \"8M\"")),
+                      *c = parse_ok("{\"tenants\": [{\"name\": \"alpha\", \"subvolume\": \"/srv/t/alpha\","
+                                    " \"mount\": \"/run/tierd/elsewhere\", \"backend\": \"file:///var/lib/tierd/alpha\"}]}");
+        assert_true(policy_same_places(a, b, &why));
+        assert_false(policy_tenant_worker_equal(&a->tenants[0], &b->tenants[0]));
+        assert_true(policy_tenant_worker_equal(&a->tenants[0], &a->tenants[0]));
+        assert_false(policy_same_places(a, c, &why));
+        assert_non_null(strstr(why, "mount"));
+        policy_free(a);
+        policy_free(b);
+        policy_free(c);
+}
+
 static void test_admin_group(void **state) {
         (void)state;
         struct policy *p = parse_ok("{\"admin_group\": \"tierd-admins\", \"tenants\": []}");
@@ -170,6 +186,7 @@ int main(void) {
                 cmocka_unit_test(test_bad_values),
                 cmocka_unit_test(test_remote_keys),
                 cmocka_unit_test(test_admin_group),
+                cmocka_unit_test(test_same_places),
                 cmocka_unit_test(test_invalid_utf8),
         };
         return UNIT_RUN("policy", tests);
