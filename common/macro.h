@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <fcntl.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
@@ -35,4 +36,17 @@ static inline int safe_close(int fd) {
         if (fd >= 0)
                 closep(&fd);
         return -1;
+}
+
+/* Moves *fd to a number at or above min (close-on-exec), so that lower
+ * numbers are free to be reserved. */
+static inline int fd_move_above(int *fd, int min) {
+        if (*fd < 0 || *fd >= min)
+                return 0;
+        int n = fcntl(*fd, F_DUPFD_CLOEXEC, min);
+        if (n < 0)
+                return -errno;
+        close(*fd);
+        *fd = n;
+        return 0;
 }

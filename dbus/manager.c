@@ -59,6 +59,22 @@ static void strv_free(char **v) {
         free(v);
 }
 
+/* A reply that is one array: opened here, filled by the caller (r carries
+ * the first error), then closed and sent, and unreferenced either way. */
+static int array_reply_open(sd_bus_message *call, const char *contents, sd_bus_message **reply) {
+        int r = sd_bus_message_new_method_return(call, reply);
+        return r < 0 ? r : sd_bus_message_open_container(*reply, 'a', contents);
+}
+
+static int array_reply_send(sd_bus_message *reply, int r) {
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        return r < 0 ? r : 1;
+}
+
 typedef int (*async_job_t)(struct tierd *t, const char *path, job_done_t done, void *userdata);
 
 /* One method call over many paths, answered when the last one is done. At
@@ -92,18 +108,12 @@ static void batch_free(struct batch *b) {
 
 static void batch_reply(struct batch *b) {
         sd_bus_message *reply = NULL;
-        int r = sd_bus_message_new_method_return(b->call, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ss)");
+        int r = array_reply_open(b->call, "(ss)", &reply);
         for (size_t i = 0; r >= 0 && i < b->n; i++)
                 r = sd_bus_message_append(reply, "(ss)", b->paths[i], b->errors[i] ? b->errors[i] : "");
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
+        r = array_reply_send(reply, r);
         if (r < 0)
                 log_error_errno(r, "cannot send a reply: %m");
-        sd_bus_message_unref(reply);
         batch_free(b);
 }
 
@@ -187,22 +197,15 @@ static int method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *e
 
         if ((n = read_paths(m, &paths, error)) < 0)
                 return n;
-        r = sd_bus_message_new_method_return(m, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(sssstt)");
+        r = array_reply_open(m, "(sssstt)", &reply);
         for (int i = 0; r >= 0 && i < n; i++) {
                 struct file_status st = { .tenant = "", .state = "" };
                 char msg[512] = "";
                 job_file_status(t, paths[i], &st, msg, sizeof(msg));
                 r = sd_bus_message_append(reply, "(sssstt)", paths[i], msg, st.tenant, st.state, st.size, st.resident);
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        sd_bus_message_unref(reply);
         strv_free(paths);
-        return r < 0 ? r : 1;
+        return array_reply_send(reply, r);
 }
 
 static int method_tenant_status(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -211,9 +214,7 @@ static int method_tenant_status(sd_bus_message *m, void *userdata, sd_bus_error 
         int r;
         (void)error;
 
-        r = sd_bus_message_new_method_return(m, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(sssssutttttttttt)");
+        r = array_reply_open(m, "(sssssutttttttttt)", &reply);
         for (size_t i = 0; r >= 0 && i < t->n_tenants; i++) {
                 struct tenant *tn = &t->tenants[i];
                 struct tenant_usage u;
@@ -225,12 +226,7 @@ static int method_tenant_status(sd_bus_message *m, void *userdata, sd_bus_error 
                                           u.files[USAGE_RELEASED], u.files[USAGE_DIRTY], tn->counters.fills,
                                           tn->counters.fill_bytes, tn->counters.fill_errors);
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        sd_bus_message_unref(reply);
-        return r < 0 ? r : 1;
+        return array_reply_send(reply, r);
 }
 
 static int method_list_tenants(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -239,19 +235,12 @@ static int method_list_tenants(sd_bus_message *m, void *userdata, sd_bus_error *
         int r;
         (void)error;
 
-        r = sd_bus_message_new_method_return(m, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(so)");
+        r = array_reply_open(m, "(so)", &reply);
         for (size_t i = 0; r >= 0 && i < t->n_tenants; i++) {
                 _cleanup_free_ char *path = tenant_bus_path(&t->tenants[i]);
                 r = path ? sd_bus_message_append(reply, "(so)", t->tenants[i].cfg->name, path) : -ENOMEM;
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        sd_bus_message_unref(reply);
-        return r < 0 ? r : 1;
+        return array_reply_send(reply, r);
 }
 
 static int method_get_tenant(sd_bus_message *m, void *userdata, sd_bus_error *error) {

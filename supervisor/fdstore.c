@@ -250,21 +250,10 @@ int fdstore_forget(struct fdstore *s, const char *name) {
         }
 }
 
-static int move_fd(int *fd, int min) {
-        if (*fd < 0 || *fd >= min)
-                return 0;
-        int n = fcntl(*fd, F_DUPFD_CLOEXEC, min);
-        if (n < 0)
-                return -errno;
-        close(*fd);
-        *fd = n;
-        return 0;
-}
-
 int fdstore_move_above(struct fdstore *s, int min) {
-        int r = move_fd(&s->holder_sock, min);
+        int r = fd_move_above(&s->holder_sock, min);
         for (size_t i = 0; r >= 0 && i < s->n_inherited; i++)
-                r = move_fd(&s->inherited[i].fd, min);
+                r = fd_move_above(&s->inherited[i].fd, min);
         return r;
 }
 

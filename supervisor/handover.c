@@ -115,17 +115,6 @@ static int journal_take(struct tierd *t) {
         return r;
 }
 
-static int move_above(int *fd, int min) {
-        if (*fd < 0 || *fd >= min)
-                return 0;
-        int n = fcntl(*fd, F_DUPFD_CLOEXEC, min);
-        if (n < 0)
-                return -errno;
-        close(*fd);
-        *fd = n;
-        return 0;
-}
-
 int handover_begin(struct tierd *t, const char *holder_path, const char *holder_binary) {
         int r, high = -1, old_keeper;
 
@@ -158,12 +147,12 @@ int handover_begin(struct tierd *t, const char *holder_path, const char *holder_
          * First every fd we hold moves above them. */
         r = fdstore_move_above(&t->store, high + 1);
         if (r >= 0)
-                r = move_above(&old_keeper, high + 1);
+                r = fd_move_above(&old_keeper, high + 1);
         if (r < 0)
                 return log_error_errno(r, "moving handed-over fds above fd %d: %m", high);
         if (high >= 3) {
                 int placeholder = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (placeholder < 0 || (r = move_above(&placeholder, high + 1)) < 0) {
+                if (placeholder < 0 || (r = fd_move_above(&placeholder, high + 1)) < 0) {
                         safe_close(placeholder);
                         return log_error_errno(errno, "a placeholder fd: %m");
                 }

@@ -510,15 +510,20 @@ void worker_restart_planned(struct worker *w) {
         kill(w->pid, SIGKILL);
 }
 
-/* A handover: killed at once, its requests left unanswered; the events
- * behind them stay pending, recorded, for the next tierd. */
-void worker_abandon(struct worker *w) {
+/* No more events about it, and its end of the control socket closed. */
+static void worker_detach(struct worker *w) {
         w->io_src = sd_event_source_disable_unref(w->io_src);
         w->restart_src = sd_event_source_disable_unref(w->restart_src);
         w->child_src = sd_event_source_disable_unref(w->child_src);
         w->fail_src = sd_event_source_disable_unref(w->fail_src);
         w->stall_src = sd_event_source_disable_unref(w->stall_src);
         w->sock = safe_close(w->sock);
+}
+
+/* A handover: killed at once, its requests left unanswered; the events
+ * behind them stay pending, recorded, for the next tierd. */
+void worker_abandon(struct worker *w) {
+        worker_detach(w);
         if (w->pid > 0) {
                 kill(w->pid, SIGKILL);
                 waitpid(w->pid, NULL, 0);
@@ -528,12 +533,7 @@ void worker_abandon(struct worker *w) {
 }
 
 void worker_stop(struct worker *w) {
-        w->io_src = sd_event_source_disable_unref(w->io_src);
-        w->restart_src = sd_event_source_disable_unref(w->restart_src);
-        w->child_src = sd_event_source_disable_unref(w->child_src);
-        w->fail_src = sd_event_source_disable_unref(w->fail_src);
-        w->stall_src = sd_event_source_disable_unref(w->stall_src);
-        w->sock = safe_close(w->sock);
+        worker_detach(w);
         if (w->pid > 0) {
                 /* End of stream makes it finish and exit; do not wait forever. */
                 for (int i = 0; i < 50; i++) {
