@@ -25,7 +25,8 @@ BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -Icommon -Ipolicy -Isuper
 CFLAGS ?=
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 
-COMMON_SRC := common/log.c common/ranges.c common/size.c common/url.c common/hex.c common/stub.c common/proto.c
+COMMON_SRC := common/log.c common/ranges.c common/size.c common/url.c common/hex.c common/stub.c common/proto.c \
+	common/utf8.c
 POLICY_SRC := policy/policy.c policy/json-strict.c
 TIERD_SRC := $(wildcard supervisor/*.c) $(wildcard dbus/*.c)
 WORKER_SRC := $(wildcard worker/*.c)
@@ -114,7 +115,8 @@ install: all
 	install -Dm755 $(BUILD)/tierctl $(DESTDIR)$(BINDIR)/tierctl
 	install -Dm755 $(BUILD)/tierd-worker $(DESTDIR)$(LIBEXECDIR)/tierd-worker
 	install -Dm755 $(BUILD)/tierd-holder $(DESTDIR)$(LIBEXECDIR)/tierd-holder
-	install -Dm644 -t $(DESTDIR)$(DATADIR)/dbus-1/interfaces dbus/org.tierd1.Manager.xml dbus/org.tierd1.Tenant.xml
+	install -Dm644 -t $(DESTDIR)$(DATADIR)/dbus-1/interfaces dbus/org.tierd1.Manager.xml dbus/org.tierd1.Tenant.xml \
+		dbus/org.tierd1.Job.xml
 	install -Dm644 contrib/dbus/org.tierd1.conf $(DESTDIR)$(DATADIR)/dbus-1/system.d/org.tierd1.conf
 	install -Dm644 contrib/systemd/tierd.service $(DESTDIR)$(SYSTEMDUNITDIR)/tierd.service
 

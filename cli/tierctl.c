@@ -24,7 +24,7 @@ static void msg_unrefp(sd_bus_message **m) { sd_bus_message_unref(*m); }
 
 int call_failed(const char *what, const sd_bus_error *e, int r) {
         fprintf(stderr, "tierctl: %s: %s\n", what, e && e->message ? e->message : strerror(-r));
-        return e && sd_bus_error_has_name(e, "org.tierd1.Error.AccessDenied") ? EXIT_DENIED : EXIT_FAILED;
+        return e && sd_bus_error_has_name(e, ERROR_ACCESS_DENIED) ? EXIT_DENIED : EXIT_FAILED;
 }
 
 /* Paths are sent absolute and with symlinks resolved: tierd resolves them
@@ -61,39 +61,6 @@ static int call_with_paths(sd_bus *bus, const char *method, char **paths, sd_bus
         if (r >= 0)
                 r = sd_bus_call(bus, m, CALL_TIMEOUT_USEC, e, reply);
         return r;
-}
-
-static int verb_files(sd_bus *bus, const char *method, const char *done_word, int n, char **argv) {
-        _cleanup_(msg_unrefp) sd_bus_message *reply = NULL;
-        sd_bus_error e = SD_BUS_ERROR_NULL;
-        char **paths = NULL;
-        const char *path, *err;
-        int r, ret = EXIT_OK;
-
-        if (n == 0) {
-                fprintf(stderr, "tierctl: %s needs at least one PATH\n", done_word);
-                return EXIT_USAGE;
-        }
-        if (absolute_paths(n, argv, &paths) < 0)
-                return EXIT_FAILED;
-        r = call_with_paths(bus, method, paths, &reply, &e);
-        strv_free(paths);
-        if (r < 0) {
-                ret = call_failed(method, &e, r);
-                sd_bus_error_free(&e);
-                return ret;
-        }
-        r = sd_bus_message_enter_container(reply, 'a', "(ss)");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "(ss)", &path, &err)) > 0) {
-                if (*err) {
-                        fprintf(stderr, "tierctl: %s\n", err);
-                        ret = EXIT_FAILED;
-                } else if (isatty(STDOUT_FILENO))
-                        printf("%s: %s\n", done_word, path);
-        }
-        if (r < 0)
-                return call_failed("bad reply", NULL, r);
-        return ret;
 }
 
 static void json_string(const char *s) {
@@ -220,14 +187,25 @@ static void usage(FILE *f) {
                    "  archive PATH...          upload files to their tenant's store (they stay local)\n"
                    "  release PATH...          free the local blocks of archived, unchanged files\n"
                    "  restore PATH...          bring released files back whole\n"
+                   "  pin PATH...              never release these files (released ones come back)\n"
+                   "  unpin PATH...            let these files be released again\n"
                    "  status [--json] [PATH...] per tenant, or per file: resident / partial / released\n"
                    "  reload                   make tierd read its policy file again\n"
                    "  metrics                  every counter, in the Prometheus text format\n"
                    "  monitor                  tierd's signals as they come (worker exits and starts,\n"
                    "                           property changes), until interrupted\n\n"
+                   "File verbs run as tierd jobs; on a terminal they show a progress bar, and\n"
+                   "Ctrl-C cancels what has not started.\n"
                    "Talks to tierd over the D-Bus system bus (DBUS_SYSTEM_BUS_ADDRESS).\n"
                    "Exit: 0 ok, 1 failed, 2 usage, 3 access denied.\n");
 }
+
+static const struct {
+        const char *verb, *method;
+} file_verbs[] = {
+        { "archive", "Archive" }, { "release", "Release" }, { "restore", "Restore" },
+        { "pin", "Pin" },         { "unpin", "Unpin" },
+};
 
 int main(int argc, char **argv) {
         _cleanup_(bus_unrefp) sd_bus *bus = NULL;
@@ -251,8 +229,11 @@ int main(int argc, char **argv) {
                         argv[n++] = argv[i];
         }
         argc = n;
-        if (strcmp(verb, "archive") && strcmp(verb, "release") && strcmp(verb, "restore") && strcmp(verb, "status") &&
-            strcmp(verb, "metrics") && strcmp(verb, "monitor") && strcmp(verb, "reload")) {
+        bool known = strcmp(verb, "status") == 0 || strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0 ||
+                     strcmp(verb, "reload") == 0;
+        for (size_t i = 0; i < ARRAY_SIZE(file_verbs); i++)
+                known = known || strcmp(verb, file_verbs[i].verb) == 0;
+        if (!known) {
                 fprintf(stderr, "tierctl: unknown verb '%s'\n", verb);
                 usage(stderr);
                 return EXIT_USAGE;
@@ -272,11 +253,8 @@ int main(int argc, char **argv) {
                 return verb_reload(bus);
         if (strcmp(verb, "monitor") == 0)
                 return verb_monitor(bus);
-        if (strcmp(verb, "archive") == 0)
-                return verb_files(bus, "ArchivePaths", "archived", argc, argv);
-        if (strcmp(verb, "release") == 0)
-                return verb_files(bus, "ReleasePaths", "released", argc, argv);
-        if (strcmp(verb, "restore") == 0)
-                return verb_files(bus, "RestorePaths", "restored", argc, argv);
+        for (size_t i = 0; i < ARRAY_SIZE(file_verbs); i++)
+                if (strcmp(verb, file_verbs[i].verb) == 0)
+                        return verb_file_job(bus, file_verbs[i].method, verb, argc, argv);
         return argc > 0 ? status_files(bus, argc, argv, json) : status_tenants(bus, json);
 }

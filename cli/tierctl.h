@@ -7,12 +7,17 @@
 #define BUS_PATH "/org/tierd1"
 #define BUS_MANAGER "org.tierd1.Manager"
 #define BUS_TENANT "org.tierd1.Tenant"
+#define BUS_JOB "org.tierd1.Job"
+#define ERROR_ACCESS_DENIED "org.tierd1.Error.AccessDenied"
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_DENIED = 3 };
 
 /* Prints why a call failed; the exit code it deserves. */
 int call_failed(const char *what, const sd_bus_error *e, int r);
 
+/* tierctl archive/release/restore/pin/unpin PATH...: method is the
+ * manager's fd variant ("Archive"...). */
+int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, char **argv);
 /* tierctl metrics: every counter in the Prometheus text format. */
 int verb_metrics(sd_bus *bus);
 /* tierctl monitor: tierd's signals as they come, until interrupted. */

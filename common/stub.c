@@ -303,3 +303,16 @@ int stub_write_fd(int fd, const struct stub *s) {
                 return -errno;
         return 0;
 }
+
+int stub_pinned_fd(int fd) {
+        char v[8];
+        if (fgetxattr(fd, STUB_PIN_XATTR, v, sizeof(v)) >= 0)
+                return 1;
+        return errno == ENODATA ? 0 : -errno;
+}
+
+int stub_set_pinned_fd(int fd, bool pinned) {
+        if (pinned)
+                return fsetxattr(fd, STUB_PIN_XATTR, "1", 1, 0) < 0 ? -errno : 0;
+        return fremovexattr(fd, STUB_PIN_XATTR) < 0 && errno != ENODATA ? -errno : 0;
+}

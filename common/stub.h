@@ -29,6 +29,10 @@
 #include "ranges.h"
 
 #define STUB_XATTR "security.tierd"
+/* The pin mark: present (any value) means never release. A second
+ * attribute of the stub record, so that a file never archived can be
+ * pinned too, and rewriting the record cannot drop it. */
+#define STUB_PIN_XATTR "security.tierd.pin"
 #define STUB_VERSION 1
 #define STUB_TENANT_MAX 64
 #define STUB_KEY_MAX 128
@@ -78,6 +82,10 @@ uint64_t stub_resident_bytes(const struct stub *s);
 /* The xattr on an open file. stub_read returns -ENODATA for no stub. */
 int stub_read_fd(int fd, struct stub *ret, const char **error);
 int stub_write_fd(int fd, const struct stub *s);
+
+/* The pin mark on an open file: 1 pinned, 0 not, or a negative errno. */
+int stub_pinned_fd(int fd);
+int stub_set_pinned_fd(int fd, bool pinned);
 
 /* Content-addressed object key for a SHA-256 ("sha256/<hex>"). */
 void stub_key_for_hash(const uint8_t sha256[32], char key[STUB_KEY_MAX]);

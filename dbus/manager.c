@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "job.h"
 #include "jobs.h"
 #include "reload.h"
 #include "tenant.h"
@@ -23,6 +24,7 @@
 #define ERROR_INVALID_POLICY "org.tierd1.Error.InvalidPolicy"
 #define ERROR_NEEDS_RESTART "org.tierd1.Error.NeedsRestart"
 #define ERROR_INVALID_ARGS "org.tierd1.Error.InvalidArguments"
+#define ERROR_NO_SUCH_JOB "org.tierd1.Error.NoSuchJob"
 #define MAX_PATHS 100000
 #define MAX_PATH_LEN 4096
 
@@ -75,118 +77,111 @@ static int array_reply_send(sd_bus_message *reply, int r) {
         return r < 0 ? r : 1;
 }
 
-typedef int (*async_job_t)(struct tierd *t, const char *path, job_done_t done, void *userdata);
+/* The files of a job, by path (as) or by open file (ah): each must be a
+ * regular file in a tenant's subvolume, or the call fails with the first
+ * that is not, and nothing is done. */
+static int read_files(sd_bus_message *m, struct tierd *t, bool by_fd, struct file_ref **ret, size_t *ret_n,
+                      sd_bus_error *error) {
+        struct file_ref *refs = NULL;
+        char **paths = NULL, msg[512];
+        size_t n = 0;
+        int r;
 
-/* One method call over many paths, answered when the last one is done. At
- * most BATCH_RUNNING paths at a time: each holds an fd, and tierd keeps its
- * fds for readers' events. */
-#define BATCH_RUNNING 16
-
-struct batch {
-        struct tierd *t;
-        async_job_t job;
-        sd_bus_message *call;
-        char **paths;
-        char **errors;
-        size_t n, next, running;
-        bool starting; /* in batch_continue(): completions do not recurse */
-};
-
-struct batch_item {
-        struct batch *b;
-        size_t i;
-};
-
-static void batch_free(struct batch *b) {
-        sd_bus_message_unref(b->call);
-        strv_free(b->paths);
-        for (size_t i = 0; i < b->n; i++)
-                free(b->errors[i]);
-        free(b->errors);
-        free(b);
-}
-
-static void batch_reply(struct batch *b) {
-        sd_bus_message *reply = NULL;
-        int r = array_reply_open(b->call, "(ss)", &reply);
-        for (size_t i = 0; r >= 0 && i < b->n; i++)
-                r = sd_bus_message_append(reply, "(ss)", b->paths[i], b->errors[i] ? b->errors[i] : "");
-        r = array_reply_send(reply, r);
-        if (r < 0)
-                log_error_errno(r, "cannot send a reply: %m");
-        batch_free(b);
-}
-
-static void batch_continue(struct batch *b);
-
-static void batch_item_done(void *userdata, int error, const char *message) {
-        struct batch_item *it = userdata;
-        struct batch *b = it->b;
-        if (error < 0 && !(b->errors[it->i] = strdup(message ? message : strerror(-error))))
-                b->errors[it->i] = NULL;
-        if (error < 0 && !b->errors[it->i])
-                b->errors[it->i] = strdup("failed");
-        free(it);
-        b->running--;
-        if (!b->starting)
-                batch_continue(b);
-}
-
-/* Starts paths while fewer than BATCH_RUNNING run; replies after the last.
- * A job may finish inside job(). */
-static void batch_continue(struct batch *b) {
-        b->starting = true;
-        while (b->running < BATCH_RUNNING && b->next < b->n) {
-                size_t i = b->next++;
-                struct batch_item *it = calloc(1, sizeof(*it));
-                if (!it) {
-                        b->errors[i] = strdup("out of memory");
-                        continue;
+        if (by_fd) {
+                r = sd_bus_message_enter_container(m, 'a', "h");
+                while (r >= 0) {
+                        int fd;
+                        if ((r = sd_bus_message_read(m, "h", &fd)) <= 0)
+                                break;
+                        struct file_ref *grown = realloc(refs, (n + 1) * sizeof(*refs));
+                        if (!grown) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        refs = grown;
+                        r = file_ref_from_fd(t, fd, &refs[n], msg, sizeof(msg));
+                        if (r < 0) {
+                                r = sd_bus_error_setf(error, bus_job_error_name(r), "file #%zu: %s", n, msg);
+                                break;
+                        }
+                        n++;
                 }
-                *it = (struct batch_item){ .b = b, .i = i };
-                b->running++;
-                int r = b->job(b->t, b->paths[i], batch_item_done, it);
-                if (r < 0)
-                        batch_item_done(it, r, NULL);
+        } else if ((r = read_paths(m, &paths, error)) >= 0) {
+                n = 0;
+                refs = calloc((size_t)r + 1, sizeof(*refs));
+                if (!refs)
+                        r = -ENOMEM;
+                for (; refs && paths[n]; n++)
+                        if ((r = file_ref_from_path(t, paths[n], &refs[n], msg, sizeof(msg))) < 0) {
+                                r = sd_bus_error_setf(error, bus_job_error_name(r), "%s", msg);
+                                break;
+                        }
+                strv_free(paths);
         }
-        b->starting = false;
-        if (b->running == 0 && b->next == b->n)
-                batch_reply(b);
+        if (r >= 0 && n == 0)
+                r = sd_bus_error_set(error, ERROR_INVALID_ARGS, "no files given");
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        file_ref_done(&refs[i]);
+                free(refs);
+                return r;
+        }
+        *ret = refs;
+        *ret_n = n;
+        return 0;
 }
 
-static int method_batch(sd_bus_message *m, struct tierd *t, async_job_t job, sd_bus_error *error) {
-        struct batch *b;
-        char **paths = NULL;
-        int r, n;
+/* Archive, Release, Restore, Pin, Unpin and their *Paths twins: checks, a
+ * job, its path in the reply, then the job runs. */
+static int method_file_job(sd_bus_message *m, struct tierd *t, const char *operation, file_job_t fn, bool by_fd,
+                           sd_bus_error *error) {
+        _cleanup_free_ char *path = NULL;
+        struct file_ref *refs = NULL;
+        size_t n = 0;
+        int r;
 
         if ((r = bus_check_admin(t, m, error)) < 0)
                 return r;
         if (t->stopping)
                 return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
-        if ((n = read_paths(m, &paths, error)) < 0)
-                return n;
-        b = calloc(1, sizeof(*b));
-        if (!b || !(b->errors = calloc((size_t)n + 1, sizeof(char *)))) {
-                free(b);
-                strv_free(paths);
-                return -ENOMEM;
+        if ((r = read_files(m, t, by_fd, &refs, &n, error)) < 0)
+                return r;
+        r = bus_job_start(t, operation, fn, refs, n, &path);
+        for (size_t i = 0; i < n; i++)
+                file_ref_done(&refs[i]);
+        free(refs);
+        if (r < 0)
+                return r;
+        r = sd_bus_reply_method_return(m, "o", path);
+        bus_jobs_run(t);
+        return r;
+}
+
+#define FILE_JOB_METHODS(op, fn) \
+        static int method_##op(sd_bus_message *m, void *userdata, sd_bus_error *error) { \
+                return method_file_job(m, userdata, #op, fn, true, error); \
+        } \
+        static int method_##op##_paths(sd_bus_message *m, void *userdata, sd_bus_error *error) { \
+                return method_file_job(m, userdata, #op, fn, false, error); \
         }
-        *b = (struct batch){ .t = t, .job = job, .call = sd_bus_message_ref(m), .paths = paths, .errors = b->errors,
-                             .n = (size_t)n };
-        batch_continue(b);
-        return 1;
-}
+FILE_JOB_METHODS(archive, job_archive)
+FILE_JOB_METHODS(release, job_release)
+FILE_JOB_METHODS(restore, job_restore)
+FILE_JOB_METHODS(pin, job_pin)
+FILE_JOB_METHODS(unpin, job_unpin)
 
-static int method_archive_paths(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        return method_batch(m, userdata, job_archive, error);
-}
+static int method_cancel_job(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        const char *path;
+        int r = sd_bus_message_read(m, "o", &path);
 
-static int method_restore_paths(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        return method_batch(m, userdata, job_restore, error);
-}
-
-static int method_release_paths(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        return method_batch(m, userdata, job_release, error);
+        if (r < 0)
+                return r;
+        if ((r = bus_check_admin(t, m, error)) < 0)
+                return r;
+        if (bus_job_cancel(t, path) == 0)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_JOB, "no job %s (finished already?)", path);
+        return sd_bus_reply_method_return(m, "");
 }
 
 static int method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -200,8 +195,10 @@ static int method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *e
         r = array_reply_open(m, "(sssstt)", &reply);
         for (int i = 0; r >= 0 && i < n; i++) {
                 struct file_status st = { .tenant = "", .state = "" };
+                _cleanup_(file_ref_done) struct file_ref f = {};
                 char msg[512] = "";
-                job_file_status(t, paths[i], &st, msg, sizeof(msg));
+                if (file_ref_from_path(t, paths[i], &f, msg, sizeof(msg)) == 0)
+                        job_file_status(t, &f, &st, msg, sizeof(msg));
                 r = sd_bus_message_append(reply, "(sssstt)", paths[i], msg, st.tenant, st.state, st.size, st.resident);
         }
         strv_free(paths);
@@ -279,12 +276,28 @@ static int method_reload_policy(sd_bus_message *m, void *userdata, sd_bus_error 
 
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_METHOD_WITH_ARGS("ArchivePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ss)", results),
-                                method_archive_paths, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("ReleasePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ss)", results),
-                                method_release_paths, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("RestorePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ss)", results),
-                                method_restore_paths, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Archive", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("o", job), method_archive,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ArchivePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_archive_paths,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Release", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("o", job), method_release,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ReleasePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_release_paths,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Restore", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("o", job), method_restore,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("RestorePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_restore_paths,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Pin", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("o", job), method_pin,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("PinPaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_pin_paths,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Unpin", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("o", job), method_unpin,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("UnpinPaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_unpin_paths,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("CancelJob", SD_BUS_ARGS("o", job), SD_BUS_NO_RESULT, method_cancel_job,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("FileStatus", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(sssstt)", files),
                                 method_file_status, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("TenantStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssutttttttttt)", tenants),
@@ -295,6 +308,10 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("ReloadPolicy", "", "", method_reload_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("PolicyReloaded", SD_BUS_ARGS("s", path), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("JobNew", SD_BUS_ARGS("u", id, "o", job, "s", operation), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("JobRemoved",
+                                SD_BUS_ARGS("u", id, "o", job, "s", operation, "s", result, "u", done, "u", failed,
+                                            "a(uss)", errors), 0),
         SD_BUS_SIGNAL_WITH_ARGS("WorkerStarted", SD_BUS_ARGS("s", tenant, "o", path, "u", pid), 0),
         SD_BUS_SIGNAL_WITH_ARGS("WorkerExited", SD_BUS_ARGS("s", tenant, "o", path, "u", pid, "s", how, "i", status), 0),
         SD_BUS_VTABLE_END,

@@ -15,8 +15,10 @@
 
 #include "dispatch.h"
 #include "fsgroup.h"
+#include "handle.h"
 #include "log.h"
 #include "macro.h"
+#include "utf8.h"
 #include "workers.h"
 
 #define WALK_MAX_DEPTH 256
@@ -37,15 +39,27 @@ static const char *path_under(const char *path, const char *prefix) {
         return path[n] == '/' ? path + n + 1 : path + n;
 }
 
-/* Finds the tenant whose view or subvolume holds path and opens the file
- * beneath the subvolume root: no symlink, '..' or mount leads outside, and
- * only regular files are served. */
-static int resolve(struct tierd *t, const char *path, int flags, struct tenant **ret_tn, int *ret_fd, char *message,
-                   size_t size) {
-        struct tenant *tn = NULL;
+void file_ref_done(struct file_ref *f) {
+        free(f->rel);
+        free(f->name);
+        *f = (struct file_ref){};
+}
+
+static int file_ref_set(struct file_ref *ret, struct tenant *tn, const char *rel, const char *name) {
+        _cleanup_free_ char *view = NULL;
+        if (!name && asprintf(&view, "%s/%s", tn->cfg->mount, rel) < 0)
+                return -ENOMEM;
+        *ret = (struct file_ref){ .tn = tn, .rel = strdup(rel), .name = utf8_escape(name ?: view) };
+        if (!ret->rel || !ret->name) {
+                file_ref_done(ret);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, char *message, size_t size) {
         const char *rel = NULL;
-        struct stat st;
-        long fd;
+        struct tenant *tn = NULL;
 
         if (path[0] != '/')
                 return say(message, size, -EINVAL, "%s: not an absolute path", path);
@@ -54,24 +68,74 @@ static int resolve(struct tierd *t, const char *path, int flags, struct tenant *
                 rel = path_under(path, tn->cfg->mount) ?: path_under(path, tn->cfg->subvolume);
         }
         if (!rel)
-                return say(message, size, -ENOENT, "%s: not in any tenant's subvolume or view", path);
+                return say(message, size, -EXDEV, "%s: not in any tenant's subvolume or view", path);
         if (!*rel)
-                return say(message, size, -EISDIR, "%s: is the tenant's root directory, not a file", path);
+                return say(message, size, -EINVAL, "%s: is the tenant's root directory, not a file", path);
+        return file_ref_set(ret, tn, rel, path);
+}
+
+/* Opens rel beneath the tenant's subvolume: no symlink, '..' or mount leads
+ * outside, and only regular files are served. */
+static int file_open(const struct file_ref *f, int flags, int *ret_fd, char *message, size_t size) {
         struct open_how how = {
                 .flags = (uint64_t)flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
         };
-        fd = syscall(SYS_openat2, tn->subvol_fd, rel, &how, sizeof(how));
+        struct stat st;
+        long fd = syscall(SYS_openat2, f->tn->subvol_fd, f->rel, &how, sizeof(how));
+
         if (fd < 0)
-                return say(message, size, -errno, "%s: %s", path,
+                return say(message, size, errno == ELOOP ? -EINVAL : errno == EXDEV ? -EXDEV : -errno, "%s: %s", f->name,
                            errno == ELOOP ? "is a symlink" : errno == EXDEV ? "leads outside the tenant" : strerror(errno));
         if (fstat((int)fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                 close((int)fd);
-                return say(message, size, -EINVAL, "%s: not a regular file", path);
+                return say(message, size, -EINVAL, "%s: not a regular file", f->name);
         }
-        *ret_tn = tn;
         *ret_fd = (int)fd;
         return 0;
+}
+
+/* The file behind a caller's fd, found again through tierd's private mount
+ * by its handle; its name there must lead to the same inode from beneath
+ * the subvolume, or the file is not the tenant's. */
+int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *message, size_t size) {
+        union file_handle_buf h = { .fh.handle_bytes = MAX_HANDLE_SZ };
+        struct stat st, sst;
+        int mount_id;
+
+        if (fstat(fd, &st) < 0)
+                return say(message, size, -errno, "%m");
+        if (!S_ISREG(st.st_mode))
+                return say(message, size, -EINVAL, "not a regular file");
+        if (name_to_handle_at(fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0)
+                return say(message, size, -EXDEV, "not on a tiered filesystem (%m)");
+        for (size_t i = 0; i < t->n_tenants; i++) {
+                struct tenant *tn = &t->tenants[i];
+                char link[32], where[PATH_MAX];
+                const char *rel;
+                ssize_t n;
+
+                if (fstat(tn->subvol_fd, &sst) < 0 || sst.st_dev != st.st_dev)
+                        continue;
+                _cleanup_close_ int found = open_by_handle_at(tn->fs->root_fd, &h.fh, O_PATH | O_CLOEXEC);
+                if (found < 0)
+                        continue;
+                snprintf(link, sizeof(link), "/proc/self/fd/%d", found);
+                n = readlink(link, where, sizeof(where) - 1);
+                if (n <= 1 || where[0] != '/')
+                        continue;
+                where[n] = 0;
+                rel = strcmp(tn->subvol_rel, ".") == 0 ? where + 1 : path_under(where + 1, tn->subvol_rel);
+                if (!rel || !*rel)
+                        continue;
+                struct open_how how = { .flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
+                                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
+                _cleanup_close_ int again = (int)syscall(SYS_openat2, tn->subvol_fd, rel, &how, sizeof(how));
+                if (again < 0 || fstat(again, &sst) < 0 || sst.st_ino != st.st_ino || sst.st_dev != st.st_dev)
+                        continue;
+                return file_ref_set(ret, tn, rel, NULL);
+        }
+        return say(message, size, -EXDEV, "not in any tenant's subvolume");
 }
 
 struct archive_job {
@@ -156,16 +220,17 @@ static bool stub_matches_file(const struct stub *s, int fd) {
                st.st_mtim.tv_nsec == s->mtime.tv_nsec;
 }
 
-int job_archive(struct tierd *t, const char *path, job_done_t done, void *userdata) {
+int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
         _cleanup_(stub_done) struct stub s = {};
         struct archive_job *j;
         struct request *req;
         const char *err = "";
         char msg[512];
-        struct tenant *tn;
+        struct tenant *tn = f->tn;
         int fd, dupfd, r;
+        (void)t;
 
-        r = resolve(t, path, O_RDONLY, &tn, &fd, msg, sizeof(msg));
+        r = file_open(f, O_RDONLY, &fd, msg, sizeof(msg));
         if (r < 0) {
                 done(userdata, r, msg);
                 return 0;
@@ -193,7 +258,7 @@ int job_archive(struct tierd *t, const char *path, job_done_t done, void *userda
                 done(userdata, r, r == -EINVAL ? err : strerror(-r));
                 return 0;
         }
-        j = calloc(1, sizeof(*j) + strlen(path) + 1);
+        j = calloc(1, sizeof(*j) + strlen(f->name) + 1);
         dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (!j || dupfd < 0 || !(req = request_new(PROTO_ARCHIVE, dupfd, on_archived, j))) {
                 free(j);
@@ -202,7 +267,7 @@ int job_archive(struct tierd *t, const char *path, job_done_t done, void *userda
                 return -ENOMEM;
         }
         *j = (struct archive_job){ .tn = tn, .fd = fd, .done = done, .userdata = userdata };
-        strcpy(j->path, path);
+        strcpy(j->path, f->name);
         fstat(fd, &j->before);
         worker_submit(&tn->worker, req);
         return 0;
@@ -219,16 +284,16 @@ static void on_restored(void *userdata, int error) {
         free(j);
 }
 
-int job_restore(struct tierd *t, const char *path, job_done_t done, void *userdata) {
+int job_restore(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
         _cleanup_(stub_done) struct stub s = {};
         _cleanup_close_ int fd = -1;
         struct restore_job *j;
         const char *err = "";
-        struct tenant *tn;
         char msg[512];
         int r;
+        (void)t;
 
-        r = resolve(t, path, O_RDONLY, &tn, &fd, msg, sizeof(msg));
+        r = file_open(f, O_RDONLY, &fd, msg, sizeof(msg));
         if (r < 0) {
                 done(userdata, r, msg);
                 return 0;
@@ -246,7 +311,7 @@ int job_restore(struct tierd *t, const char *path, job_done_t done, void *userda
         if (!j)
                 return -ENOMEM;
         *j = (struct restore_job){ .done = done, .userdata = userdata };
-        r = dispatch_restore_whole(tn, fd, on_restored, j);
+        r = dispatch_restore_whole(f->tn, fd, on_restored, j);
         if (r < 0) {
                 free(j);
                 done(userdata, r, "cannot start the restore");
@@ -254,21 +319,25 @@ int job_restore(struct tierd *t, const char *path, job_done_t done, void *userda
         return 0;
 }
 
-static int release_now(struct tierd *t, const char *path, char *message, size_t size, bool *busy) {
+static int release_now(struct tierd *t, const struct file_ref *f, char *message, size_t size, bool *busy) {
         _cleanup_(stub_done) struct stub s = {};
         _cleanup_close_ int fd = -1;
-        const char *err = "";
-        struct tenant *tn;
+        struct tenant *tn = f->tn;
+        const char *err = "", *path = f->name;
         struct stat st;
         int r;
 
         message[0] = 0;
-        r = resolve(t, path, O_RDWR, &tn, &fd, message, size);
+        r = file_open(f, O_RDWR, &fd, message, size);
         if (r < 0)
                 return r;
+        r = stub_pinned_fd(fd);
+        if (r != 0)
+                return say(message, size, r > 0 ? -EPERM : r, "%s: %s", path,
+                           r > 0 ? "pinned: unpin it first" : "cannot read the pin mark");
         r = stub_read_fd(fd, &s, &err);
         if (r == -ENODATA)
-                return say(message, size, -EINVAL, "%s: not archived: archive it first", path);
+                return say(message, size, -ENODATA, "%s: not archived: archive it first", path);
         if (r < 0)
                 return say(message, size, r, "%s: bad stub: %s", path, r == -EINVAL ? err : strerror(-r));
         if (s.state == STUB_RELEASED)
@@ -289,10 +358,7 @@ static int release_now(struct tierd *t, const char *path, char *message, size_t 
                 return say(message, size, r, "%s: bad stub: %s", path, r == -EINVAL ? err : strerror(-r));
         if (s.state == STUB_DIRTY)
                 return say(message, size, -EBUSY, "%s: changed since it was archived: archive it again first", path);
-        union {
-                struct file_handle fh;
-                char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
-        } h = { .fh.handle_bytes = MAX_HANDLE_SZ };
+        union file_handle_buf h = { .fh.handle_bytes = MAX_HANDLE_SZ };
         int mount_id;
         if (name_to_handle_at(fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0)
                 return say(message, size, -errno, "%s: name_to_handle_at: %m", path);
@@ -356,56 +422,86 @@ static int release_now(struct tierd *t, const char *path, char *message, size_t 
 
 struct release_job {
         struct tierd *t;
+        const struct file_ref *f;
         job_done_t done;
         void *userdata;
         unsigned tries;
-        char path[];
 };
 
 static void release_attempt(void *userdata) {
         struct release_job *j = userdata;
         char msg[512] = "";
         bool busy = false;
-        int r = release_now(j->t, j->path, msg, sizeof(msg), &busy);
+        int r = release_now(j->t, j->f, msg, sizeof(msg), &busy);
 
         /* A fill or a verification of this file is in flight: release it
          * when it is done (again, if a reader started another meanwhile). */
         if (busy && ++j->tries < 100) {
                 _cleanup_close_ int fd = -1;
-                struct tenant *tn = NULL;
-                if (resolve(j->t, j->path, O_RDONLY, &tn, &fd, msg, sizeof(msg)) == 0 &&
-                    dispatch_when_idle(j->t, tn->fs, fd, release_attempt, j) == 0)
+                if (file_open(j->f, O_RDONLY, &fd, msg, sizeof(msg)) == 0 &&
+                    dispatch_when_idle(j->t, j->f->tn->fs, fd, release_attempt, j) == 0)
                         return;
         }
         if (busy)
-                r = say(msg, sizeof(msg), -EBUSY, "%s: restores keep running on it, not released", j->path);
+                r = say(msg, sizeof(msg), -EBUSY, "%s: restores keep running on it, not released", j->f->name);
         j->done(j->userdata, r, r < 0 ? msg : NULL);
         free(j);
 }
 
-int job_release(struct tierd *t, const char *path, job_done_t done, void *userdata) {
-        struct release_job *j = calloc(1, sizeof(*j) + strlen(path) + 1);
+int job_release(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
+        struct release_job *j = calloc(1, sizeof(*j));
         if (!j)
                 return -ENOMEM;
-        *j = (struct release_job){ .t = t, .done = done, .userdata = userdata };
-        strcpy(j->path, path);
+        *j = (struct release_job){ .t = t, .f = f, .done = done, .userdata = userdata };
         release_attempt(j);
         return 0;
 }
 
-int job_file_status(struct tierd *t, const char *path, struct file_status *fst, char *message, size_t size) {
+static int set_pin(const struct file_ref *f, bool pinned, char *message, size_t size) {
+        _cleanup_close_ int fd = -1;
+        int r = file_open(f, O_RDONLY, &fd, message, size);
+        if (r < 0)
+                return r;
+        r = stub_set_pinned_fd(fd, pinned);
+        if (r < 0)
+                return say(message, size, r, "%s: cannot %s: %s", f->name, pinned ? "pin" : "unpin", strerror(-r));
+        log_info("tenant %s: %s %s", f->tn->cfg->name, pinned ? "pinned" : "unpinned", f->name);
+        return 0;
+}
+
+/* Pinned means kept local: a released or partial file comes back whole. */
+int job_pin(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
+        char msg[512];
+        int r = set_pin(f, true, msg, sizeof(msg));
+        if (r < 0) {
+                done(userdata, r, msg);
+                return 0;
+        }
+        return job_restore(t, f, done, userdata);
+}
+
+int job_unpin(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
+        char msg[512];
+        int r = set_pin(f, false, msg, sizeof(msg));
+        (void)t;
+        done(userdata, r, r < 0 ? msg : NULL);
+        return 0;
+}
+
+int job_file_status(struct tierd *t, const struct file_ref *f, struct file_status *fst, char *message, size_t size) {
         _cleanup_(stub_done) struct stub s = {};
         _cleanup_close_ int fd = -1;
-        const char *err = "";
-        struct tenant *tn;
+        const char *err = "", *path = f->name;
         struct stat st;
         int r;
+        (void)t;
 
-        r = resolve(t, path, O_RDONLY, &tn, &fd, message, size);
+        r = file_open(f, O_RDONLY, &fd, message, size);
         if (r < 0)
                 return r;
         fstat(fd, &st);
-        fst->tenant = tn->cfg->name;
+        fst->tenant = f->tn->cfg->name;
+        fst->pinned = stub_pinned_fd(fd) > 0;
         r = stub_read_fd(fd, &s, &err);
         if (r == -ENODATA) {
                 fst->state = "resident";

@@ -8,20 +8,43 @@
 
 #include "tierd.h"
 
+/* A file a caller named, found inside one tenant's subvolume. */
+struct file_ref {
+        struct tenant *tn;
+        char *rel;  /* beneath the tenant's subvolume */
+        char *name; /* for messages: the caller's path or the view path, valid UTF-8 */
+};
+void file_ref_done(struct file_ref *f);
+/* By a host path, in a tenant's view or subvolume. */
+int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, char *message, size_t size);
+/* By an open file (any mount namespace, any name). */
+int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *message, size_t size);
+
+/* The errors a file job reports, each a named D-Bus error too:
+ *   -ENOENT no such file, -EXDEV outside every tenant, -EINVAL not a
+ *   regular file, -ENODATA not archived, -EPERM pinned, -EBUSY in use or
+ *   changed, -ECANCELED canceled; anything else: failed. */
+
 /* done(userdata, 0 or -errno, message for a person or NULL). */
 typedef void (*job_done_t)(void *userdata, int error, const char *message);
+/* f stays valid until done() is called; done may be called before return. */
+typedef int (*file_job_t)(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 
-int job_archive(struct tierd *t, const char *path, job_done_t done, void *userdata);
-int job_restore(struct tierd *t, const char *path, job_done_t done, void *userdata);
+int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
+int job_restore(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 /* Local work only; waits for fills of the file in flight to end first. */
-int job_release(struct tierd *t, const char *path, job_done_t done, void *userdata);
+int job_release(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
+/* Pinned files are never released; pinning a released file restores it. */
+int job_pin(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
+int job_unpin(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 
 struct file_status {
         const char *tenant;
         const char *state; /* "resident" when never archived */
         uint64_t size, resident;
+        bool pinned;
 };
-int job_file_status(struct tierd *t, const char *path, struct file_status *st, char *message, size_t size);
+int job_file_status(struct tierd *t, const struct file_ref *f, struct file_status *st, char *message, size_t size);
 
 enum { USAGE_RESIDENT, USAGE_ARCHIVED, USAGE_PARTIAL, USAGE_RELEASED, USAGE_DIRTY, _USAGE_MAX };
 struct tenant_usage {

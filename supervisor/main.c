@@ -32,6 +32,7 @@
 #include "keeper.h"
 #include "log.h"
 #include "macro.h"
+#include "job.h"
 #include "manager.h"
 #include "secrets.h"
 #include "url.h"
@@ -113,6 +114,7 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
                 return 0;
         log_info("signal %u: finishing in-flight fills, then exiting", si->ssi_signo);
         t->stopping = true;
+        bus_jobs_cancel_all(t); /* files in progress finish; queued ones are not started */
         sd_event_add_time_relative(t->event, &t->stop_src, CLOCK_MONOTONIC, STOP_TIMEOUT_USEC, 0, on_stop_timeout, t);
         tierd_check_idle(t);
         return 0;
@@ -328,6 +330,7 @@ static int run(struct tierd *t) {
 }
 
 static void teardown(struct tierd *t) {
+        bus_jobs_free(t);
         t->bus = sd_bus_flush_close_unref(t->bus);
         for (size_t i = 0; i < t->n_tenants && !t->handing_over; i++)
                 view_remove(&t->tenants[i]);

@@ -91,6 +91,7 @@ struct tenant {
 
 struct tfile;   /* a file with fills or waiters in flight: dispatch.c */
 struct journal; /* the in-flight journal: journal.c */
+struct bus_job; /* an org.tierd1.Job: dbus/job.c */
 
 struct tierd {
         sd_event *event;
@@ -112,6 +113,10 @@ struct tierd {
         unsigned fds_in_flight;  /* event fds and fill fds held */
         unsigned fd_budget;      /* stop reading events beyond this */
         bool reading_paused;
+        struct bus_job *jobs; /* in the order they run */
+        uint32_t last_job_id;
+        unsigned job_files_running;
+        bool jobs_pumping;
         bool stopping;
         bool handing_over; /* SIGTERM with a store: leave everything pending */
         sd_event_source *stop_src, *secrets_src;

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * org.tierd1.Job objects. Jobs run in the order they were made; at most
+ * JOB_FILES_RUNNING files at a time over all jobs, since each holds an fd
+ * and tierd keeps its fds for readers' events.
+ */
+#include "job.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "access.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+
+#define JOB_FILES_RUNNING 16
+#define JOB_PROGRESS_EVERY_USEC (250 * 1000ull) /* FilesDone changes: at most this often */
+#define JOB_ERRORS_MAX 1000                      /* per job, in JobRemoved; the rest are counted */
+
+struct job_error {
+        uint32_t index;
+        const char *name;
+        char *message;
+};
+
+struct bus_job {
+        struct tierd *t;
+        struct bus_job *next;
+        uint32_t id;
+        char *path;
+        const char *operation;
+        file_job_t fn;
+        sd_bus_slot *slot;
+        struct file_ref *refs; /* not started yet; started ones move to their item */
+        size_t n, started, done, failed, running;
+        struct job_error *errors;
+        size_t n_errors;
+        bool canceled;
+        uint64_t progress_usec;
+};
+
+/* A file in progress: owns its file_ref, and finds its job by id when done,
+ * so a job may go (teardown) while files are still in progress. */
+struct job_item {
+        struct tierd *t;
+        uint32_t job_id;
+        uint32_t index;
+        struct file_ref ref;
+};
+
+const char *bus_job_error_name(int error) {
+        switch (error) {
+        case -ENOENT: return "org.tierd1.Error.NoSuchFile";
+        case -EXDEV: return "org.tierd1.Error.NotInTenant";
+        case -EINVAL: return "org.tierd1.Error.NotRegularFile";
+        case -ENODATA: return "org.tierd1.Error.NotArchived";
+        case -EPERM: return "org.tierd1.Error.Pinned";
+        case -EBUSY: return "org.tierd1.Error.Busy";
+        case -ECANCELED: return "org.tierd1.Error.Canceled";
+        default: return "org.tierd1.Error.Failed";
+        }
+}
+
+static struct bus_job *job_find(struct tierd *t, uint32_t id) {
+        for (struct bus_job *j = t->jobs; j; j = j->next)
+                if (j->id == id)
+                        return j;
+        return NULL;
+}
+
+static void job_free(struct bus_job *j) {
+        sd_bus_slot_unref(j->slot);
+        for (size_t i = j->started; i < j->n; i++)
+                file_ref_done(&j->refs[i]);
+        free(j->refs);
+        for (size_t i = 0; i < j->n_errors; i++)
+                free(j->errors[i].message);
+        free(j->errors);
+        free(j->path);
+        free(j);
+}
+
+static const char *job_state(const struct bus_job *j) {
+        return j->running > 0 ? "running" : "waiting";
+}
+
+static void job_emit_progress(struct bus_job *j, bool now) {
+        uint64_t t_now = 0;
+        sd_event_now(j->t->event, CLOCK_MONOTONIC, &t_now);
+        if (!j->t->bus || (!now && t_now - j->progress_usec < JOB_PROGRESS_EVERY_USEC))
+                return;
+        j->progress_usec = t_now;
+        sd_bus_emit_properties_changed(j->t->bus, j->path, TIERD_BUS_JOB, "State", "FilesDone", "FilesFailed", NULL);
+}
+
+static int job_emit_removed(struct bus_job *j) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        const char *result = j->canceled ? "canceled" : j->failed ? "failed" : "done";
+        int r;
+
+        if (!j->t->bus)
+                return 0;
+        r = sd_bus_message_new_signal(j->t->bus, &m, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "JobRemoved");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "uossuu", j->id, j->path, j->operation, result, (uint32_t)j->done,
+                                          (uint32_t)j->failed);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(uss)");
+        for (size_t i = 0; r >= 0 && i < j->n_errors; i++)
+                r = sd_bus_message_append(m, "(uss)", j->errors[i].index, j->errors[i].name, j->errors[i].message);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_send(j->t->bus, m, NULL);
+        if (r < 0)
+                log_error_errno(r, "cannot send JobRemoved for job %u: %m", j->id);
+        sd_bus_emit_object_removed(j->t->bus, j->path);
+        return r;
+}
+
+static void job_record_error(struct bus_job *j, uint32_t index, int error, const char *message) {
+        j->failed++;
+        if (j->n_errors >= JOB_ERRORS_MAX)
+                return;
+        struct job_error *e = realloc(j->errors, (j->n_errors + 1) * sizeof(*e));
+        if (!e)
+                return;
+        j->errors = e;
+        e[j->n_errors++] = (struct job_error){ .index = index, .name = bus_job_error_name(error),
+                                               .message = strdup(message ?: strerror(-error)) };
+        if (!e[j->n_errors - 1].message)
+                j->n_errors--;
+}
+
+static void jobs_pump(struct tierd *t);
+
+static void job_item_done(void *userdata, int error, const char *message) {
+        struct job_item *it = userdata;
+        struct tierd *t = it->t;
+        struct bus_job *j = job_find(t, it->job_id);
+
+        t->job_files_running--;
+        if (j) {
+                j->running--;
+                j->done++;
+                if (error < 0)
+                        job_record_error(j, it->index, error, message);
+                job_emit_progress(j, false);
+        }
+        file_ref_done(&it->ref);
+        free(it);
+        jobs_pump(t);
+}
+
+static void job_start_next(struct bus_job *j) {
+        struct tierd *t = j->t;
+        size_t i = j->started++;
+        struct job_item *it = calloc(1, sizeof(*it));
+
+        if (!it) {
+                j->done++;
+                job_record_error(j, (uint32_t)i, -ENOMEM, NULL);
+                file_ref_done(&j->refs[i]);
+                return;
+        }
+        *it = (struct job_item){ .t = t, .job_id = j->id, .index = (uint32_t)i, .ref = j->refs[i] };
+        j->refs[i] = (struct file_ref){};
+        if (j->running++ == 0)
+                job_emit_progress(j, true); /* State: running */
+        t->job_files_running++;
+        int r = j->fn(t, &it->ref, job_item_done, it);
+        if (r < 0)
+                job_item_done(it, r, NULL);
+}
+
+/* Starts files in job order while there is room, and removes the jobs that
+ * are over. Completions inside fn() come back here: only the outer call
+ * loops. */
+static void jobs_pump(struct tierd *t) {
+        if (t->jobs_pumping)
+                return;
+        t->jobs_pumping = true;
+        for (struct bus_job *j = t->jobs; j && t->job_files_running < JOB_FILES_RUNNING; j = j->next)
+                while (!j->canceled && j->started < j->n && t->job_files_running < JOB_FILES_RUNNING)
+                        job_start_next(j);
+        for (struct bus_job **p = &t->jobs; *p;) {
+                struct bus_job *j = *p;
+                if (j->running > 0 || (j->started < j->n && !j->canceled)) {
+                        p = &j->next;
+                        continue;
+                }
+                *p = j->next;
+                log_info("job %u (%s): %zu files, %zu failed%s", j->id, j->operation, j->done, j->failed,
+                         j->canceled ? ", canceled" : "");
+                job_emit_removed(j);
+                job_free(j);
+        }
+        t->jobs_pumping = false;
+        tierd_check_idle(t);
+}
+
+#define GETTER(fn) \
+        static int fn(sd_bus *bus, const char *path, const char *interface, const char *property, \
+                      sd_bus_message *reply, void *userdata, sd_bus_error *error)
+
+GETTER(get_job_property) {
+        const struct bus_job *j = userdata;
+        (void)bus, (void)path, (void)interface, (void)error;
+        if (strcmp(property, "Id") == 0)
+                return sd_bus_message_append(reply, "u", j->id);
+        if (strcmp(property, "Operation") == 0)
+                return sd_bus_message_append(reply, "s", j->operation);
+        if (strcmp(property, "State") == 0)
+                return sd_bus_message_append(reply, "s", job_state(j));
+        if (strcmp(property, "FilesTotal") == 0)
+                return sd_bus_message_append(reply, "u", (uint32_t)j->n);
+        if (strcmp(property, "FilesDone") == 0)
+                return sd_bus_message_append(reply, "u", (uint32_t)j->done);
+        return sd_bus_message_append(reply, "u", (uint32_t)j->failed);
+}
+
+static int method_job_cancel(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct bus_job *j = userdata;
+        int r = bus_check_admin(j->t, m, error);
+        if (r < 0)
+                return r;
+        bus_job_cancel(j->t, j->path);
+        return sd_bus_reply_method_return(m, "");
+}
+
+static const sd_bus_vtable job_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Id", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Operation", "s", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("State", "s", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("FilesTotal", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("FilesDone", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("FilesFailed", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_METHOD("Cancel", "", "", method_job_cancel, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+int bus_job_start(struct tierd *t, const char *operation, file_job_t fn, struct file_ref *refs, size_t n,
+                  char **ret_path) {
+        struct bus_job *j = calloc(1, sizeof(*j));
+        int r;
+
+        if (!j || !(j->refs = calloc(n ?: 1, sizeof(*refs)))) {
+                free(j);
+                return -ENOMEM;
+        }
+        j->t = t;
+        j->id = ++t->last_job_id;
+        j->operation = operation;
+        j->fn = fn;
+        j->n = n;
+        if (asprintf(&j->path, "%s/%u", TIERD_BUS_JOB_PREFIX, j->id) < 0) {
+                j->path = NULL;
+                job_free(j);
+                return -ENOMEM;
+        }
+        r = sd_bus_add_object_vtable(t->bus, &j->slot, j->path, TIERD_BUS_JOB, job_vtable, j);
+        if (r < 0 || !(*ret_path = strdup(j->path))) {
+                job_free(j);
+                return r < 0 ? r : -ENOMEM;
+        }
+        memcpy(j->refs, refs, n * sizeof(*refs));
+        memset(refs, 0, n * sizeof(*refs));
+        /* Appended: jobs run in the order they were made. */
+        struct bus_job **p = &t->jobs;
+        while (*p)
+                p = &(*p)->next;
+        *p = j;
+        sd_bus_emit_object_added(t->bus, j->path);
+        sd_bus_emit_signal(t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "JobNew", "uos", j->id, j->path, operation);
+        return 0;
+}
+
+void bus_jobs_run(struct tierd *t) {
+        jobs_pump(t);
+}
+
+int bus_job_cancel(struct tierd *t, const char *path) {
+        for (struct bus_job *j = t->jobs; j; j = j->next)
+                if (strcmp(j->path, path) == 0) {
+                        j->canceled = true;
+                        jobs_pump(t);
+                        return 1;
+                }
+        return 0;
+}
+
+void bus_jobs_cancel_all(struct tierd *t) {
+        for (struct bus_job *j = t->jobs; j; j = j->next)
+                j->canceled = true;
+        jobs_pump(t);
+}
+
+void bus_jobs_free(struct tierd *t) {
+        while (t->jobs) {
+                struct bus_job *j = t->jobs;
+                t->jobs = j->next;
+                job_free(j);
+        }
+}
