@@ -191,6 +191,10 @@ static void usage(FILE *f) {
                    "  unpin PATH...            let these files be released again\n"
                    "  status [--json] [PATH...] per tenant, or per file: resident / partial / released\n"
                    "  reload                   make tierd read its policy file again\n"
+                   "  tenant set NAME KEY=VALUE...\n"
+                   "                           change a tenant's policy keys (VALUE is JSON, or a\n"
+                   "                           string; null restores the default): written to the\n"
+                   "                           policy file and applied\n"
                    "  metrics                  every counter, in the Prometheus text format\n"
                    "  monitor                  tierd's signals as they come (worker exits and starts,\n"
                    "                           property changes), until interrupted\n\n"
@@ -230,7 +234,7 @@ int main(int argc, char **argv) {
         }
         argc = n;
         bool known = strcmp(verb, "status") == 0 || strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0 ||
-                     strcmp(verb, "reload") == 0;
+                     strcmp(verb, "reload") == 0 || strcmp(verb, "tenant") == 0;
         for (size_t i = 0; i < ARRAY_SIZE(file_verbs); i++)
                 known = known || strcmp(verb, file_verbs[i].verb) == 0;
         if (!known) {
@@ -249,6 +253,8 @@ int main(int argc, char **argv) {
         }
         if (strcmp(verb, "metrics") == 0)
                 return verb_metrics(bus);
+        if (strcmp(verb, "tenant") == 0)
+                return verb_tenant(bus, argc, argv);
         if (strcmp(verb, "reload") == 0)
                 return verb_reload(bus);
         if (strcmp(verb, "monitor") == 0)

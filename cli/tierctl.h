@@ -18,6 +18,8 @@ int call_failed(const char *what, const sd_bus_error *e, int r);
 /* tierctl archive/release/restore/pin/unpin PATH...: method is the
  * manager's fd variant ("Archive"...). */
 int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, char **argv);
+/* tierctl tenant set NAME KEY=VALUE...: argv starts after "tenant". */
+int verb_tenant(sd_bus *bus, int argc, char **argv);
 /* tierctl metrics: every counter in the Prometheus text format. */
 int verb_metrics(sd_bus *bus);
 /* tierctl monitor: tierd's signals as they come, until interrupted. */

@@ -25,6 +25,8 @@
 #define ERROR_NEEDS_RESTART "org.tierd1.Error.NeedsRestart"
 #define ERROR_INVALID_ARGS "org.tierd1.Error.InvalidArguments"
 #define ERROR_NO_SUCH_JOB "org.tierd1.Error.NoSuchJob"
+#define ERROR_READ_ONLY_POLICY "org.tierd1.Error.ReadOnlyPolicy"
+#define SETTINGS_MAX (64 * 1024)
 #define MAX_PATHS 100000
 #define MAX_PATH_LEN 4096
 
@@ -256,6 +258,19 @@ static int method_get_tenant(sd_bus_message *m, void *userdata, sd_bus_error *er
         return sd_bus_reply_method_return(m, "o", path);
 }
 
+/* The named error for what tierd_reload_policy / tierd_set_tenant_policy
+ * returned. */
+static int policy_error(sd_bus_error *error, int r, const char *why) {
+        const char *name = r == -EINVAL ? ERROR_INVALID_POLICY
+                           : r == -EXDEV ? ERROR_NEEDS_RESTART
+                           : r == -ENOENT ? ERROR_NO_SUCH_TENANT
+                           : r == -EROFS ? ERROR_READ_ONLY_POLICY
+                                         : NULL;
+        if (!name)
+                return sd_bus_error_set_errnof(error, r, "%s", why ?: strerror(-r));
+        return sd_bus_error_set(error, name, why ?: strerror(-r));
+}
+
 static int method_reload_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         struct tierd *t = userdata;
         _cleanup_free_ char *why = NULL;
@@ -264,12 +279,29 @@ static int method_reload_policy(sd_bus_message *m, void *userdata, sd_bus_error 
         if ((r = bus_check_admin(t, m, error)) < 0)
                 return r;
         r = tierd_reload_policy(t, &why);
-        if (r == -EINVAL)
-                return sd_bus_error_set(error, ERROR_INVALID_POLICY, why ?: "invalid policy");
-        if (r == -EXDEV)
-                return sd_bus_error_set(error, ERROR_NEEDS_RESTART, why ?: "needs a restart");
+        if (r < 0)
+                return policy_error(error, r, why);
+        sd_bus_emit_signal(t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "PolicyReloaded", "s", t->policy_path);
+        return sd_bus_reply_method_return(m, "");
+}
+
+static int method_set_tenant_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        _cleanup_free_ char *why = NULL;
+        const char *name, *settings;
+        int r = sd_bus_message_read(m, "ss", &name, &settings);
+
         if (r < 0)
                 return r;
+        if (strlen(settings) > SETTINGS_MAX)
+                return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "settings longer than %d bytes", SETTINGS_MAX);
+        if (!tierd_find_tenant(t, name))
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_TENANT, "no tenant named \"%.64s\" in the policy", name);
+        if ((r = bus_check_admin(t, m, error)) < 0)
+                return r;
+        r = tierd_set_tenant_policy(t, name, settings, &why);
+        if (r < 0)
+                return policy_error(error, r, why);
         sd_bus_emit_signal(t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "PolicyReloaded", "s", t->policy_path);
         return sd_bus_reply_method_return(m, "");
 }
@@ -307,6 +339,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("GetTenant", SD_BUS_ARGS("s", name), SD_BUS_RESULT("o", tenant), method_get_tenant,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("ReloadPolicy", "", "", method_reload_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SetTenantPolicy", SD_BUS_ARGS("s", name, "s", settings), SD_BUS_NO_RESULT,
+                                method_set_tenant_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("PolicyReloaded", SD_BUS_ARGS("s", path), 0),
         SD_BUS_SIGNAL_WITH_ARGS("JobNew", SD_BUS_ARGS("u", id, "o", job, "s", operation), 0),
         SD_BUS_SIGNAL_WITH_ARGS("JobRemoved",

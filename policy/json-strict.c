@@ -2,6 +2,8 @@
 #include "json-strict.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,4 +224,54 @@ int json_find_duplicate_key(const char *text, size_t len, char **dup) {
         struct scanner s = { .p = text, .end = text + len };
         *dup = NULL;
         return scan_value(&s, dup);
+}
+
+static int say(char **why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int say(char **why, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(why, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                *why = NULL;
+                return -ENOMEM;
+        }
+        return -EINVAL;
+}
+
+int json_parse_strict(const char *text, size_t len, json_object **ret, char **why, char **dup) {
+        json_tokener *tok = json_tokener_new();
+        json_object *root;
+        int r;
+
+        *why = *dup = NULL;
+        if (!tok)
+                return -ENOMEM;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        root = json_tokener_parse_ex(tok, text, (int)len);
+        enum json_tokener_error e = json_tokener_get_error(tok);
+        size_t at = json_tokener_get_parse_end(tok);
+        json_tokener_free(tok);
+        if (!root || e != json_tokener_success) {
+                json_object_put(root);
+                return say(why, "not valid JSON (strict: no comments, trailing commas or NaN): %s near byte %zu",
+                           e == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(e), at);
+        }
+        /* Trailing content after a complete value: only whitespace is fine. */
+        for (size_t i = at; i < len; i++)
+                if (!strchr(" \t\r\n", text[i]) || !text[i]) {
+                        json_object_put(root);
+                        return say(why, "not valid JSON: content after the top-level value at byte %zu", i);
+                }
+        r = json_find_duplicate_key(text, len, dup);
+        if (r != 0)
+                json_object_put(root);
+        if (r == -EDOM)
+                return say(why, "not valid JSON (strict): NaN and Infinity are not JSON numbers");
+        if (r < 0)
+                return r == -ENOMEM ? r : say(why, "could not scan for duplicate keys");
+        if (r > 0)
+                return say(why, "appears twice in one object (JSON allows it, tierd does not: which one was meant?)");
+        *ret = root;
+        return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <json-c/json.h>
 #include <stddef.h>
 
 /* json-c keeps the last of duplicate keys silently, even in strict mode.
@@ -10,3 +11,10 @@
  * (NaN, Infinity: json-c takes them even in strict mode), -EINVAL/-ENOMEM on
  * error. */
 int json_find_duplicate_key(const char *text, size_t len, char **dup);
+
+/* Parses text as one JSON value the strict way: json-c's strict mode
+ * (no comments, trailing commas or NaN), UTF-8 checked, nothing but
+ * whitespace after it, and no key twice in one object. -EINVAL: *why says
+ * what is wrong (malloc'd) and *dup names a duplicate key (malloc'd) or is
+ * NULL; -ENOMEM. */
+int json_parse_strict(const char *text, size_t len, json_object **ret, char **why, char **dup);

@@ -360,9 +360,8 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 .multipart_threshold = 64u << 20, .part_size = 8u << 20,
         };
         _cleanup_json_ json_object *root = NULL;
-        json_tokener *tok;
         json_object *v, *tenants;
-        _cleanup_free_ char *dup = NULL;
+        _cleanup_free_ char *dup = NULL, *why = NULL;
         struct policy *p;
         int r;
 
@@ -370,33 +369,11 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 *error = NULL;
         if (len > POLICY_FILE_MAX)
                 return fail(&c, NULL, NULL, "policy larger than %u bytes", POLICY_FILE_MAX);
-        tok = json_tokener_new();
-        if (!tok)
-                return -ENOMEM;
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        root = json_tokener_parse_ex(tok, text, (int)len);
-        if (!root || json_tokener_get_error(tok) != json_tokener_success ||
-            (size_t)json_tokener_get_parse_end(tok) != len) {
-                enum json_tokener_error e = json_tokener_get_error(tok);
-                size_t at = json_tokener_get_parse_end(tok);
-                json_tokener_free(tok);
-                /* Trailing content after a complete value: only whitespace is fine. */
-                if (root && e == json_tokener_success) {
-                        for (size_t i = at; i < len; i++)
-                                if (!strchr(" \t\r\n", text[i]) || !text[i])
-                                        return fail(&c, NULL, NULL, "not valid JSON: content after the top-level object at byte %zu", i);
-                } else
-                        return fail(&c, NULL, NULL, "not valid JSON (strict: no comments, trailing commas or NaN): %s near byte %zu",
-                                    e == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(e), at);
-        } else
-                json_tokener_free(tok);
-        r = json_find_duplicate_key(text, len, &dup);
-        if (r == -EDOM)
-                return fail(&c, NULL, NULL, "not valid JSON (strict): NaN and Infinity are not JSON numbers");
+        r = json_parse_strict(text, len, &root, &why, &dup);
+        if (r == -ENOMEM)
+                return r;
         if (r < 0)
-                return fail(&c, NULL, NULL, "could not scan for duplicate keys");
-        if (r > 0)
-                return fail(&c, NULL, dup, "appears twice in one object (JSON allows it, tierd does not: which one was meant?)");
+                return fail(&c, NULL, dup, "%s", why);
         if (!json_object_is_type(root, json_type_object))
                 return fail(&c, NULL, NULL, "the policy must be a JSON object");
         if ((r = check_keys(&c, root, NULL, top_keys, ARRAY_SIZE(top_keys))) < 0)
@@ -476,7 +453,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
         return 0;
 }
 
-int policy_load_file(const char *path, struct policy **ret, char **error) {
+int policy_read_file(const char *path, char **ret, size_t *ret_len, char **error) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
         struct stat st;
@@ -514,6 +491,18 @@ int policy_load_file(const char *path, struct policy **ret, char **error) {
                         return -EAGAIN;
                 }
         }
+        buf[n] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = n;
+        return 0;
+}
+
+int policy_load_file(const char *path, struct policy **ret, char **error) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+        int r = policy_read_file(path, &buf, &n, error);
+        if (r < 0)
+                return r;
         return policy_parse(buf, n, path, ret, error);
 }
 

@@ -48,6 +48,14 @@ struct policy {
  * origin (file), the tenant and the key (malloc'd; caller frees). */
 int policy_parse(const char *text, size_t len, const char *origin, struct policy **ret, char **error);
 int policy_load_file(const char *path, struct policy **ret, char **error);
+/* The file's text (malloc'd, NUL-terminated), as policy_load_file reads it. */
+int policy_read_file(const char *path, char **ret, size_t *ret_len, char **error);
+/* A new policy text in which the tenant's keys named in patch (a JSON
+ * object; null removes a key) are set; the whole result is validated as a
+ * policy. -ENOENT no such tenant, -EINVAL bad patch or result; *error says
+ * why (malloc'd). policy/edit.c. */
+int policy_edit_tenant(const char *text, size_t len, const char *origin, const char *tenant, const char *patch,
+                       char **ret_text, char **error);
 void policy_free(struct policy *p);
 const struct policy_tenant *policy_find_tenant(const struct policy *p, const char *name);
 

@@ -57,28 +57,12 @@ static int file_ref_set(struct file_ref *ret, struct tenant *tn, const char *rel
         return 0;
 }
 
-int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, char *message, size_t size) {
-        const char *rel = NULL;
-        struct tenant *tn = NULL;
-
-        if (path[0] != '/')
-                return say(message, size, -EINVAL, "%s: not an absolute path", path);
-        for (size_t i = 0; i < t->n_tenants && !rel; i++) {
-                tn = &t->tenants[i];
-                rel = path_under(path, tn->cfg->mount) ?: path_under(path, tn->cfg->subvolume);
-        }
-        if (!rel)
-                return say(message, size, -EXDEV, "%s: not in any tenant's subvolume or view", path);
-        if (!*rel)
-                return say(message, size, -EINVAL, "%s: is the tenant's root directory, not a file", path);
-        return file_ref_set(ret, tn, rel, path);
-}
-
 /* Opens rel beneath the tenant's subvolume: no symlink, '..' or mount leads
  * outside, and only regular files are served. */
 static int file_open(const struct file_ref *f, int flags, int *ret_fd, char *message, size_t size) {
         struct open_how how = {
-                .flags = (uint64_t)flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+                /* openat2 refuses O_PATH with flags it would ignore. */
+                .flags = (uint64_t)flags | O_CLOEXEC | O_NOFOLLOW | (flags & O_PATH ? 0 : O_NONBLOCK | O_NOCTTY),
                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
         };
         struct stat st;
@@ -92,6 +76,34 @@ static int file_open(const struct file_ref *f, int flags, int *ret_fd, char *mes
                 return say(message, size, -EINVAL, "%s: not a regular file", f->name);
         }
         *ret_fd = (int)fd;
+        return 0;
+}
+
+int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, char *message, size_t size) {
+        const char *rel = NULL;
+        struct tenant *tn = NULL;
+        int fd, r;
+
+        if (path[0] != '/')
+                return say(message, size, -EINVAL, "%s: not an absolute path", path);
+        for (size_t i = 0; i < t->n_tenants && !rel; i++) {
+                tn = &t->tenants[i];
+                rel = path_under(path, tn->cfg->mount) ?: path_under(path, tn->cfg->subvolume);
+        }
+        if (!rel)
+                return say(message, size, -EXDEV, "%s: not in any tenant's subvolume or view", path);
+        if (!*rel)
+                return say(message, size, -EINVAL, "%s: is the tenant's root directory, not a file", path);
+        r = file_ref_set(ret, tn, rel, path);
+        if (r < 0)
+                return r;
+        /* Named wrong: said now, to the caller, rather than in the job's result. */
+        r = file_open(ret, O_PATH, &fd, message, size);
+        if (r < 0) {
+                file_ref_done(ret);
+                return r;
+        }
+        close(fd);
         return 0;
 }
 

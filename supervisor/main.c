@@ -370,6 +370,7 @@ static void teardown(struct tierd *t) {
 
 static void usage(void) {
         fprintf(stderr, "Usage: tierd --policy FILE [--holder SOCKET | --no-holder] [--debug]\n"
+                        "       tierd --check-policy FILE   validate FILE and exit (0 valid, 1 not)\n"
                         "Serves the tenants of FILE (JSON, see README.md): watches their filesystems,\n"
                         "places their views and restores released files on first access.\n"
                         "Its fanotify groups are kept across restarts by systemd's fd store (under\n"
@@ -383,12 +384,14 @@ int main(int argc, char **argv) {
                 { "debug", no_argument, NULL, 'd' },
                 { "holder", required_argument, NULL, 'H' },
                 { "no-holder", no_argument, NULL, 'N' },
+                { "check-policy", required_argument, NULL, 'C' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         struct tierd t = { .keeper_pidfd = -1 };
         _cleanup_free_ char *error = NULL, *holder_binary = NULL;
         const char *holder = HOLDER_DEFAULT_SOCKET;
+        bool check_only = false;
         sigset_t mask;
         int c, r;
 
@@ -399,6 +402,7 @@ int main(int argc, char **argv) {
                 case 'd': log_set_level(LOG_LVL_DEBUG); break;
                 case 'H': holder = optarg; break;
                 case 'N': holder = NULL; break;
+                case 'C': t.policy_path = optarg; check_only = true; break;
                 case 'h': usage(); return EXIT_SUCCESS;
                 default: usage(); return 2;
                 }
@@ -410,6 +414,11 @@ int main(int argc, char **argv) {
         if (r < 0) {
                 log_error("invalid policy: %s", error ? error : strerror(-r));
                 return EXIT_FAILURE;
+        }
+        if (check_only) {
+                log_info("%s: a valid policy with %zu tenants", t.policy_path, t.policy->n_tenants);
+                policy_free(t.policy);
+                return EXIT_SUCCESS;
         }
         if (geteuid() != 0) {
                 log_error("tierd must run as root (fanotify pre-content groups need CAP_SYS_ADMIN)");

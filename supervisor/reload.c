@@ -2,31 +2,42 @@
 #include "reload.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
+#include "macro.h"
 #include "secrets.h"
 #include "workers.h"
 
-int tierd_reload_policy(struct tierd *t, char **error) {
-        struct policy *np = NULL, *old = t->policy;
+static int fail(char **error, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char **error, int r, const char *fmt, ...) {
+        va_list ap;
+        free(*error);
+        va_start(ap, fmt);
+        if (vasprintf(error, fmt, ap) < 0)
+                *error = NULL;
+        va_end(ap);
+        return r;
+}
+
+/* Takes np if it fits the running tierd (-EXDEV if not: np is freed). */
+static int apply_policy(struct tierd *t, struct policy *np, char **error) {
+        struct policy *old = t->policy;
         const char *why = NULL;
         int r;
 
-        *error = NULL;
-        r = policy_load_file(t->policy_path, &np, error);
-        if (r < 0) {
-                if (!*error && asprintf(error, "%s: %s", t->policy_path, strerror(-r)) < 0)
-                        *error = NULL;
-                return -EINVAL;
-        }
         if (!policy_same_places(old, np, &why)) {
                 policy_free(np);
-                if (asprintf(error, "%s: %s: restart tierd to apply it (SIGTERM hands over without a gap)",
-                             t->policy_path, why) < 0)
-                        *error = NULL;
-                return -EXDEV;
+                return fail(error, -EXDEV, "%s: %s: restart tierd to apply it (SIGTERM hands over without a gap)",
+                            t->policy_path, why);
         }
         t->policy = np;
         for (size_t i = 0; i < t->n_tenants; i++) {
@@ -40,6 +51,86 @@ int tierd_reload_policy(struct tierd *t, char **error) {
                         worker_restart_planned(&tn->worker);
         }
         policy_free(old);
-        log_info("policy %s reloaded", t->policy_path);
         return 0;
+}
+
+int tierd_reload_policy(struct tierd *t, char **error) {
+        struct policy *np = NULL;
+        int r;
+
+        *error = NULL;
+        r = policy_load_file(t->policy_path, &np, error);
+        if (r < 0)
+                return *error ? -EINVAL : fail(error, -EINVAL, "%s: %s", t->policy_path, strerror(-r));
+        r = apply_policy(t, np, error);
+        if (r == 0)
+                log_info("policy %s reloaded", t->policy_path);
+        return r;
+}
+
+/* Replaces the file at path with text, atomically (a new file renamed over
+ * it, same mode). A read-only place, as a mounted ConfigMap is: -EROFS. */
+static int write_policy(const char *path, const char *text, char **error) {
+        _cleanup_free_ char *real = realpath(path, NULL), *dir = NULL, *tmp = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        size_t len = strlen(text), off = 0;
+
+        if (!real || stat(real, &st) < 0)
+                return fail(error, -errno, "%s: %m", path);
+        if (!(dir = strdup(real)) || asprintf(&tmp, "%s/.tierd-policy.XXXXXX", dirname(dir)) < 0)
+                return -ENOMEM;
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM))
+                return fail(error, -EROFS,
+                            "%s is read-only (a Kubernetes ConfigMap?): change it at its source; tierd reloads it", path);
+        if (fd < 0)
+                return fail(error, -errno, "cannot write next to %s: %m", real);
+        while (off < len) {
+                ssize_t k = write(fd, text + off, len - off);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                off += (size_t)k;
+        }
+        if (off < len || fchmod(fd, st.st_mode & 07777) < 0 || fsync(fd) < 0 || rename(tmp, real) < 0) {
+                int r = -errno ?: -EIO;
+                unlink(tmp);
+                return fail(error, r, "cannot replace %s: %s", real, strerror(-r));
+        }
+        return 0;
+}
+
+int tierd_set_tenant_policy(struct tierd *t, const char *tenant, const char *patch, char **error) {
+        _cleanup_free_ char *text = NULL, *edited = NULL;
+        struct policy *np = NULL;
+        const char *why = NULL;
+        size_t len;
+        int r;
+
+        *error = NULL;
+        r = policy_read_file(t->policy_path, &text, &len, error);
+        if (r < 0)
+                return *error ? -EINVAL : fail(error, -EINVAL, "%s: %s", t->policy_path, strerror(-r));
+        r = policy_edit_tenant(text, len, t->policy_path, tenant, patch, &edited, error);
+        if (r < 0)
+                return r;
+        r = policy_parse(edited, strlen(edited), t->policy_path, &np, error);
+        if (r < 0)
+                return r;
+        /* Checked before writing: a change that needs a restart is not made. */
+        if (!policy_same_places(t->policy, np, &why)) {
+                policy_free(np);
+                return fail(error, -EXDEV, "tenant %s: %s: edit the policy file and restart tierd", tenant, why);
+        }
+        r = write_policy(t->policy_path, edited, error);
+        if (r < 0) {
+                policy_free(np);
+                return r;
+        }
+        r = apply_policy(t, np, error);
+        if (r == 0)
+                log_info("tenant %s: policy set (%s), written to %s", tenant, patch, t->policy_path);
+        return r;
 }

@@ -9,3 +9,11 @@
  * -EXDEV: it moves or adds tenants, which needs a restart of tierd. Either
  * way nothing changes and *error (malloc'd) says why. */
 int tierd_reload_policy(struct tierd *t, char **error);
+
+/* SetTenantPolicy: sets the tenant's keys named in patch (a JSON object;
+ * null removes a key) in the policy file, then applies the file as a reload
+ * does. Nothing is written or changed unless the result is a valid policy
+ * that needs no restart. -ENOENT no such tenant, -EINVAL bad settings,
+ * -EXDEV needs a restart, -EROFS the file cannot be written (a ConfigMap);
+ * *error (malloc'd) says why. */
+int tierd_set_tenant_policy(struct tierd *t, const char *tenant, const char *patch, char **error);

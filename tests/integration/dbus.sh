@@ -13,16 +13,17 @@ AWK="$TL_ROOT/tests/lib/introspect.awk"
 
 tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
 for t in alpha b-2.x; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
-mkdir -p "$TL_DIR/store"
+mkdir -p "$TL_DIR/store" "$TL_DIR/etc"
+POLICY=$TL_DIR/etc/policy.json # its own directory: mounted read-only below, as a ConfigMap is
 # Debian's nobody is in group nogroup: the admin group here.
-cat >"$TL_DIR/policy.json" <<EOF2
+cat >"$POLICY" <<EOF2
 {"admin_group": "nogroup",
  "tenants": [
   {"name": "alpha", "subvolume": "$TL_DIR/fs/alpha", "mount": "$TL_DIR/views/alpha", "backend": "file://$TL_DIR/store/alpha"},
   {"name": "b-2.x", "subvolume": "$TL_DIR/fs/b-2.x", "mount": "$TL_DIR/views/b-2.x", "backend": "file://$TL_DIR/store/b"}]}
 EOF2
 tl_dbus_start
-check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
+check "tierd starts" tl_tierd_start "$POLICY" || { tl_summary; exit 1; }
 BUSCTL="busctl --system"
 ALPHA=/org/tierd1/tenant/alpha B2X=/org/tierd1/tenant/b_2d2_2ex
 
@@ -116,9 +117,9 @@ check "tierd is still up" kill -0 "$TL_TIERD_PID"
 pid_of() { $BUSCTL get-property org.tierd1 "$1" org.tierd1.Tenant WorkerPid | cut -d' ' -f2; }
 A1=$(pid_of "$ALPHA") B1=$(pid_of "$B2X")
 R1=$($BUSCTL get-property org.tierd1 "$ALPHA" org.tierd1.Tenant WorkerRestarts)
-cp "$TL_DIR/policy.json" "$TL_DIR/policy.orig"
+cp "$POLICY" "$TL_DIR/policy.orig"
 sed -i 's|"backend": "file://'"$TL_DIR"'/store/alpha"}|"backend": "file://'"$TL_DIR"'/store/alpha", "stall_timeout": "20s", "readahead": "8M"}|' \
-	"$TL_DIR/policy.json"
+	"$POLICY"
 check "tierctl reload: ReloadPolicy applies new settings" "$TIERCTL" reload
 for _ in $(seq 50); do [ "$(pid_of "$ALPHA")" != "$A1" ] && [ "$(pid_of "$ALPHA")" != 0 ] && break; sleep 0.1; done
 check "... alpha's worker is replaced for its new stall timeout" test "$(pid_of "$ALPHA")" != "$A1"
@@ -127,16 +128,124 @@ check "... a planned restart: WorkerRestarts unchanged ($R1)" \
 check "... b-2.x's worker is untouched" test "$(pid_of "$B2X")" = "$B1"
 check "... PolicyReloaded was signalled" grep -q "member=PolicyReloaded" "$TL_DIR/monitor"
 check "... and files still read back" cmp "$TL_DIR/views/alpha/f" "$TL_DIR/f.orig"
-printf '{"tenants": [' >"$TL_DIR/policy.json"
+printf '{"tenants": [' >"$POLICY"
 check "a policy file that is not valid: org.tierd1.Error.InvalidPolicy" \
 	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy)" = org.tierd1.Error.InvalidPolicy
-sed 's|"mount": "'"$TL_DIR"'/views/b-2.x"|"mount": "'"$TL_DIR"'/views/elsewhere"|' "$TL_DIR/policy.orig" >"$TL_DIR/policy.json"
+sed 's|"mount": "'"$TL_DIR"'/views/b-2.x"|"mount": "'"$TL_DIR"'/views/elsewhere"|' "$TL_DIR/policy.orig" >"$POLICY"
 check "a moved view: org.tierd1.Error.NeedsRestart" \
 	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy)" = org.tierd1.Error.NeedsRestart
 check "... and the view stays where it was" mountpoint -q "$TL_DIR/views/b-2.x"
 check "ReloadPolicy from outside admin_group: AccessDenied" \
 	test "$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy")" = org.tierd1.Error.AccessDenied
-cp "$TL_DIR/policy.orig" "$TL_DIR/policy.json"
+cp "$TL_DIR/policy.orig" "$POLICY"
+
+# Jobs: every file method returns an org.tierd1.Job; JobRemoved says how it
+# ended (dbus-monitor above keeps recording).
+job_block() { # JOBPATH: the JobRemoved signal of that job, as dbus-monitor printed it
+	awk -v P="$1" '/^signal /{ if (hit) exit; rm = /member=JobRemoved/; buf = "" }
+		rm { buf = buf $0 "\n"; if (index($0, "object path \"" P "\"")) hit = 1 }
+		END { if (hit) printf "%s", buf }' "$TL_DIR/monitor"
+}
+wait_job() { # JOBPATH RESULT
+	for _ in $(seq 100); do job_block "$1" | grep -q "string \"$2\"" && return 0; sleep 0.1; done
+	job_block "$1"; return 1
+}
+job_of() { sed -n 's/^o "\(.*\)"$/\1/p'; }
+V=$TL_DIR/views/alpha
+head -c 300000 /dev/urandom >"$TL_DIR/g.orig"
+cp "$TL_DIR/g.orig" "$V/g"
+J=$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ArchivePaths as 1 "$V/g" | job_of)
+check "ArchivePaths returns a job object at once ($J)" bash -c "[[ '$J' == /org/tierd1/job/* ]]"
+check "... JobRemoved says done" wait_job "$J" done
+check "... JobNew and the ObjectManager's InterfacesAdded came first" bash -c "
+	grep -A3 'member=JobNew' '$TL_DIR/monitor' | grep -q 'object path \"$J\"' &&
+	grep -A1 'member=InterfacesAdded' '$TL_DIR/monitor' | grep -q 'object path \"$J\"'"
+check "... the file is archived" bash -c "getfattr -n security.tierd --only-values '$V/g' | grep -qx 'state=archived'"
+check "... and the job object is gone" bash -c "! $BUSCTL introspect org.tierd1 '$J' >/dev/null 2>&1"
+# busctl (systemd 252) cannot send fds: the fd variants are tierctl's.
+check "Release by file descriptor (tierctl)" "$TIERCTL" release "$V/g"
+check "... the file is released" bash -c "getfattr -n security.tierd --only-values '$V/g' | grep -qx 'state=released'"
+check "... and reads back" cmp "$V/g" "$TL_DIR/g.orig"
+echo never >"$V/plain"
+J=$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ReleasePaths as 1 "$V/plain" | job_of)
+check "releasing a file never archived: the job fails with org.tierd1.Error.NotArchived" \
+	bash -c "$(declare -f job_block wait_job); TL_DIR='$TL_DIR'; wait_job '$J' failed && job_block '$J' | grep -q org.tierd1.Error.NotArchived"
+mkdir -p "$V/dir"
+check "a path outside every tenant: org.tierd1.Error.NotInTenant" \
+	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.ArchivePaths array:string:/etc/hostname)" = org.tierd1.Error.NotInTenant
+check "a missing file: org.tierd1.Error.NoSuchFile" \
+	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.RestorePaths array:string:$V/missing)" = org.tierd1.Error.NoSuchFile
+check "a directory: org.tierd1.Error.NotRegularFile" \
+	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.PinPaths array:string:$V/dir)" = org.tierd1.Error.NotRegularFile
+check "an fd of a file outside every tenant: NotInTenant, tierctl exits 1" \
+	bash -c "'$TIERCTL' archive /etc/hostname 2>&1 | grep -q 'not in any tenant'; test \${PIPESTATUS[0]} = 1"
+check "CancelJob of a job that is over: org.tierd1.Error.NoSuchJob" \
+	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.CancelJob objpath:$J)" = org.tierd1.Error.NoSuchJob
+
+# A name that is not UTF-8 (D-Bus strings cannot carry it): by fd it works.
+BAD=$'\xff\xfe-latin1-\xe9'
+cp "$TL_DIR/g.orig" "$V/$BAD"
+check "tierctl archive of a file named in Latin-1 (sent as an fd)" "$TIERCTL" archive "$V/$BAD"
+check "... tierctl release of it" "$TIERCTL" release "$V/$BAD"
+check "... it is released and reads back" bash -c "getfattr -n security.tierd --only-values \"\$1\" | grep -qx state=released &&
+	cmp \"\$1\" '$TL_DIR/g.orig'" _ "$V/$BAD"
+
+# Pin: never released; a released file comes back whole.
+"$TIERCTL" release "$V/g" >/dev/null
+check "tierctl pin of a released file" "$TIERCTL" pin "$V/g"
+check "... restores it whole and marks it" bash -c "getfattr -n security.tierd --only-values '$V/g' | grep -qx state=archived &&
+	getfattr -n security.tierd.pin '$V/g' >/dev/null"
+check "... tierctl release of a pinned file fails (exit 1) and says so" \
+	bash -c "'$TIERCTL' release '$V/g' 2>&1 | grep -q pinned; test \${PIPESTATUS[0]} = 1"
+check "... and it stays local" bash -c "getfattr -n security.tierd --only-values '$V/g' | grep -qx state=archived"
+check "tierctl unpin; then release works" bash -c "'$TIERCTL' unpin '$V/g' && '$TIERCTL' release '$V/g' &&
+	getfattr -n security.tierd --only-values '$V/g' | grep -qx state=released"
+check "... pin by an unprivileged uid: AccessDenied (exit 3)" bash -c "$(declare -f as_user); as_user daemon '$TIERCTL' pin '$V/g' 2>/dev/null; test \$? = 3"
+check "... and CancelJob too" test "$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.CancelJob objpath:/org/tierd1/job/1")" = org.tierd1.Error.AccessDenied
+
+# Cancel: a job queued behind a long one is canceled before it starts.
+mkdir -p "$V/many"
+for i in $(seq 400); do head -c 4096 /dev/urandom >"$V/many/$i"; done
+paths=$(for i in $(seq 400); do printf '%s ' "$V/many/$i"; done)
+J1=$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ArchivePaths as 400 $paths | job_of)
+J2=$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager RestorePaths as 400 $paths | job_of)
+check "a waiting job's org.tierd1.Job is dbus/org.tierd1.Job.xml" \
+	same_interface org.tierd1.Job "$J2" "$TL_ROOT/dbus/org.tierd1.Job.xml"
+check "... its State is waiting, FilesTotal 400" bash -c "
+	$BUSCTL get-property org.tierd1 $J2 org.tierd1.Job State | grep -qx 's \"waiting\"' &&
+	$BUSCTL get-property org.tierd1 $J2 org.tierd1.Job FilesTotal | grep -qx 'u 400'"
+check "CancelJob" $BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager CancelJob o "$J2"
+check "... JobRemoved says canceled, no file done" bash -c "$(declare -f job_block wait_job); TL_DIR='$TL_DIR'
+	wait_job '$J2' canceled && job_block '$J2' | grep -A1 'string \"canceled\"' | grep -qx '   uint32 0'"
+check "... the job before it ends done" wait_job "$J1" done
+script -qec "'$TIERCTL' restore $paths" /dev/null >"$TL_DIR/tty" 2>&1
+check "tierctl on a terminal: a progress bar and a summary" bash -c "grep -q '\[#' '$TL_DIR/tty' && grep -q 'restore: 400 files done, 0 failed' '$TL_DIR/tty'"
+check "... in a pipe: quiet" test -z "$("$TIERCTL" archive $paths 2>&1 | cat)"
+
+# SetTenantPolicy: validated, written back to the file, applied.
+cp "$POLICY" "$TL_DIR/policy.before"
+check "tierctl tenant set alpha readahead=4M chunk=262144" "$TIERCTL" tenant set alpha readahead=4M chunk=262144
+check "... written to the policy file" bash -c "grep -q '\"readahead\": \"4M\"' '$POLICY' && grep -q '\"chunk\": 262144' '$POLICY'"
+check "... which is still a valid policy the next tierd reads" "$BUILD/tierd" --check-policy "$POLICY"
+check "... and files still read back" cmp "$V/g" "$TL_DIR/g.orig"
+check "tierctl tenant set alpha chunk=null removes the key" bash -c "'$TIERCTL' tenant set alpha chunk=null && ! grep -q chunk '$POLICY'"
+cp "$POLICY" "$TL_DIR/policy.before"
+set_err() { dbus_err $SEND /org/tierd1 org.tierd1.Manager.SetTenantPolicy "string:$1" "string:$2"; }
+check "a bad value: org.tierd1.Error.InvalidPolicy" test "$(set_err alpha '{"chunk": "-5"}')" = org.tierd1.Error.InvalidPolicy
+check "an unknown key: InvalidPolicy" test "$(set_err alpha '{"bogus": 1}')" = org.tierd1.Error.InvalidPolicy
+check "JSON that is not strict (a trailing comma): InvalidPolicy" test "$(set_err alpha '{"chunk": 1,}')" = org.tierd1.Error.InvalidPolicy
+check "a duplicate key: InvalidPolicy" test "$(set_err alpha '{"chunk": 1, "chunk": 2}')" = org.tierd1.Error.InvalidPolicy
+check "a new backend: org.tierd1.Error.NeedsRestart" test "$(set_err alpha '{"backend": "file:///elsewhere"}')" = org.tierd1.Error.NeedsRestart
+check "an unknown tenant: NoSuchTenant" test "$(set_err nosuch '{"chunk": 1}')" = org.tierd1.Error.NoSuchTenant
+check "from outside admin_group: AccessDenied" \
+	test "$(as_user daemon bash -c "$(declare -f dbus_err set_err); SEND='$SEND'; set_err alpha '{\"chunk\": 1}'")" = org.tierd1.Error.AccessDenied
+check "... none of these changed the file" cmp "$POLICY" "$TL_DIR/policy.before"
+mount --bind -o ro "$TL_DIR/etc" "$TL_DIR/etc"
+check "a read-only policy (as a ConfigMap): org.tierd1.Error.ReadOnlyPolicy" \
+	test "$(set_err alpha '{"chunk": 524288}')" = org.tierd1.Error.ReadOnlyPolicy
+check "... tierctl says why and exits 1" bash -c "'$TIERCTL' tenant set alpha chunk=524288 2>&1 | grep -q 'read-only'; test \${PIPESTATUS[0]} = 1"
+umount "$TL_DIR/etc"
+check "... and the file is unchanged" cmp "$POLICY" "$TL_DIR/policy.before"
 check "tierd is still up after all that" kill -0 "$TL_TIERD_PID"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary

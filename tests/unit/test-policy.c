@@ -178,6 +178,47 @@ static void test_invalid_utf8(void **state) {
         parse_bad("{\"tenants\": [], \"\xff\": 1}", "not valid JSON");
 }
 
+/* SetTenantPolicy's editor: keys set and removed, everything validated. */
+static void test_edit_tenant(void **state) {
+        (void)state;
+        const char *text = T(", \"chunk\": \"2M\"");
+        char *out = NULL, *err = NULL;
+        struct policy *p;
+
+        assert_int_equal(policy_edit_tenant(text, strlen(text), "t.json", "alpha", "{\"readahead\": \"4M\", \"chunk\": null}",
+                                            &out, &err), 0);
+        p = parse_ok(out);
+        assert_int_equal(p->tenants[0].readahead, 4 << 20);
+        assert_int_equal(p->tenants[0].chunk, 1 << 20); /* the default again */
+        policy_free(p);
+        free(out);
+
+        static const struct { const char *patch; int r; const char *want; } bad[] = {
+                { "{\"chunk\": \"-5\"}", -EINVAL, "chunk" },
+                { "{\"bogus\": 1}", -EINVAL, "bogus" },
+                { "{\"chunk\": 1,}", -EINVAL, "not valid JSON" },
+                { "{\"chunk\": 1, \"chunk\": 2}", -EINVAL, "twice" },
+                { "[1]", -EINVAL, "JSON object" },
+                { "{\"name\": \"beta\"}", -EINVAL, "renamed" },
+                { "{\"subvolume\": \"relative\"}", -EINVAL, "subvolume" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                out = err = NULL;
+                assert_int_equal(policy_edit_tenant(text, strlen(text), "t.json", "alpha", bad[i].patch, &out, &err), bad[i].r);
+                assert_null(out);
+                if (!err || !strstr(err, bad[i].want))
+                        fail_msg("%s: message '%s' does not mention '%s'", bad[i].patch, err ? err : "", bad[i].want);
+                free(err);
+        }
+        err = NULL;
+        assert_int_equal(policy_edit_tenant(text, strlen(text), "t.json", "beta", "{}", &out, &err), -ENOENT);
+        free(err);
+        /* A broken file is not edited. */
+        err = NULL;
+        assert_int_equal(policy_edit_tenant("{\"tenants\": [", 13, "t.json", "alpha", "{}", &out, &err), -EINVAL);
+        free(err);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_minimal),
@@ -188,6 +229,7 @@ int main(void) {
                 cmocka_unit_test(test_admin_group),
                 cmocka_unit_test(test_same_places),
                 cmocka_unit_test(test_invalid_utf8),
+                cmocka_unit_test(test_edit_tenant),
         };
         return UNIT_RUN("policy", tests);
 }
