@@ -22,7 +22,7 @@ struct tenant_metrics {
         char *name;
         char *worker_state;
         uint32_t restarts, in_flight;
-        uint64_t fills, fetched, fill_errors, archives, releases, resident, released;
+        uint64_t fills, fetched, fill_errors, archives, releases, resident, released, archived;
         uint64_t files[5];
         double wait_bounds[MAX_BUCKETS];
         uint64_t wait_counts[MAX_BUCKETS];
@@ -60,6 +60,7 @@ static int read_property(sd_bus_message *m, struct tenant_metrics *t) {
                         { "Releases", offsetof(struct tenant_metrics, releases) },
                         { "ResidentBytes", offsetof(struct tenant_metrics, resident) },
                         { "ReleasedBytes", offsetof(struct tenant_metrics, released) },
+                        { "ArchivedBytes", offsetof(struct tenant_metrics, archived) },
                 };
                 uint64_t v;
                 if ((r = sd_bus_message_read(m, "t", &v)) < 0)
@@ -170,6 +171,7 @@ static void print_metrics(struct tenant_metrics *ts, size_t n) {
                 { "tierd_releases_total", "counter", "Files released.", offsetof(struct tenant_metrics, releases) },
                 { "tierd_resident_bytes", "gauge", "Bytes of file data held locally.", offsetof(struct tenant_metrics, resident) },
                 { "tierd_released_bytes", "gauge", "Bytes of file data only in the store.", offsetof(struct tenant_metrics, released) },
+                { "tierd_archived_bytes", "gauge", "Bytes of file data with a copy in the store.", offsetof(struct tenant_metrics, archived) },
         };
         for (size_t k = 0; k < ARRAY_SIZE(counters); k++) {
                 metric_header(counters[k].name, counters[k].type, counters[k].help);

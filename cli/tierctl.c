@@ -77,13 +77,29 @@ static void json_string(const char *s) {
         putchar('"');
 }
 
+/* 1536 -> "1.5K": binary units, as ls -h and df -h print them. */
+static const char *human_size(uint64_t v, char buf[16]) {
+        static const char units[] = "BKMGTPE";
+        double d = (double)v;
+        size_t u = 0;
+        while (d >= 1024 && u + 1 < sizeof(units) - 1) {
+                d /= 1024;
+                u++;
+        }
+        if (u == 0)
+                snprintf(buf, 16, "%" PRIu64 "B", v);
+        else
+                snprintf(buf, 16, d < 10 ? "%.1f%c" : "%.0f%c", d, units[u]);
+        return buf;
+}
+
 static int status_files(sd_bus *bus, int n, char **argv, bool json) {
         _cleanup_(msg_unrefp) sd_bus_message *reply = NULL;
         sd_bus_error e = SD_BUS_ERROR_NULL;
         const char *path, *err, *tenant, *state;
         uint64_t size, resident;
-        char **paths = NULL;
-        int r, ret = EXIT_OK, k = 0;
+        char **paths = NULL, h1[16], h2[16];
+        int r, ret = EXIT_OK, k = 0, pinned;
 
         if (absolute_paths(n, argv, &paths) < 0)
                 return EXIT_FAILED;
@@ -97,9 +113,10 @@ static int status_files(sd_bus *bus, int n, char **argv, bool json) {
         if (json)
                 printf("[");
         else
-                printf("%-9s %14s %14s %-12s %s\n", "STATE", "SIZE", "RESIDENT", "TENANT", "PATH");
-        r = sd_bus_message_enter_container(reply, 'a', "(sssstt)");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "(sssstt)", &path, &err, &tenant, &state, &size, &resident)) > 0) {
+                printf("%-9s %-3s %8s %8s %-12s %s\n", "STATE", "PIN", "SIZE", "LOCAL", "TENANT", "PATH");
+        r = sd_bus_message_enter_container(reply, 'a', "(ssssttb)");
+        while (r >= 0 &&
+               (r = sd_bus_message_read(reply, "(ssssttb)", &path, &err, &tenant, &state, &size, &resident, &pinned)) > 0) {
                 if (*err) {
                         fprintf(stderr, "tierctl: %s\n", err);
                         ret = EXIT_FAILED;
@@ -110,10 +127,12 @@ static int status_files(sd_bus *bus, int n, char **argv, bool json) {
                         json_string(path);
                         printf(",\"tenant\":");
                         json_string(tenant);
-                        printf(",\"state\":\"%s\",\"size\":%" PRIu64 ",\"resident\":%" PRIu64 ",\"released\":%" PRIu64 "}",
-                               state, size, resident, size - MIN(size, resident));
+                        printf(",\"state\":\"%s\",\"pinned\":%s,\"size\":%" PRIu64 ",\"resident\":%" PRIu64
+                               ",\"released\":%" PRIu64 "}",
+                               state, pinned ? "true" : "false", size, resident, size - MIN(size, resident));
                 } else
-                        printf("%-9s %14" PRIu64 " %14" PRIu64 " %-12s %s\n", state, size, resident, tenant, path);
+                        printf("%-9s %-3s %8s %8s %-12s %s\n", state, pinned ? "yes" : "", human_size(size, h1),
+                               human_size(resident, h2), tenant, path);
         }
         if (json)
                 printf("]\n");
@@ -128,6 +147,7 @@ static int status_tenants(sd_bus *bus, bool json) {
         const char *name, *subvol, *mount, *backend, *wstate;
         uint32_t pid;
         uint64_t res, rel, f_res, f_arch, f_part, f_rel, f_dirty, fills, fbytes, ferr;
+        char h1[16], h2[16], h3[16], files[96];
         int r, k = 0;
 
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "TenantStatus", &e, &reply, "");
@@ -139,9 +159,8 @@ static int status_tenants(sd_bus *bus, bool json) {
         if (json)
                 printf("[");
         else
-                printf("%-12s %-10s %8s %14s %14s %8s %8s %8s %8s %8s %8s %6s  %s\n", "TENANT", "WORKER", "PID",
-                       "RESIDENT", "RELEASED", "LOCAL", "ARCHIVED", "PARTIAL", "RELEASED", "DIRTY", "FILLS", "ERRORS",
-                       "VIEW");
+                printf("%-12s %-10s %7s %8s %8s %-32s %8s %8s %6s  %s\n", "TENANT", "WORKER", "PID", "LOCAL", "REMOTE",
+                       "FILES local/arch/part/rel/dirty", "FILLS", "FETCHED", "ERRORS", "VIEW");
         r = sd_bus_message_enter_container(reply, 'a', "(sssssutttttttttt)");
         while (r >= 0 && (r = sd_bus_message_read(reply, "(sssssutttttttttt)", &name, &subvol, &mount, &backend, &wstate,
                                                   &pid, &res, &rel, &f_res, &f_arch, &f_part, &f_rel, &f_dirty, &fills,
@@ -160,10 +179,13 @@ static int status_tenants(sd_bus *bus, bool json) {
                                ",\"partial\":%" PRIu64 ",\"released\":%" PRIu64 ",\"dirty\":%" PRIu64 "},\"fills\":%" PRIu64
                                ",\"fill_bytes\":%" PRIu64 ",\"fill_errors\":%" PRIu64 "}",
                                wstate, pid, res, rel, f_res, f_arch, f_part, f_rel, f_dirty, fills, fbytes, ferr);
-                } else
-                        printf("%-12s %-10s %8u %14" PRIu64 " %14" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-                               " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %6" PRIu64 "  %s\n",
-                               name, wstate, pid, res, rel, f_res, f_arch, f_part, f_rel, f_dirty, fills, ferr, mount);
+                } else {
+                        snprintf(files, sizeof(files), "%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64, f_res,
+                                 f_arch, f_part, f_rel, f_dirty);
+                        printf("%-12s %-10s %7u %8s %8s %-32s %8" PRIu64 " %8s %6" PRIu64 "  %s\n", name, wstate, pid,
+                               human_size(res, h1), human_size(rel, h2), files, fills, human_size(fbytes, h3), ferr,
+                               mount);
+                }
         }
         if (json)
                 printf("]\n");

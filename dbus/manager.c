@@ -194,14 +194,15 @@ static int method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *e
 
         if ((n = read_paths(m, &paths, error)) < 0)
                 return n;
-        r = array_reply_open(m, "(sssstt)", &reply);
+        r = array_reply_open(m, "(ssssttb)", &reply);
         for (int i = 0; r >= 0 && i < n; i++) {
                 struct file_status st = { .tenant = "", .state = "" };
                 _cleanup_(file_ref_done) struct file_ref f = {};
                 char msg[512] = "";
                 if (file_ref_from_path(t, paths[i], &f, msg, sizeof(msg)) == 0)
                         job_file_status(t, &f, &st, msg, sizeof(msg));
-                r = sd_bus_message_append(reply, "(sssstt)", paths[i], msg, st.tenant, st.state, st.size, st.resident);
+                r = sd_bus_message_append(reply, "(ssssttb)", paths[i], msg, st.tenant, st.state, st.size, st.resident,
+                                          (int)st.pinned);
         }
         strv_free(paths);
         return array_reply_send(reply, r);
@@ -330,7 +331,7 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("CancelJob", SD_BUS_ARGS("o", job), SD_BUS_NO_RESULT, method_cancel_job,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("FileStatus", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(sssstt)", files),
+        SD_BUS_METHOD_WITH_ARGS("FileStatus", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ssssttb)", files),
                                 method_file_status, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("TenantStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssutttttttttt)", tenants),
                                 method_tenant_status, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -124,6 +124,8 @@ GETTER(get_usage) {
                 return sd_bus_message_append(reply, "t", u.resident_bytes);
         if (strcmp(property, "ReleasedBytes") == 0)
                 return sd_bus_message_append(reply, "t", u.released_bytes);
+        if (strcmp(property, "ArchivedBytes") == 0)
+                return sd_bus_message_append(reply, "t", u.archived_bytes);
         r = sd_bus_message_open_container(reply, 'a', "{st}");
         for (size_t i = 0; r >= 0 && i < ARRAY_SIZE(names); i++)
                 r = sd_bus_message_append(reply, "{st}", names[i], u.files[i]);
@@ -191,6 +193,7 @@ static const sd_bus_vtable tenant_vtable[] = {
         SD_BUS_PROPERTY("InFlightRequests", "u", get_in_flight, 0, 0),
         SD_BUS_PROPERTY("ResidentBytes", "t", get_usage, 0, 0),
         SD_BUS_PROPERTY("ReleasedBytes", "t", get_usage, 0, 0),
+        SD_BUS_PROPERTY("ArchivedBytes", "t", get_usage, 0, 0),
         SD_BUS_PROPERTY("FilesByState", "a{st}", get_usage, 0, 0),
         SD_BUS_PROPERTY("LastError", "s", get_last_error, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitBuckets", "a(dt)", get_wait_buckets, 0, 0),

@@ -547,6 +547,8 @@ static void usage_add_file(int fd, struct tenant_usage *u) {
         uint64_t res = stub_resident_bytes(&s);
         u->resident_bytes += res;
         u->released_bytes += s.size - MIN(res, s.size);
+        if (s.state != STUB_DIRTY)
+                u->archived_bytes += s.size;
 }
 
 static int walk(int dir_fd, unsigned depth, struct tenant_usage *u) {

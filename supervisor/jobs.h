@@ -50,5 +50,6 @@ enum { USAGE_RESIDENT, USAGE_ARCHIVED, USAGE_PARTIAL, USAGE_RELEASED, USAGE_DIRT
 struct tenant_usage {
         uint64_t files[_USAGE_MAX];
         uint64_t resident_bytes, released_bytes;
+        uint64_t archived_bytes; /* content with a copy in the store, local or not */
 };
 int job_tenant_usage(struct tenant *tn, struct tenant_usage *u);
