@@ -165,7 +165,13 @@ check "... and the job object is gone" bash -c "! $BUSCTL introspect org.tierd1 
 # busctl (systemd 252) cannot send fds: the fd variants are tierctl's.
 check "Release by file descriptor (tierctl)" "$TIERCTL" release "$V/g"
 check "... the file is released" bash -c "getfattr -n security.tierd --only-values '$V/g' | grep -qx 'state=released'"
+prop() { $BUSCTL get-property org.tierd1 "$ALPHA" org.tierd1.Tenant "$1" | cut -d' ' -f2; }
+F0=$(prop Fills) B0=$(prop BytesFetched) A0=$(prop ArchivedBytes)
 check "... and reads back" cmp "$V/g" "$TL_DIR/g.orig"
+check "... Fills and BytesFetched grew with the restore ($F0, $B0 before)" \
+	bash -c "[ \$($BUSCTL get-property org.tierd1 $ALPHA org.tierd1.Tenant Fills | cut -d' ' -f2) -gt $F0 ] &&
+	[ \$($BUSCTL get-property org.tierd1 $ALPHA org.tierd1.Tenant BytesFetched | cut -d' ' -f2) -ge \$(($B0 + 300000)) ]"
+check "... ArchivedBytes counts it ($A0 >= 300000)" test "$A0" -ge 300000
 echo never >"$V/plain"
 J=$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ReleasePaths as 1 "$V/plain" | job_of)
 check "releasing a file never archived: the job fails with org.tierd1.Error.NotArchived" \
