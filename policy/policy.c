@@ -48,7 +48,8 @@ static int fail(struct parse_ctx *c, const char *tenant, const char *key, const 
 /* Keys allowed in a tenant and in "defaults" (name/subvolume/mount/backend
  * only in tenants). */
 #define SETTING_KEYS "backend", "chunk", "readahead", "small_file", "endpoint", "region", "credentials", "addressing", \
-        "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size"
+        "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size", \
+        "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "pin", "restore"
 static const char *const tenant_keys[] = { "name", "subvolume", "mount", SETTING_KEYS };
 static const char *const default_keys[] = { SETTING_KEYS };
 
@@ -123,9 +124,44 @@ static bool path_is_under(const char *a, const char *b) {
 
 struct tenant_settings {
         const char *backend, *endpoint, *region, *credentials, *addressing, *ca_file, *sse, *kms_key_id;
-        json_object *headers;
+        json_object *headers, *pin;
         uint64_t chunk, readahead, small_file, connect_timeout, stall_timeout, multipart_threshold, part_size;
+        uint64_t quota, archive_after, archive_min_size, archive_rate;
+        double high_watermark, low_watermark;
+        const char *restore;
 };
+
+static int get_fraction(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, double *ret) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+                return fail(c, tenant, key, "must be a number between 0 and 1, such as 0.9");
+        *ret = json_object_get_double(v);
+        if (!(*ret > 0 && *ret <= 1))
+                return fail(c, tenant, key, "%g is not a fraction in (0, 1]", *ret);
+        return 1;
+}
+
+/* Globs relative to the subvolume, as fnmatch(FNM_PATHNAME) reads them. */
+static int check_pins(struct parse_ctx *c, const char *tenant, json_object *pin) {
+        if (!json_object_is_type(pin, json_type_array))
+                return fail(c, tenant, "pin", "must be an array of glob patterns such as \"models/**\" or \"*.db\"");
+        for (size_t i = 0; i < json_object_array_length(pin); i++) {
+                json_object *g = json_object_array_get_idx(pin, i);
+                const char *s = json_object_get_string(g);
+                if (!json_object_is_type(g, json_type_string) || !*s)
+                        return fail(c, tenant, "pin", "entry #%zu must be a non-empty string", i);
+                if (s[0] == '/')
+                        return fail(c, tenant, "pin", "'%s' must be relative to the subvolume (no leading '/')", s);
+                if (strlen(s) >= 4096)
+                        return fail(c, tenant, "pin", "entry #%zu is too long", i);
+                for (const char *p = s; *p; p++)
+                        if ((unsigned char)*p < 0x20)
+                                return fail(c, tenant, "pin", "entry #%zu has a control character", i);
+        }
+        return 0;
+}
 
 static int get_duration(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, uint64_t *ret) {
         json_object *v;
@@ -222,7 +258,38 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
                 return r;
         if (r > 0 && (s->part_size < (5u << 20) || s->part_size > (5ull << 30)))
                 return fail(c, tenant, "part_size", "must be from 5M to 5G (S3's part limits)");
+        if ((r = get_size(c, o, tenant, "quota", &s->quota)) < 0)
+                return r;
+        if ((r = get_fraction(c, o, tenant, "high_watermark", &s->high_watermark)) < 0)
+                return r;
+        if ((r = get_fraction(c, o, tenant, "low_watermark", &s->low_watermark)) < 0)
+                return r;
+        if ((r = get_duration(c, o, tenant, "archive_after", &s->archive_after)) < 0)
+                return r;
+        if ((r = get_size(c, o, tenant, "archive_min_size", &s->archive_min_size)) < 0)
+                return r;
+        if ((r = get_size(c, o, tenant, "archive_rate", &s->archive_rate)) < 0)
+                return r;
+        if (json_object_object_get_ex(o, "pin", &s->pin) && (r = check_pins(c, tenant, s->pin)) < 0)
+                return r;
+        if ((r = get_string(c, o, tenant, "restore", &s->restore)) < 0)
+                return r;
+        if (r > 0 && strcmp(s->restore, "range") != 0 && strcmp(s->restore, "whole") != 0)
+                return fail(c, tenant, "restore", "must be \"range\" or \"whole\"");
         return 0;
+}
+
+static char **strings_to_strv(json_object *a) {
+        size_t n = a ? json_object_array_length(a) : 0;
+        char **v = calloc(n + 1, sizeof(char *));
+        for (size_t i = 0; v && i < n; i++)
+                if (!(v[i] = strdup(json_object_get_string(json_object_array_get_idx(a, i))))) {
+                        for (size_t j = 0; j < i; j++)
+                                free(v[j]);
+                        free(v);
+                        return NULL;
+                }
+        return v;
 }
 
 /* Plain decimal of exactly n characters. */
@@ -304,6 +371,12 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 return fail(c, name, "kms_key_id", "needs \"sse\": \"aws:kms\"");
         if (s.part_size > s.multipart_threshold)
                 return fail(c, name, "part_size", "must not exceed multipart_threshold");
+        if (s.low_watermark > s.high_watermark)
+                return fail(c, name, "low_watermark", "%g is above high_watermark %g: release would never stop",
+                            s.low_watermark, s.high_watermark);
+        if (s.quota && s.quota < s.chunk)
+                return fail(c, name, "quota", "must be at least one chunk (%llu bytes), or 0 for none",
+                            (unsigned long long)s.chunk);
 
         *t = (struct policy_tenant){
                 .name = strdup(name), .subvolume = strdup(subvolume), .mount = strdup(mount),
@@ -316,8 +389,12 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .ca_file = strdup_or_null(s.ca_file), .sse = strdup_or_null(s.sse),
                 .kms_key_id = strdup_or_null(s.kms_key_id), .headers = headers_to_strv(s.headers),
                 .multipart_threshold = s.multipart_threshold, .part_size = s.part_size,
+                .quota = s.quota, .high_watermark = s.high_watermark, .low_watermark = s.low_watermark,
+                .archive_after_usec = s.archive_after, .archive_min_size = s.archive_min_size,
+                .archive_rate = s.archive_rate, .pin = strings_to_strv(s.pin),
+                .restore_whole = s.restore && strcmp(s.restore, "whole") == 0,
         };
-        if (!t->name || !t->subvolume || !t->mount || !t->backend || !t->region || !t->headers)
+        if (!t->name || !t->subvolume || !t->mount || !t->backend || !t->region || !t->headers || !t->pin)
                 return -ENOMEM;
         return 0;
 }
@@ -358,6 +435,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
                 .multipart_threshold = 64u << 20, .part_size = 8u << 20,
+                .high_watermark = 0.90, .low_watermark = 0.80,
         };
         _cleanup_json_ json_object *root = NULL;
         json_object *v, *tenants;
@@ -524,6 +602,9 @@ void policy_free(struct policy *p) {
                 for (size_t k = 0; p->tenants[i].headers && p->tenants[i].headers[k]; k++)
                         free(p->tenants[i].headers[k]);
                 free(p->tenants[i].headers);
+                for (size_t k = 0; p->tenants[i].pin && p->tenants[i].pin[k]; k++)
+                        free(p->tenants[i].pin[k]);
+                free(p->tenants[i].pin);
         }
         free(p->tenants);
         free(p);

@@ -31,6 +31,14 @@ struct policy_tenant {
         char *kms_key_id;      /* s3: with "aws:kms" */
         char **headers;        /* http: "Name: value" or "Name: @FILE" lines, NULL-terminated */
         uint64_t multipart_threshold, part_size;
+        /* The policy engine (policy/engine.c) */
+        uint64_t quota;                 /* local bytes allowed; 0: no quota */
+        double high_watermark, low_watermark; /* fractions of quota */
+        uint64_t archive_after_usec;    /* 0: no automatic archive */
+        uint64_t archive_min_size;      /* smaller files are not archived automatically */
+        uint64_t archive_rate;          /* upload bytes per second; 0: unbounded */
+        char **pin;                     /* globs relative to the subvolume, NULL-terminated */
+        bool restore_whole;             /* "restore": "whole" */
 };
 
 #define POLICY_WORKER_UIDS_DEFAULT_FIRST 59000u

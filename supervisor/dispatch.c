@@ -605,7 +605,7 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
         w->parked_usec = now_usec();
         w->dirty = kind == ACCESS_CHANGE;
         w->whole = kind != ACCESS_READ || !fanotify_event_range(md, &offset, &count) || count == 0 ||
-                   s.size < tn->cfg->small_file || (s.mode & 0111);
+                   s.size < tn->cfg->small_file || (s.mode & 0111) || tn->cfg->restore_whole;
         if (!w->whole) {
                 w->start = offset;
                 w->end = offset + count;

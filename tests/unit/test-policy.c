@@ -178,6 +178,46 @@ static void test_invalid_utf8(void **state) {
         parse_bad("{\"tenants\": [], \"\xff\": 1}", "not valid JSON");
 }
 
+/* The policy engine's keys: defaults, values, and each kind of mistake. */
+static void test_engine_keys(void **state) {
+        (void)state;
+        struct policy *p = parse_ok(T(""));
+        assert_int_equal(p->tenants[0].quota, 0);
+        assert_true(p->tenants[0].high_watermark == 0.90 && p->tenants[0].low_watermark == 0.80);
+        assert_int_equal(p->tenants[0].archive_after_usec, 0);
+        assert_null(p->tenants[0].pin[0]);
+        assert_false(p->tenants[0].restore_whole);
+        policy_free(p);
+        p = parse_ok("{\"defaults\": {\"quota\": \"10G\", \"high_watermark\": 0.95, \"backend\": \"file:///s\"},"
+                     " \"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\","
+                     " \"low_watermark\": 0.5, \"archive_after\": \"7d\", \"archive_min_size\": \"64K\","
+                     " \"archive_rate\": \"50M\", \"pin\": [\"models/*\", \"*.db\"], \"restore\": \"whole\"}]}");
+        const struct policy_tenant *t = &p->tenants[0];
+        assert_int_equal(t->quota, 10ull << 30);
+        assert_true(t->high_watermark == 0.95 && t->low_watermark == 0.5);
+        assert_int_equal(t->archive_after_usec, 7ull * 86400 * 1000000);
+        assert_int_equal(t->archive_min_size, 64 << 10);
+        assert_int_equal(t->archive_rate, 50 << 20);
+        assert_string_equal(t->pin[0], "models/*");
+        assert_string_equal(t->pin[1], "*.db");
+        assert_null(t->pin[2]);
+        assert_true(t->restore_whole);
+        policy_free(p);
+
+        parse_bad(T(", \"quota\": 10"), "'quota'");                       /* 10 bytes: 10, not "10G" */
+        parse_bad(T(", \"quota\": \"10X\""), "not a size");
+        parse_bad(T(", \"high_watermark\": 1.5"), "fraction");
+        parse_bad(T(", \"high_watermark\": \"0.9\""), "number");
+        parse_bad(T(", \"low_watermark\": 0.95"), "above high_watermark");
+        parse_bad(T(", \"archive_after\": 30"), "duration");
+        parse_bad(T(", \"archive_after\": \"soon\""), "duration");
+        parse_bad(T(", \"pin\": \"*.db\""), "array");
+        parse_bad(T(", \"pin\": [\"/abs\"]"), "relative");
+        parse_bad(T(", \"pin\": [1]"), "string");
+        parse_bad(T(", \"restore\": \"lazy\""), "\"range\" or \"whole\"");
+        parse_bad(T(", \"archive_rate\": -1"), "non-negative");
+}
+
 /* SetTenantPolicy's editor: keys set and removed, everything validated. */
 static void test_edit_tenant(void **state) {
         (void)state;
@@ -230,6 +270,7 @@ int main(void) {
                 cmocka_unit_test(test_same_places),
                 cmocka_unit_test(test_invalid_utf8),
                 cmocka_unit_test(test_edit_tenant),
+                cmocka_unit_test(test_engine_keys),
         };
         return UNIT_RUN("policy", tests);
 }
