@@ -282,8 +282,13 @@ static int method_reload_policy(sd_bus_message *m, void *userdata, sd_bus_error 
         r = tierd_reload_policy(t, &why);
         if (r < 0)
                 return policy_error(error, r, why);
-        sd_bus_emit_signal(t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "PolicyReloaded", "s", t->policy_path);
+        manager_bus_policy_reloaded(t);
         return sd_bus_reply_method_return(m, "");
+}
+
+void manager_bus_policy_reloaded(struct tierd *t) {
+        if (t->bus)
+                sd_bus_emit_signal(t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "PolicyReloaded", "s", t->policy_path);
 }
 
 static int method_set_tenant_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -303,7 +308,7 @@ static int method_set_tenant_policy(sd_bus_message *m, void *userdata, sd_bus_er
         r = tierd_set_tenant_policy(t, name, settings, &why);
         if (r < 0)
                 return policy_error(error, r, why);
-        sd_bus_emit_signal(t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "PolicyReloaded", "s", t->policy_path);
+        manager_bus_policy_reloaded(t);
         return sd_bus_reply_method_return(m, "");
 }
 

@@ -9,3 +9,5 @@
 
 /* Connects to the system bus, publishes the manager and takes the name. */
 int manager_bus_open(struct tierd *t);
+/* The PolicyReloaded signal. */
+void manager_bus_policy_reloaded(struct tierd *t);

@@ -539,7 +539,13 @@ int policy_read_file(const char *path, char **ret, size_t *ret_len, char **error
 
         if (error)
                 *error = NULL;
+        /* A directory, as a mounted ConfigMap is, holds policy.json. */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+                int file = openat(fd, POLICY_DIR_FILE, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                close(fd);
+                fd = file;
+        }
         if (fd < 0 || fstat(fd, &st) < 0) {
                 int r = -errno;
                 if (error && asprintf(error, "%s: cannot read policy: %s", path, strerror(-r)) < 0)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #define POLICY_VERSION 1
+#define POLICY_DIR_FILE "policy.json" /* the policy in a directory given as the policy path */
 
 struct policy_tenant {
         char *name;

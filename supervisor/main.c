@@ -33,6 +33,7 @@
 #include "log.h"
 #include "macro.h"
 #include "job.h"
+#include "policywatch.h"
 #include "manager.h"
 #include "secrets.h"
 #include "url.h"
@@ -322,6 +323,9 @@ static int run(struct tierd *t) {
         r = secrets_watch_start(t);
         if (r < 0)
                 return r;
+        r = policy_watch_start(t);
+        if (r < 0)
+                return r;
         log_info("serving %zu tenant(s) on %zu filesystem(s)", t->n_tenants, t->n_fss);
         /* Under systemd: ready, and sd-event pings the watchdog. */
         sd_notify(false, "READY=1");
@@ -330,6 +334,7 @@ static int run(struct tierd *t) {
 }
 
 static void teardown(struct tierd *t) {
+        policy_watch_stop(t);
         bus_jobs_free(t);
         t->bus = sd_bus_flush_close_unref(t->bus);
         for (size_t i = 0; i < t->n_tenants && !t->handing_over; i++)
@@ -388,7 +393,7 @@ int main(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        struct tierd t = { .keeper_pidfd = -1 };
+        struct tierd t = { .keeper_pidfd = -1, .policy_inotify_fd = -1 };
         _cleanup_free_ char *error = NULL, *holder_binary = NULL;
         const char *holder = HOLDER_DEFAULT_SOCKET;
         bool check_only = false;

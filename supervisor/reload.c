@@ -54,28 +54,66 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
         return 0;
 }
 
-int tierd_reload_policy(struct tierd *t, char **error) {
+/* FNV-1a: tells whether the file's bytes changed, nothing more. */
+static uint64_t text_hash(const char *text, size_t len) {
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (size_t i = 0; i < len; i++)
+                h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
+        return h;
+}
+
+static int reload(struct tierd *t, bool only_if_changed, char **error) {
+        _cleanup_free_ char *text = NULL;
         struct policy *np = NULL;
+        size_t len;
         int r;
 
         *error = NULL;
-        r = policy_load_file(t->policy_path, &np, error);
+        r = policy_read_file(t->policy_path, &text, &len, error);
+        if (r < 0)
+                return *error ? -EINVAL : fail(error, -EINVAL, "%s: %s", t->policy_path, strerror(-r));
+        uint64_t h = text_hash(text, len);
+        if (only_if_changed && h == t->policy_hash)
+                return 0;
+        r = policy_parse(text, len, t->policy_path, &np, error);
         if (r < 0)
                 return *error ? -EINVAL : fail(error, -EINVAL, "%s: %s", t->policy_path, strerror(-r));
         r = apply_policy(t, np, error);
-        if (r == 0)
-                log_info("policy %s reloaded", t->policy_path);
-        return r;
+        if (r < 0)
+                return r;
+        t->policy_hash = h;
+        log_info("policy %s reloaded", t->policy_path);
+        return 1;
+}
+
+int tierd_reload_policy(struct tierd *t, char **error) {
+        int r = reload(t, false, error);
+        return r < 0 ? r : 0;
+}
+
+int tierd_reload_policy_if_changed(struct tierd *t, char **error) {
+        return reload(t, true, error);
+}
+
+void tierd_policy_remember(struct tierd *t) {
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        size_t len;
+        if (policy_read_file(t->policy_path, &text, &len, &error) == 0)
+                t->policy_hash = text_hash(text, len);
 }
 
 /* Replaces the file at path with text, atomically (a new file renamed over
  * it, same mode). A read-only place, as a mounted ConfigMap is: -EROFS. */
 static int write_policy(const char *path, const char *text, char **error) {
-        _cleanup_free_ char *real = realpath(path, NULL), *dir = NULL, *tmp = NULL;
+        _cleanup_free_ char *file = NULL, *real = NULL, *dir = NULL, *tmp = NULL;
         _cleanup_close_ int fd = -1;
         struct stat st;
         size_t len = strlen(text), off = 0;
 
+        /* A policy directory: its policy.json, through any symlinks. */
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && asprintf(&file, "%s/%s", path, POLICY_DIR_FILE) < 0)
+                return -ENOMEM;
+        real = realpath(file ?: path, NULL);
         if (!real || stat(real, &st) < 0)
                 return fail(error, -errno, "%s: %m", path);
         if (!(dir = strdup(real)) || asprintf(&tmp, "%s/.tierd-policy.XXXXXX", dirname(dir)) < 0)
@@ -129,6 +167,7 @@ int tierd_set_tenant_policy(struct tierd *t, const char *tenant, const char *pat
                 policy_free(np);
                 return r;
         }
+        t->policy_hash = text_hash(edited, strlen(edited));
         r = apply_policy(t, np, error);
         if (r == 0)
                 log_info("tenant %s: policy set (%s), written to %s", tenant, patch, t->policy_path);

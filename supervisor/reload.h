@@ -9,6 +9,11 @@
  * -EXDEV: it moves or adds tenants, which needs a restart of tierd. Either
  * way nothing changes and *error (malloc'd) says why. */
 int tierd_reload_policy(struct tierd *t, char **error);
+/* The same, unless the file's bytes are those last applied: 1 applied, 0
+ * unchanged. */
+int tierd_reload_policy_if_changed(struct tierd *t, char **error);
+/* Notes the file's bytes as applied (at start). */
+void tierd_policy_remember(struct tierd *t);
 
 /* SetTenantPolicy: sets the tenant's keys named in patch (a JSON object;
  * null removes a key) in the policy file, then applies the file as a reload

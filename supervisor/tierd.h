@@ -120,6 +120,9 @@ struct tierd {
         bool stopping;
         bool handing_over; /* SIGTERM with a store: leave everything pending */
         sd_event_source *stop_src, *secrets_src;
+        int policy_inotify_fd; /* policywatch.c */
+        sd_event_source *policy_watch_src, *policy_debounce_src, *sighup_src;
+        uint64_t policy_hash; /* of the bytes last applied: the same bytes are not applied twice */
 };
 
 /* A message to a worker and what to do with its reply. fd stays open in

@@ -252,6 +252,26 @@ check "a read-only policy (as a ConfigMap): org.tierd1.Error.ReadOnlyPolicy" \
 check "... tierctl says why and exits 1" bash -c "'$TIERCTL' tenant set alpha chunk=524288 2>&1 | grep -q 'read-only'; test \${PIPESTATUS[0]} = 1"
 umount "$TL_DIR/etc"
 check "... and the file is unchanged" cmp "$POLICY" "$TL_DIR/policy.before"
+
+# The file is watched: an edit is applied by itself, SIGHUP reloads, a bad
+# edit changes nothing and says why.
+reloads() { grep -c "member=PolicyReloaded" "$TL_DIR/monitor"; }
+wait_reloads() { for _ in $(seq 50); do [ "$(reloads)" -ge "$1" ] && return 0; sleep 0.1; done; return 1; }
+N=$(reloads)
+sed -i 's|"readahead": "4M"|"readahead": "2M"|' "$POLICY"
+check "an edit of the policy file is applied without a call (PolicyReloaded)" wait_reloads $((N + 1))
+check "... and logged" grep -q 'policy .* reloaded' "$TL_DIR/tierd.log"
+N=$(reloads)
+kill -HUP "$TL_TIERD_PID"
+check "SIGHUP reloads it" wait_reloads $((N + 1))
+N=$(reloads)
+cp "$POLICY" "$TL_DIR/policy.good"
+sed -i 's|"readahead": "2M"|"readahead": "2Q"|' "$POLICY"
+sleep 1
+check "a bad edit is not applied (no PolicyReloaded)" test "$(reloads)" = "$N"
+check "... tierd logs why, naming the key" grep -q "not applied: .*'readahead'" "$TL_DIR/tierd.log"
+check "... and keeps serving" cmp "$V/g" "$TL_DIR/g.orig"
+cp "$TL_DIR/policy.good" "$POLICY"
 check "tierd is still up after all that" kill -0 "$TL_TIERD_PID"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary

@@ -2,6 +2,7 @@
 #include "unit.h"
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 #include "policy.h"
 
 #define T(extra) "{\"tenants\": [{\"name\": \"alpha\", \"subvolume\": \"/srv/t/alpha\", \"mount\": \"/run/tierd/alpha\", " \
@@ -218,6 +219,29 @@ static void test_engine_keys(void **state) {
         parse_bad(T(", \"archive_rate\": -1"), "non-negative");
 }
 
+/* A directory given as the policy (a mounted ConfigMap) holds policy.json. */
+static void test_directory(void **state) {
+        (void)state;
+        char dir[] = "/tmp/test-policy.XXXXXX", file[64];
+        struct policy *p = NULL;
+        char *err = NULL;
+        FILE *f;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(file, sizeof(file), "%s/policy.json", dir);
+        assert_non_null(f = fopen(file, "w"));
+        fputs(T(""), f);
+        fclose(f);
+        assert_int_equal(policy_load_file(dir, &p, &err), 0);
+        assert_string_equal(p->tenants[0].name, "alpha");
+        policy_free(p);
+        unlink(file);
+        assert_true(policy_load_file(dir, &p, &err) < 0);
+        assert_non_null(err);
+        free(err);
+        rmdir(dir);
+}
+
 /* SetTenantPolicy's editor: keys set and removed, everything validated. */
 static void test_edit_tenant(void **state) {
         (void)state;
@@ -271,6 +295,7 @@ int main(void) {
                 cmocka_unit_test(test_invalid_utf8),
                 cmocka_unit_test(test_edit_tenant),
                 cmocka_unit_test(test_engine_keys),
+                cmocka_unit_test(test_directory),
         };
         return UNIT_RUN("policy", tests);
 }
