@@ -23,7 +23,7 @@
 
 struct pending_job {
         char *path;
-        uint32_t done;
+        uint32_t total, done;
         bool removed;
 };
 
@@ -34,13 +34,16 @@ struct file_jobs {
         size_t n_jobs, n_removed;
         uint64_t files_total, files_done_removed, files_ok, files_failed;
         bool progress; /* a terminal: draw a bar on stderr */
+        char *tierd;   /* tierd's unique bus name: its jobs, and whether it is still there */
+        bool tierd_gone;
 };
 
 static volatile sig_atomic_t interrupted;
 
+/* The first Ctrl-C cancels; a second one ends tierctl at once. */
 static void on_interrupt(int sig) {
-        (void)sig;
         interrupted = 1;
+        signal(sig, SIG_DFL);
 }
 
 static struct pending_job *find_job(struct file_jobs *fj, const char *path) {
@@ -72,22 +75,37 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *error
         struct pending_job *j;
         (void)error;
 
-        if (sd_bus_message_read(m, "uossuu", &id, &path, &operation, &result, &done, &failed) < 0 ||
+        if (!fj->tierd || strcmp(sd_bus_message_get_sender(m) ?: "", fj->tierd) != 0 ||
+            sd_bus_message_read(m, "uossuu", &id, &path, &operation, &result, &done, &failed) < 0 ||
             !(j = find_job(fj, path)))
                 return 0;
         j->removed = true;
         fj->n_removed++;
         fj->files_done_removed += done;
         fj->files_ok += done - MIN(done, failed);
-        fj->files_failed += failed;
+        /* Canceled or aborted: the files never started are not done either. */
+        fj->files_failed += failed + (j->total - MIN(j->total, done));
         if (fj->progress)
                 fputs("\r\033[K", stderr);
         if (sd_bus_message_enter_container(m, 'a', "(uss)") >= 0)
                 while (sd_bus_message_read(m, "(uss)", &index, &name, &message) > 0)
                         fprintf(stderr, "tierctl: %s\n", message);
-        if (strcmp(result, "canceled") == 0)
-                fprintf(stderr, "tierctl: job %u canceled after %u files\n", id, done);
+        if (strcmp(result, "canceled") == 0 || strcmp(result, "aborted") == 0)
+                fprintf(stderr, "tierctl: job %u %s after %u of %u files\n", id, result, done, j->total);
         draw_progress(fj);
+        return 0;
+}
+
+/* tierd stopped or was replaced: its jobs' results will never come. */
+static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct file_jobs *fj = userdata;
+        const char *name, *old_owner, *new_owner;
+        (void)error;
+
+        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || strcmp(name, BUS_NAME) != 0 ||
+            !fj->tierd || strcmp(old_owner, fj->tierd) != 0)
+                return 0;
+        fj->tierd_gone = true;
         return 0;
 }
 
@@ -113,10 +131,13 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
         return 0;
 }
 
-/* One call for fds[0..n); the job path, or the D-Bus error in e. */
-static int call_job(sd_bus *bus, const char *method, const int *fds, size_t n, char **ret_path, sd_bus_error *e) {
+/* One call for fds[0..n); the job path, or the D-Bus error in e. Ctrl-C
+ * waits until the reply is in: a job made must be known, to be canceled. */
+static int call_job(sd_bus *bus, struct file_jobs *fj, const char *method, const int *fds, size_t n, char **ret_path,
+                    sd_bus_error *e) {
         sd_bus_message *m = NULL, *reply = NULL;
         const char *path;
+        sigset_t block, saved;
         int r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER, method);
 
         if (r >= 0)
@@ -125,8 +146,14 @@ static int call_job(sd_bus *bus, const char *method, const int *fds, size_t n, c
                 r = sd_bus_message_append(m, "h", fds[i]);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
+        sigemptyset(&block);
+        sigaddset(&block, SIGINT);
+        sigprocmask(SIG_BLOCK, &block, &saved);
         if (r >= 0)
                 r = sd_bus_call(bus, m, 0, e, &reply);
+        sigprocmask(SIG_SETMASK, &saved, NULL);
+        if (r >= 0 && !fj->tierd && !(fj->tierd = strdup(sd_bus_message_get_sender(reply) ?: "")))
+                r = -ENOMEM;
         if (r >= 0)
                 r = sd_bus_message_read(reply, "o", &path);
         if (r >= 0 && !(*ret_path = strdup(path)))
@@ -136,14 +163,14 @@ static int call_job(sd_bus *bus, const char *method, const int *fds, size_t n, c
         return r;
 }
 
-static int add_job(struct file_jobs *fj, char *path) {
+static int add_job(struct file_jobs *fj, char *path, size_t total) {
         struct pending_job *grown = realloc(fj->jobs, (fj->n_jobs + 1) * sizeof(*grown));
         if (!grown) {
                 free(path);
                 return -ENOMEM;
         }
         fj->jobs = grown;
-        fj->jobs[fj->n_jobs++] = (struct pending_job){ .path = path };
+        fj->jobs[fj->n_jobs++] = (struct pending_job){ .path = path, .total = (uint32_t)total };
         return 0;
 }
 
@@ -153,14 +180,17 @@ static int add_job(struct file_jobs *fj, char *path) {
 static int submit(sd_bus *bus, struct file_jobs *fj, const char *method, const int *fds, const int *idx, size_t n) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
         char *path = NULL;
-        int r = call_job(bus, method, fds, n, &path, &e);
+        int r = call_job(bus, fj, method, fds, n, &path, &e);
         bool denied = sd_bus_error_has_name(&e, ERROR_ACCESS_DENIED);
+        /* tierd refused the batch for one of its files: the others may go. */
+        bool one_bad = sd_bus_error_has_names(&e, "org.tierd1.Error.NoSuchFile", "org.tierd1.Error.NotInTenant",
+                                              "org.tierd1.Error.NotRegularFile");
 
         if (r >= 0) {
                 fj->files_total += n;
-                return add_job(fj, path);
+                return add_job(fj, path, n);
         }
-        if (!denied && sd_bus_error_is_set(&e)) {
+        if (one_bad) {
                 if (n == 1) {
                         const char *why = e.message ?: strerror(-r);
                         /* "file #0: " names the fd by its place: we have the name. */
@@ -196,6 +226,9 @@ int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, c
         if (r >= 0 && fj.progress)
                 r = sd_bus_match_signal(bus, NULL, BUS_NAME, NULL, "org.freedesktop.DBus.Properties",
                                         "PropertiesChanged", on_properties_changed, &fj);
+        if (r >= 0)
+                r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                        "NameOwnerChanged", on_name_owner_changed, &fj);
         if (r < 0)
                 return call_failed("AddMatch", NULL, r);
         signal(SIGINT, on_interrupt);
@@ -230,7 +263,7 @@ int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, c
 
         /* Wait for every job; Ctrl-C cancels them (files in progress finish). */
         bool canceling = false;
-        while (fj.n_removed < fj.n_jobs) {
+        while (fj.n_removed < fj.n_jobs && !fj.tierd_gone) {
                 if (interrupted && !canceling) {
                         canceling = true;
                         for (size_t k = 0; k < fj.n_jobs; k++)
@@ -243,10 +276,20 @@ int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, c
                         ret = call_failed("reading the bus", NULL, r);
                         break;
                 }
-                if (r == 0 && (r = sd_bus_wait(bus, UINT64_MAX)) < 0 && r != -EINTR) {
+                /* Bounded: a Ctrl-C between the check above and here is seen. */
+                if (r == 0 && (r = sd_bus_wait(bus, 200 * 1000)) < 0 && r != -EINTR) {
                         ret = call_failed("waiting on the bus", NULL, r);
                         break;
                 }
+        }
+        if (fj.tierd_gone) {
+                uint64_t unknown = 0;
+                for (size_t k = 0; k < fj.n_jobs; k++)
+                        if (!fj.jobs[k].removed)
+                                unknown += fj.jobs[k].total;
+                fprintf(stderr, "%stierctl: tierd stopped or restarted: the result of %llu files is unknown; run the "
+                                "command again\n", fj.progress ? "\r\033[K" : "", (unsigned long long)unknown);
+                fj.files_failed += unknown;
         }
         if (fj.progress)
                 fprintf(stderr, "\r\033[K%s: %llu files done, %llu failed\n", verb, (unsigned long long)fj.files_ok,
@@ -254,6 +297,7 @@ int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, c
         for (size_t k = 0; k < fj.n_jobs; k++)
                 free(fj.jobs[k].path);
         free(fj.jobs);
+        free(fj.tierd);
         if (ret == EXIT_OK && (fj.files_failed > 0 || interrupted))
                 ret = EXIT_FAILED;
         return ret;

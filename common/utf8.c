@@ -7,7 +7,8 @@
 #include <string.h>
 
 /* Length of the well-formed sequence at s (RFC 3629: no overlongs, no
- * surrogates, nothing above U+10FFFF), or 0. */
+ * surrogates, nothing above U+10FFFF; and no noncharacters, which sd-bus
+ * refuses too), or 0. */
 static size_t sequence_length(const unsigned char *s, size_t left) {
         size_t n;
         uint32_t cp;
@@ -29,7 +30,8 @@ static size_t sequence_length(const unsigned char *s, size_t left) {
                         return 0;
                 cp = cp << 6 | (s[i] & 0x3f);
         }
-        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff) ||
+            (cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe)
                 return 0;
         return n;
 }

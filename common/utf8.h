@@ -4,7 +4,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Is s (len bytes) well-formed UTF-8? D-Bus strings must be. */
+/* Is s (len bytes) well-formed UTF-8 without noncharacters? D-Bus strings
+ * must be. */
 bool utf8_valid(const char *s, size_t len);
 /* A copy of s that is valid UTF-8: each byte that is not part of a
  * well-formed sequence, and each control character, becomes "\xNN", so a

@@ -15,8 +15,10 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "utf8.h"
 
 #define JOB_FILES_RUNNING 16
+#define JOB_STARTS_PER_TURN 64 /* then the event loop serves readers again */
 #define JOB_PROGRESS_EVERY_USEC (250 * 1000ull) /* FilesDone changes: at most this often */
 #define JOB_ERRORS_MAX 1000                      /* per job, in JobRemoved; the rest are counted */
 
@@ -39,6 +41,7 @@ struct bus_job {
         struct job_error *errors;
         size_t n_errors;
         bool canceled;
+        bool running_emitted; /* the State last signalled */
         uint64_t progress_usec;
 };
 
@@ -57,7 +60,7 @@ const char *bus_job_error_name(int error) {
         case -EXDEV: return "org.tierd1.Error.NotInTenant";
         case -EINVAL: return "org.tierd1.Error.NotRegularFile";
         case -ENODATA: return "org.tierd1.Error.NotArchived";
-        case -EPERM: return "org.tierd1.Error.Pinned";
+        case -EPINNED: return "org.tierd1.Error.Pinned";
         case -EBUSY: return "org.tierd1.Error.Busy";
         case -ECANCELED: return "org.tierd1.Error.Canceled";
         default: return "org.tierd1.Error.Failed";
@@ -87,38 +90,44 @@ static const char *job_state(const struct bus_job *j) {
         return j->running > 0 ? "running" : "waiting";
 }
 
-static void job_emit_progress(struct bus_job *j, bool now) {
+static void job_emit_progress(struct bus_job *j) {
         uint64_t t_now = 0;
+        bool state_changed = (j->running > 0) != j->running_emitted;
         sd_event_now(j->t->event, CLOCK_MONOTONIC, &t_now);
-        if (!j->t->bus || (!now && t_now - j->progress_usec < JOB_PROGRESS_EVERY_USEC))
+        if (!j->t->bus || (!state_changed && t_now - j->progress_usec < JOB_PROGRESS_EVERY_USEC))
                 return;
+        j->running_emitted = j->running > 0;
         j->progress_usec = t_now;
         sd_bus_emit_properties_changed(j->t->bus, j->path, TIERD_BUS_JOB, "State", "FilesDone", "FilesFailed", NULL);
 }
 
-static int job_emit_removed(struct bus_job *j) {
+static int job_send_removed(struct bus_job *j, const char *result, bool with_errors) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        const char *result = j->canceled ? "canceled" : j->failed ? "failed" : "done";
-        int r;
-
-        if (!j->t->bus)
-                return 0;
-        r = sd_bus_message_new_signal(j->t->bus, &m, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "JobRemoved");
+        int r = sd_bus_message_new_signal(j->t->bus, &m, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "JobRemoved");
         if (r >= 0)
                 r = sd_bus_message_append(m, "uossuu", j->id, j->path, j->operation, result, (uint32_t)j->done,
                                           (uint32_t)j->failed);
         if (r >= 0)
                 r = sd_bus_message_open_container(m, 'a', "(uss)");
-        for (size_t i = 0; r >= 0 && i < j->n_errors; i++)
+        for (size_t i = 0; r >= 0 && with_errors && i < j->n_errors; i++)
                 r = sd_bus_message_append(m, "(uss)", j->errors[i].index, j->errors[i].name, j->errors[i].message);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_send(j->t->bus, m, NULL);
+        return r < 0 ? r : sd_bus_send(j->t->bus, m, NULL);
+}
+
+/* Every job ends with a JobRemoved: clients wait for it. result is given
+ * when tierd stops under the job ("aborted"). */
+static void job_emit_removed(struct bus_job *j, const char *result) {
+        if (!j->t->bus)
+                return;
+        result = result ?: j->canceled ? "canceled" : j->failed ? "failed" : "done";
+        int r = job_send_removed(j, result, true);
+        if (r < 0) /* never lost for the sake of one message */
+                r = job_send_removed(j, result, false);
         if (r < 0)
                 log_error_errno(r, "cannot send JobRemoved for job %u: %m", j->id);
         sd_bus_emit_object_removed(j->t->bus, j->path);
-        return r;
 }
 
 static void job_record_error(struct bus_job *j, uint32_t index, int error, const char *message) {
@@ -129,14 +138,17 @@ static void job_record_error(struct bus_job *j, uint32_t index, int error, const
         if (!e)
                 return;
         j->errors = e;
+        /* Escaped again: a message cut at its buffer's end may end mid-character. */
         e[j->n_errors++] = (struct job_error){ .index = index, .name = bus_job_error_name(error),
-                                               .message = strdup(message ?: strerror(-error)) };
+                                               .message = utf8_escape(message ?: strerror(-error)) };
         if (!e[j->n_errors - 1].message)
                 j->n_errors--;
 }
 
-static void jobs_pump(struct tierd *t);
+static void jobs_schedule(struct tierd *t);
 
+/* Called from deep inside other modules (a worker's reply, a fill's end):
+ * records, and leaves starting more to the event loop. */
 static void job_item_done(void *userdata, int error, const char *message) {
         struct job_item *it = userdata;
         struct tierd *t = it->t;
@@ -148,11 +160,10 @@ static void job_item_done(void *userdata, int error, const char *message) {
                 j->done++;
                 if (error < 0)
                         job_record_error(j, it->index, error, message);
-                job_emit_progress(j, false);
         }
         file_ref_done(&it->ref);
         free(it);
-        jobs_pump(t);
+        jobs_schedule(t);
 }
 
 static void job_start_next(struct bus_job *j) {
@@ -168,38 +179,61 @@ static void job_start_next(struct bus_job *j) {
         }
         *it = (struct job_item){ .t = t, .job_id = j->id, .index = (uint32_t)i, .ref = j->refs[i] };
         j->refs[i] = (struct file_ref){};
-        if (j->running++ == 0)
-                job_emit_progress(j, true); /* State: running */
+        j->running++;
         t->job_files_running++;
         int r = j->fn(t, &it->ref, job_item_done, it);
         if (r < 0)
                 job_item_done(it, r, NULL);
 }
 
-/* Starts files in job order while there is room, and removes the jobs that
- * are over. Completions inside fn() come back here: only the outer call
- * loops. */
-static void jobs_pump(struct tierd *t) {
-        if (t->jobs_pumping)
-                return;
-        t->jobs_pumping = true;
-        for (struct bus_job *j = t->jobs; j && t->job_files_running < JOB_FILES_RUNNING; j = j->next)
-                while (!j->canceled && j->started < j->n && t->job_files_running < JOB_FILES_RUNNING)
+/* From the event loop only: starts files in job order while there is room
+ * (at most JOB_STARTS_PER_TURN, then readers' events get their turn), and
+ * removes the jobs that are over. */
+static int on_jobs_turn(sd_event_source *s, void *userdata) {
+        struct tierd *t = userdata;
+        unsigned starts = 0;
+        bool more = false;
+        (void)s;
+
+        t->jobs_pumping = true; /* a file done inside fn() must not re-arm us mid-walk */
+        for (struct bus_job *j = t->jobs; j; j = j->next)
+                while (!j->canceled && j->started < j->n && t->job_files_running < JOB_FILES_RUNNING) {
+                        if (starts++ == JOB_STARTS_PER_TURN) {
+                                more = true;
+                                break;
+                        }
                         job_start_next(j);
+                }
+        t->jobs_pumping = false;
         for (struct bus_job **p = &t->jobs; *p;) {
                 struct bus_job *j = *p;
                 if (j->running > 0 || (j->started < j->n && !j->canceled)) {
+                        job_emit_progress(j);
                         p = &j->next;
                         continue;
                 }
                 *p = j->next;
                 log_info("job %u (%s): %zu files, %zu failed%s", j->id, j->operation, j->done, j->failed,
                          j->canceled ? ", canceled" : "");
-                job_emit_removed(j);
+                job_emit_removed(j, NULL);
                 job_free(j);
         }
-        t->jobs_pumping = false;
+        if (more)
+                jobs_schedule(t);
         tierd_check_idle(t);
+        return 0;
+}
+
+static void jobs_schedule(struct tierd *t) {
+        int r = 0;
+        if (t->jobs_pumping || !t->jobs)
+                return;
+        if (!t->jobs_src)
+                r = sd_event_add_defer(t->event, &t->jobs_src, on_jobs_turn, t);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(t->jobs_src, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "cannot schedule jobs: %m");
 }
 
 #define GETTER(fn) \
@@ -280,14 +314,14 @@ int bus_job_start(struct tierd *t, const char *operation, file_job_t fn, struct 
 }
 
 void bus_jobs_run(struct tierd *t) {
-        jobs_pump(t);
+        jobs_schedule(t);
 }
 
 int bus_job_cancel(struct tierd *t, const char *path) {
         for (struct bus_job *j = t->jobs; j; j = j->next)
                 if (strcmp(j->path, path) == 0) {
                         j->canceled = true;
-                        jobs_pump(t);
+                        jobs_schedule(t);
                         return 1;
                 }
         return 0;
@@ -296,13 +330,16 @@ int bus_job_cancel(struct tierd *t, const char *path) {
 void bus_jobs_cancel_all(struct tierd *t) {
         for (struct bus_job *j = t->jobs; j; j = j->next)
                 j->canceled = true;
-        jobs_pump(t);
+        jobs_schedule(t);
 }
 
-void bus_jobs_free(struct tierd *t) {
+void bus_jobs_abort_all(struct tierd *t) {
         while (t->jobs) {
                 struct bus_job *j = t->jobs;
                 t->jobs = j->next;
+                log_info("job %u (%s): aborted after %zu of %zu files: tierd stops", j->id, j->operation, j->done, j->n);
+                job_emit_removed(j, "aborted");
                 job_free(j);
         }
+        t->jobs_src = sd_event_source_unref(t->jobs_src);
 }

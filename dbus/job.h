@@ -25,7 +25,8 @@ void bus_jobs_run(struct tierd *t);
 int bus_job_cancel(struct tierd *t, const char *path);
 /* Cancels every job (tierd stops). */
 void bus_jobs_cancel_all(struct tierd *t);
-/* Forgets every job without a signal: teardown, before the bus goes. */
-void bus_jobs_free(struct tierd *t);
+/* Ends every job at once with JobRemoved "aborted" (tierd stops or hands
+ * over): teardown, before the bus goes. */
+void bus_jobs_abort_all(struct tierd *t);
 /* The named D-Bus error of a file job's -errno (jobs.h). */
 const char *bus_job_error_name(int error);

@@ -15,6 +15,7 @@
 #include "jobs.h"
 #include "reload.h"
 #include "tenant.h"
+#include "utf8.h"
 #include "log.h"
 #include "workers.h"
 #include "macro.h"
@@ -85,7 +86,7 @@ static int array_reply_send(sd_bus_message *reply, int r) {
 static int read_files(sd_bus_message *m, struct tierd *t, bool by_fd, struct file_ref **ret, size_t *ret_n,
                       sd_bus_error *error) {
         struct file_ref *refs = NULL;
-        char **paths = NULL, msg[512];
+        char **paths = NULL, msg[512] = "";
         size_t n = 0;
         int r;
 
@@ -101,9 +102,14 @@ static int read_files(sd_bus_message *m, struct tierd *t, bool by_fd, struct fil
                                 break;
                         }
                         refs = grown;
+                        if (n >= MAX_PATHS) {
+                                r = sd_bus_error_setf(error, ERROR_INVALID_ARGS, "at most %d files per call", MAX_PATHS);
+                                break;
+                        }
                         r = file_ref_from_fd(t, fd, &refs[n], msg, sizeof(msg));
                         if (r < 0) {
-                                r = sd_bus_error_setf(error, bus_job_error_name(r), "file #%zu: %s", n, msg);
+                                _cleanup_free_ char *safe = utf8_escape(msg);
+                                r = sd_bus_error_setf(error, bus_job_error_name(r), "file #%zu: %s", n, safe ?: "");
                                 break;
                         }
                         n++;
@@ -115,7 +121,8 @@ static int read_files(sd_bus_message *m, struct tierd *t, bool by_fd, struct fil
                         r = -ENOMEM;
                 for (; refs && paths[n]; n++)
                         if ((r = file_ref_from_path(t, paths[n], &refs[n], msg, sizeof(msg))) < 0) {
-                                r = sd_bus_error_setf(error, bus_job_error_name(r), "%s", msg);
+                                _cleanup_free_ char *safe = utf8_escape(msg); /* cut mid-character? */
+                                r = sd_bus_error_setf(error, bus_job_error_name(r), "%s", safe ?: "");
                                 break;
                         }
                 strv_free(paths);
@@ -201,8 +208,10 @@ static int method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *e
                 char msg[512] = "";
                 if (file_ref_from_path(t, paths[i], &f, msg, sizeof(msg)) == 0)
                         job_file_status(t, &f, &st, msg, sizeof(msg));
-                r = sd_bus_message_append(reply, "(ssssttb)", paths[i], msg, st.tenant, st.state, st.size, st.resident,
-                                          (int)st.pinned);
+                _cleanup_free_ char *safe = utf8_escape(msg);
+                r = safe ? sd_bus_message_append(reply, "(ssssttb)", paths[i], safe, st.tenant, st.state, st.size,
+                                                 st.resident, (int)st.pinned)
+                         : -ENOMEM;
         }
         strv_free(paths);
         return array_reply_send(reply, r);

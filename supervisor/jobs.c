@@ -75,6 +75,11 @@ static int file_open(const struct file_ref *f, int flags, int *ret_fd, char *mes
                 close((int)fd);
                 return say(message, size, -EINVAL, "%s: not a regular file", f->name);
         }
+        /* Jobs wait their turn: the name may lead elsewhere by now. */
+        if (f->ino && (st.st_ino != f->ino || st.st_dev != f->dev)) {
+                close((int)fd);
+                return say(message, size, -ENOENT, "%s: renamed or replaced since it was named, not touched", f->name);
+        }
         *ret_fd = (int)fd;
         return 0;
 }
@@ -103,6 +108,9 @@ int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, 
                 file_ref_done(ret);
                 return r;
         }
+        struct stat st;
+        if (fstat(fd, &st) == 0)
+                ret->dev = st.st_dev, ret->ino = st.st_ino;
         close(fd);
         return 0;
 }
@@ -145,7 +153,10 @@ int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *messag
                 _cleanup_close_ int again = (int)syscall(SYS_openat2, tn->subvol_fd, rel, &how, sizeof(how));
                 if (again < 0 || fstat(again, &sst) < 0 || sst.st_ino != st.st_ino || sst.st_dev != st.st_dev)
                         continue;
-                return file_ref_set(ret, tn, rel, NULL);
+                int r = file_ref_set(ret, tn, rel, NULL);
+                if (r == 0)
+                        ret->dev = st.st_dev, ret->ino = st.st_ino;
+                return r;
         }
         return say(message, size, -EXDEV, "not in any tenant's subvolume");
 }
@@ -170,8 +181,10 @@ static void archive_finish(struct archive_job *j, int r, const char *fmt, ...) {
                 if (r < 0)
                         log_error("tenant %s: archive %s", j->tn->cfg->name, msg);
         }
-        j->done(j->userdata, r, fmt ? msg : NULL);
+        /* Closed first: a release queued behind this archive takes a lease,
+         * which any other open of the file would refuse. */
         safe_close(j->fd);
+        j->done(j->userdata, r, fmt ? msg : NULL);
         free(j);
 }
 
@@ -267,7 +280,7 @@ int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void
         }
         if (r < 0 && r != -ENODATA) {
                 close(fd);
-                done(userdata, r, r == -EINVAL ? err : strerror(-r));
+                done(userdata, r == -EINVAL ? -EBADMSG : r, r == -EINVAL ? err : strerror(-r));
                 return 0;
         }
         j = calloc(1, sizeof(*j) + strlen(f->name) + 1);
@@ -316,7 +329,7 @@ int job_restore(struct tierd *t, const struct file_ref *f, job_done_t done, void
                 return 0;
         }
         if (r < 0) {
-                done(userdata, r, r == -EINVAL ? err : strerror(-r));
+                done(userdata, r == -EINVAL ? -EBADMSG : r, r == -EINVAL ? err : strerror(-r));
                 return 0;
         }
         j = calloc(1, sizeof(*j));
@@ -345,13 +358,14 @@ static int release_now(struct tierd *t, const struct file_ref *f, char *message,
                 return r;
         r = stub_pinned_fd(fd);
         if (r != 0)
-                return say(message, size, r > 0 ? -EPERM : r, "%s: %s", path,
+                return say(message, size, r > 0 ? -EPINNED : r, "%s: %s", path,
                            r > 0 ? "pinned: unpin it first" : "cannot read the pin mark");
         r = stub_read_fd(fd, &s, &err);
         if (r == -ENODATA)
                 return say(message, size, -ENODATA, "%s: not archived: archive it first", path);
         if (r < 0)
-                return say(message, size, r, "%s: bad stub: %s", path, r == -EINVAL ? err : strerror(-r));
+                return say(message, size, r == -EINVAL ? -EBADMSG : r, "%s: bad stub: %s", path,
+                           r == -EINVAL ? err : strerror(-r));
         if (s.state == STUB_RELEASED)
                 return 0;
         if (s.state == STUB_DIRTY)
@@ -367,7 +381,8 @@ static int release_now(struct tierd *t, const struct file_ref *f, char *message,
         stub_done(&s);
         r = stub_read_fd(fd, &s, &err);
         if (r < 0)
-                return say(message, size, r, "%s: bad stub: %s", path, r == -EINVAL ? err : strerror(-r));
+                return say(message, size, r == -EINVAL ? -EBADMSG : r, "%s: bad stub: %s", path,
+                           r == -EINVAL ? err : strerror(-r));
         if (s.state == STUB_DIRTY)
                 return say(message, size, -EBUSY, "%s: changed since it was archived: archive it again first", path);
         union file_handle_buf h = { .fh.handle_bytes = MAX_HANDLE_SZ };
@@ -521,7 +536,8 @@ int job_file_status(struct tierd *t, const struct file_ref *f, struct file_statu
                 return 0;
         }
         if (r < 0)
-                return say(message, size, r, "%s: bad stub: %s", path, r == -EINVAL ? err : strerror(-r));
+                return say(message, size, r == -EINVAL ? -EBADMSG : r, "%s: bad stub: %s", path,
+                           r == -EINVAL ? err : strerror(-r));
         fst->state = stub_state_to_string(s.state);
         fst->size = s.state == STUB_DIRTY ? (uint64_t)st.st_size : s.size;
         fst->resident = s.state == STUB_DIRTY ? fst->size : stub_resident_bytes(&s);

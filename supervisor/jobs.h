@@ -13,6 +13,8 @@ struct file_ref {
         struct tenant *tn;
         char *rel;  /* beneath the tenant's subvolume */
         char *name; /* for messages: the caller's path or the view path, valid UTF-8 */
+        dev_t dev;  /* the file found at the call: rel must still lead to it */
+        ino_t ino;
 };
 void file_ref_done(struct file_ref *f);
 /* By a host path, in a tenant's view or subvolume. */
@@ -21,9 +23,11 @@ int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, 
 int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *message, size_t size);
 
 /* The errors a file job reports, each a named D-Bus error too:
- *   -ENOENT no such file, -EXDEV outside every tenant, -EINVAL not a
- *   regular file, -ENODATA not archived, -EPERM pinned, -EBUSY in use or
- *   changed, -ECANCELED canceled; anything else: failed. */
+ *   -ENOENT no such file (or replaced since the call), -EXDEV outside
+ *   every tenant, -EINVAL not a regular file, -ENODATA not archived,
+ *   -EPINNED pinned, -EBUSY in use or changed, -ECANCELED canceled;
+ *   anything else (-EBADMSG a corrupt stub...): failed. */
+#define EPINNED ENOSTR /* no call tierd makes returns it: it stands for pinned */
 
 /* done(userdata, 0 or -errno, message for a person or NULL). */
 typedef void (*job_done_t)(void *userdata, int error, const char *message);

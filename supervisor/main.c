@@ -335,7 +335,7 @@ static int run(struct tierd *t) {
 
 static void teardown(struct tierd *t) {
         policy_watch_stop(t);
-        bus_jobs_free(t);
+        bus_jobs_abort_all(t);
         t->bus = sd_bus_flush_close_unref(t->bus);
         for (size_t i = 0; i < t->n_tenants && !t->handing_over; i++)
                 view_remove(&t->tenants[i]);

@@ -116,6 +116,7 @@ struct tierd {
         struct bus_job *jobs; /* in the order they run */
         uint32_t last_job_id;
         unsigned job_files_running;
+        sd_event_source *jobs_src;
         bool jobs_pumping;
         bool stopping;
         bool handing_over; /* SIGTERM with a store: leave everything pending */

@@ -273,5 +273,15 @@ check "... tierd logs why, naming the key" grep -q "not applied: .*'readahead'" 
 check "... and keeps serving" cmp "$V/g" "$TL_DIR/g.orig"
 cp "$TL_DIR/policy.good" "$POLICY"
 check "tierd is still up after all that" kill -0 "$TL_TIERD_PID"
+# tierd stops under a tierctl waiting for its jobs: tierctl says so and
+# exits 1, it does not wait forever.
+"$TIERCTL" release $paths >/dev/null 2>&1
+"$TIERCTL" restore $paths >"$TL_DIR/stopped.out" 2>&1 &
+CTL=$!
+sleep 0.3
 check "SIGTERM: tierd exits 0" tl_tierd_stop
+for _ in $(seq 50); do kill -0 "$CTL" 2>/dev/null || break; sleep 0.1; done
+check "... a tierctl waiting on its jobs ends too" bash -c "! kill -0 $CTL 2>/dev/null"
+wait "$CTL"; rc=$?
+check "... with exit 1, saying what was not done" bash -c "[ $rc = 1 ] && grep -Eq 'canceled|aborted|stopped' '$TL_DIR/stopped.out'"
 tl_summary
