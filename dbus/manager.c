@@ -357,6 +357,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("SetTenantPolicy", SD_BUS_ARGS("s", name, "s", settings), SD_BUS_NO_RESULT,
                                 method_set_tenant_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("PolicyReloaded", SD_BUS_ARGS("s", path), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("QuotaPressure",
+                                SD_BUS_ARGS("s", tenant, "o", path, "t", used, "t", quota, "t", need), 0),
         SD_BUS_SIGNAL_WITH_ARGS("JobNew", SD_BUS_ARGS("u", id, "o", job, "s", operation), 0),
         SD_BUS_SIGNAL_WITH_ARGS("JobRemoved",
                                 SD_BUS_ARGS("u", id, "o", job, "s", operation, "s", result, "u", done, "u", failed,

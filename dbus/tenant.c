@@ -14,6 +14,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "usage.h"
 #include "workers.h"
 
 char *tenant_bus_path(const struct tenant *tn) {
@@ -95,6 +96,8 @@ GETTER(get_counter) {
                      : strcmp(property, "BytesFetched") == 0 ? c->fill_bytes
                      : strcmp(property, "FillErrors") == 0   ? c->fill_errors
                      : strcmp(property, "Archives") == 0     ? c->archives
+                     : strcmp(property, "QuotaReleases") == 0 ? c->quota_releases
+                     : strcmp(property, "QuotaDenials") == 0 ? c->quota_denials
                                                              : c->releases;
         (void)bus, (void)path, (void)interface, (void)error;
         return sd_bus_message_append(reply, "t", v);
@@ -130,6 +133,14 @@ GETTER(get_usage) {
         for (size_t i = 0; r >= 0 && i < ARRAY_SIZE(names); i++)
                 r = sd_bus_message_append(reply, "{st}", names[i], u.files[i]);
         return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+GETTER(get_quota) {
+        const struct tenant *tn = userdata;
+        (void)bus, (void)path, (void)interface, (void)error;
+        if (strcmp(property, "Quota") == 0)
+                return sd_bus_message_append(reply, "t", tn->cfg->quota);
+        return sd_bus_message_append(reply, "t", usage_used(tn));
 }
 
 GETTER(get_last_error) {
@@ -196,6 +207,10 @@ static const sd_bus_vtable tenant_vtable[] = {
         SD_BUS_PROPERTY("ArchivedBytes", "t", get_usage, 0, 0),
         SD_BUS_PROPERTY("FilesByState", "a{st}", get_usage, 0, 0),
         SD_BUS_PROPERTY("LastError", "s", get_last_error, 0, 0),
+        SD_BUS_PROPERTY("Quota", "t", get_quota, 0, 0),
+        SD_BUS_PROPERTY("UsedBytes", "t", get_quota, 0, 0),
+        SD_BUS_PROPERTY("QuotaReleases", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("QuotaDenials", "t", get_counter, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitBuckets", "a(dt)", get_wait_buckets, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitSeconds", "d", get_wait_sum, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitPercentiles", "a{sd}", get_wait_percentiles, 0, 0),
@@ -229,6 +244,14 @@ void tenant_bus_worker_started(struct tenant *tn) {
         sd_bus_emit_signal(tn->t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "WorkerStarted", "sou", tn->cfg->name, path,
                            (uint32_t)tn->worker.pid);
         tenant_bus_worker_changed(tn);
+}
+
+void tenant_bus_quota_pressure(struct tenant *tn, uint64_t need) {
+        _cleanup_free_ char *path = NULL;
+        if (!tn->t->bus || !(path = tenant_bus_path(tn)))
+                return;
+        sd_bus_emit_signal(tn->t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "QuotaPressure", "sottt", tn->cfg->name, path,
+                           usage_used(tn), tn->cfg->quota, need);
 }
 
 void tenant_bus_worker_exited(struct tenant *tn, pid_t pid, bool killed, int status) {

@@ -15,3 +15,5 @@ char *tenant_bus_path(const struct tenant *tn);
 void tenant_bus_worker_started(struct tenant *tn);
 void tenant_bus_worker_exited(struct tenant *tn, pid_t pid, bool killed, int status);
 void tenant_bus_worker_changed(struct tenant *tn);
+/* A fill was denied for the quota: the manager's QuotaPressure signal. */
+void tenant_bus_quota_pressure(struct tenant *tn, uint64_t need);

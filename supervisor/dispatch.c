@@ -20,6 +20,8 @@
 #include "fanotify-uapi.h"
 #include "fsgroup.h"
 #include "journal.h"
+#include "quota.h"
+#include "usage.h"
 #include "log.h"
 #include "macro.h"
 #include "workers.h"
@@ -266,8 +268,11 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
                 w->whole = true;
                 if (s->state == STUB_PARTIAL && range_set_covers(&s->populated, 0, s->size))
                         return 0; /* all in: file_progress verifies it */
-                if (s->state == STUB_RELEASED && !f->fills)
+                if (s->state == STUB_RELEASED && !f->fills) {
+                        if ((r = quota_admit(f->tenant, f->fd, s->size)) < 0)
+                                return r;
                         return fill_submit(f, 0, s->size, s, PROTO_FILL, true);
+                }
                 start = 0;
                 end = s->size;
         } else {
@@ -287,8 +292,9 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
                 if (range_round_to_chunks(&a, &b, chunk, s->size) && (r = range_set_add(&todo, a, b)) < 0)
                         return r;
         }
+        _cleanup_(range_set_done) struct range_set fresh = {};
         for (size_t i = 0; i < todo.n; i++) {
-                _cleanup_(range_set_done) struct range_set gaps = {}, fresh = {};
+                _cleanup_(range_set_done) struct range_set gaps = {};
                 range_set_missing(&busy, todo.r[i].start, todo.r[i].end, &gaps);
                 for (size_t j = 0; j < gaps.n; j++) {
                         if (s->state == STUB_PARTIAL)
@@ -296,16 +302,27 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
                         else
                                 range_set_add(&fresh, gaps.r[j].start, gaps.r[j].end);
                 }
-                /* Pieces of at most FILL_PIECE run on several worker threads
-                 * at once, and a reader waits only for the piece it needs. */
-                for (size_t j = 0; j < fresh.n; j++)
-                        for (uint64_t a = fresh.r[j].start; a < fresh.r[j].end;) {
-                                uint64_t b = MIN(fresh.r[j].end, round_up_u64(a + 1, FILL_PIECE));
-                                if ((r = fill_submit(f, a, b, s, PROTO_FILL, false)) < 0)
-                                        return r;
-                                a = b;
-                        }
         }
+        /* Over quota: other files make room, or the readahead goes, or the
+         * reader gets EDQUOT. */
+        uint64_t need = 0;
+        for (size_t j = 0; j < fresh.n; j++)
+                need += fresh.r[j].end - fresh.r[j].start;
+        if (need && (r = quota_admit(f->tenant, f->fd, need)) < 0) {
+                if (w->whole || w->want_end <= w->end)
+                        return r;
+                w->want_end = w->end;
+                return waiter_dispatch(f, w, s);
+        }
+        /* Pieces of at most FILL_PIECE run on several worker threads at
+         * once, and a reader waits only for the piece it needs. */
+        for (size_t j = 0; j < fresh.n; j++)
+                for (uint64_t a = fresh.r[j].start; a < fresh.r[j].end;) {
+                        uint64_t b = MIN(fresh.r[j].end, round_up_u64(a + 1, FILL_PIECE));
+                        if ((r = fill_submit(f, a, b, s, PROTO_FILL, false)) < 0)
+                                return r;
+                        a = b;
+                }
         return 0;
 }
 
@@ -351,7 +368,9 @@ static void file_progress(struct tfile *f) {
         }
         for (struct waiter *w = f->waiters; w && r == 0; w = w->next) {
                 int k = waiter_dispatch(f, w, &s);
-                if (k < 0) {
+                if (k == -EDQUOT)
+                        w->error = EDQUOT; /* said and signalled by quota.c */
+                else if (k < 0) {
                         log_error_errno(k, "tenant %s: cannot start a fill: %m", f->tenant->cfg->name);
                         w->error = EIO;
                 }
@@ -407,6 +426,8 @@ static int file_record_fill(struct tfile *f, const struct fill *fl) {
         r = stub_put_back_attrs(f->fd, &s, s.state == STUB_ARCHIVED);
         if (r < 0)
                 return r;
+        usage_update_fd(f->tenant, f->fd);
+        quota_check_high(f->tenant);
         if (s.state == STUB_ARCHIVED) {
                 fsgroup_ignore_file(f->fs, f->fd);
                 log_info("tenant %s: %s restored whole (%llu bytes, SHA-256 checked)", f->tenant->cfg->name, s.key,

@@ -18,6 +18,8 @@
 #include "handle.h"
 #include "log.h"
 #include "macro.h"
+#include "quota.h"
+#include "usage.h"
 #include "utf8.h"
 #include "workers.h"
 
@@ -231,6 +233,8 @@ static void on_archived(struct request *req, const struct proto_reply *rep) {
                 return;
         }
         fsgroup_ignore_file(j->tn->fs, j->fd);
+        usage_update_fd(j->tn, j->fd);
+        quota_check_high(j->tn); /* one more file that may be released */
         j->tn->counters.archives++;
         log_info("tenant %s: archived %s as %s (%llu bytes%s)", j->tn->cfg->name, j->path, s.key,
                  (unsigned long long)s.size, rep->bytes ? "" : ", already in the store");
@@ -344,18 +348,14 @@ int job_restore(struct tierd *t, const struct file_ref *f, job_done_t done, void
         return 0;
 }
 
-static int release_now(struct tierd *t, const struct file_ref *f, char *message, size_t size, bool *busy) {
+int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, size_t size, bool *busy) {
         _cleanup_(stub_done) struct stub s = {};
-        _cleanup_close_ int fd = -1;
-        struct tenant *tn = f->tn;
-        const char *err = "", *path = f->name;
+        struct tierd *t = tn->t;
+        const char *err = "";
         struct stat st;
         int r;
 
         message[0] = 0;
-        r = file_open(f, O_RDWR, &fd, message, size);
-        if (r < 0)
-                return r;
         r = stub_pinned_fd(fd);
         if (r != 0)
                 return say(message, size, r > 0 ? -EPINNED : r, "%s: %s", path,
@@ -447,6 +447,17 @@ static int release_now(struct tierd *t, const struct file_ref *f, char *message,
         return r;
 }
 
+static int release_now(const struct file_ref *f, char *message, size_t size, bool *busy) {
+        _cleanup_close_ int fd = -1;
+        int r = file_open(f, O_RDWR, &fd, message, size);
+        if (r < 0)
+                return r;
+        r = job_release_fd(f->tn, fd, f->name, message, size, busy);
+        if (r == 0)
+                usage_update_fd(f->tn, fd);
+        return r;
+}
+
 struct release_job {
         struct tierd *t;
         const struct file_ref *f;
@@ -459,7 +470,7 @@ static void release_attempt(void *userdata) {
         struct release_job *j = userdata;
         char msg[512] = "";
         bool busy = false;
-        int r = release_now(j->t, j->f, msg, sizeof(msg), &busy);
+        int r = release_now(j->f, msg, sizeof(msg), &busy);
 
         /* A fill or a verification of this file is in flight: release it
          * when it is done (again, if a reader started another meanwhile). */
@@ -492,6 +503,7 @@ static int set_pin(const struct file_ref *f, bool pinned, char *message, size_t 
         r = stub_set_pinned_fd(fd, pinned);
         if (r < 0)
                 return say(message, size, r, "%s: cannot %s: %s", f->name, pinned ? "pin" : "unpin", strerror(-r));
+        usage_update_fd(f->tn, fd);
         log_info("tenant %s: %s %s", f->tn->cfg->name, pinned ? "pinned" : "unpinned", f->name);
         return 0;
 }

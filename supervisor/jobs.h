@@ -38,6 +38,10 @@ int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void
 int job_restore(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 /* Local work only; waits for fills of the file in flight to end first. */
 int job_release(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
+/* The release itself, of the file open O_RDWR as fd (name for messages):
+ * 0, or -EBUSY with *busy when fills of it are in flight, or an error that
+ * message explains. The policy engine's releases come here too. */
+int job_release_fd(struct tenant *tn, int fd, const char *name, char *message, size_t size, bool *busy);
 /* Pinned files are never released; pinning a released file restores it. */
 int job_pin(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 int job_unpin(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);

@@ -33,6 +33,9 @@
 #include "log.h"
 #include "macro.h"
 #include "job.h"
+#include "quota.h"
+#include "usage.h"
+#include "usegroup.h"
 #include "policywatch.h"
 #include "manager.h"
 #include "secrets.h"
@@ -184,7 +187,7 @@ static struct tiered_fs *fs_for(struct tierd *t, const char *mountpoint, const c
                 if (strcmp(t->fss[i].mountpoint, mountpoint) == 0)
                         return &t->fss[i];
         struct tiered_fs *fs = &t->fss[t->n_fss++];
-        *fs = (struct tiered_fs){ .t = t, .tree_fd = -1, .root_fd = -1, .pre_fd = -1, .notif_fd = -1,
+        *fs = (struct tiered_fs){ .t = t, .tree_fd = -1, .root_fd = -1, .pre_fd = -1, .notif_fd = -1, .use_fd = -1,
                                   .mountpoint = strdup(mountpoint), .fstype = strdup(fstype) };
         return fs;
 }
@@ -301,6 +304,15 @@ static int run(struct tierd *t) {
                 if (r < 0)
                         return r;
         }
+        /* Quotas and background archive need the file tables: the use
+         * group first, so no write between the scan and it goes unheard. */
+        for (size_t i = 0; i < t->n_tenants; i++) {
+                struct tenant *tn = &t->tenants[i];
+                if (!tn->cfg->quota && !tn->cfg->archive_after_usec)
+                        continue;
+                if ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0)
+                        return r;
+        }
         r = keeper_start(t);
         if (r < 0)
                 return r;
@@ -344,6 +356,8 @@ static void teardown(struct tierd *t) {
                         worker_abandon(&t->tenants[i].worker);
                 else
                         worker_stop(&t->tenants[i].worker);
+                quota_stop(&t->tenants[i]);
+                usage_free(&t->tenants[i]);
                 safe_close(t->tenants[i].subvol_fd);
                 safe_close(t->tenants[i].store_fd);
                 free(t->tenants[i].subvol_rel);
@@ -358,6 +372,7 @@ static void teardown(struct tierd *t) {
         /* A clean exit leaves a complete journal: no keeper needed. */
         keeper_stop(t);
         for (size_t i = 0; i < t->n_fss; i++) {
+                usegroup_close(&t->fss[i]);
                 fsgroup_close(&t->fss[i]);
                 free(t->fss[i].mountpoint);
                 free(t->fss[i].fstype);

@@ -15,6 +15,8 @@
 #include "log.h"
 #include "macro.h"
 #include "secrets.h"
+#include "usage.h"
+#include "usegroup.h"
 #include "workers.h"
 
 static int fail(char **error, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -26,6 +28,13 @@ static int fail(char **error, int r, const char *fmt, ...) {
                 *error = NULL;
         va_end(ap);
         return r;
+}
+
+static bool strv_equal(char **a, char **b) {
+        for (; a && b && *a && *b; a++, b++)
+                if (strcmp(*a, *b) != 0)
+                        return false;
+        return (!a || !*a) && (!b || !*b);
 }
 
 /* Takes np if it fits the running tierd (-EXDEV if not: np is freed). */
@@ -43,7 +52,14 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
         for (size_t i = 0; i < t->n_tenants; i++) {
                 struct tenant *tn = &t->tenants[i];
                 bool restart = !policy_tenant_worker_equal(tn->cfg, &np->tenants[i]);
+                bool track = np->tenants[i].quota || np->tenants[i].archive_after_usec;
+                /* The table knows pins by the globs it was built with. */
+                bool rescan = track && (!usage_tracked(tn) || !strv_equal(tn->cfg->pin, np->tenants[i].pin));
                 tn->cfg = &np->tenants[i];
+                if (!track)
+                        usage_free(tn);
+                if (rescan && ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0))
+                        log_error_errno(r, "tenant %s: cannot build its file table: %m", tn->cfg->name);
                 /* Credentials and header files may be named anew. */
                 if (restart && (r = tenant_secrets_load(tn)) < 0)
                         log_error_errno(r, "tenant %s: keeping the credentials it had: %m", tn->cfg->name);

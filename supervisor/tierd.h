@@ -37,6 +37,8 @@ struct tiered_fs {
         int pre_fd;   /* pre-content group: FAN_PRE_ACCESS | FAN_OPEN_PERM */
         int notif_fd; /* FAN_REPORT_FID notification group: FAN_CLOSE_WRITE */
         sd_event_source *pre_src, *notif_src;
+        int use_fd; /* opens, writes, deletes for the file tables: usegroup.c */
+        sd_event_source *use_src;
 };
 
 enum worker_state { WORKER_STOPPED, WORKER_RUNNING, WORKER_RESTARTING, WORKER_FAILED };
@@ -62,6 +64,7 @@ extern const double latency_bounds[LATENCY_BUCKETS];
 
 struct tenant_counters {
         uint64_t fills, fill_bytes, fill_errors, archives, releases;
+        uint64_t quota_releases, quota_denials;
         uint64_t wait_buckets[LATENCY_BUCKETS]; /* not cumulative: one count per bucket */
         uint64_t waits;
         double wait_seconds;
@@ -87,6 +90,9 @@ struct tenant {
         char headers[PROTO_HEADERS_MAX]; /* http: configured headers, files read */
         struct worker worker;
         struct tenant_counters counters;
+        struct usage *usage; /* the file table, with a quota or archive_after: usage.c */
+        sd_event_source *quota_src;
+        uint64_t quota_pressure_usec;
 };
 
 struct tfile;   /* a file with fills or waiters in flight: dispatch.c */

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+#include "quota.h"
+
+#include <errno.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "jobs.h"
+#include "log.h"
+#include "macro.h"
+#include "tenant.h"
+#include "usage.h"
+
+#define PLAN_MAX 64       /* files released per plan; plans repeat while they free something */
+#define PLAN_ROUNDS 16
+#define PRESSURE_EVERY_USEC (1000 * 1000ull) /* QuotaPressure at most once a second per tenant */
+
+static struct engine_limits limits_of(const struct tenant *tn) {
+        return (struct engine_limits){ .quota = tn->cfg->quota, .high = tn->cfg->high_watermark,
+                                       .low = tn->cfg->low_watermark };
+}
+
+/* Extents shared with a snapshot or a reflink: releasing frees nothing. */
+static bool extents_shared(int fd) {
+        union {
+                struct fiemap fm;
+                char buf[sizeof(struct fiemap) + 32 * sizeof(struct fiemap_extent)];
+        } u;
+        uint64_t start = 0;
+
+        for (;;) {
+                memset(&u, 0, sizeof(u));
+                u.fm.fm_start = start;
+                u.fm.fm_length = FIEMAP_MAX_OFFSET - start;
+                u.fm.fm_extent_count = 32;
+                if (ioctl(fd, FS_IOC_FIEMAP, &u.fm) < 0 || u.fm.fm_mapped_extents == 0)
+                        return false;
+                for (unsigned i = 0; i < u.fm.fm_mapped_extents; i++) {
+                        const struct fiemap_extent *e = &u.fm.fm_extents[i];
+                        if (e->fe_flags & FIEMAP_EXTENT_SHARED)
+                                return true;
+                        if (e->fe_flags & FIEMAP_EXTENT_LAST)
+                                return false;
+                        start = e->fe_logical + e->fe_length;
+                }
+        }
+}
+
+/* Releases the file at index; false if it could not be (in use, shared...). */
+static bool release_index(struct tenant *tn, size_t index, const char *why) {
+        char msg[512] = "", name[64];
+        bool busy = false;
+        int fd = usage_open_index(tn, index, O_RDWR);
+
+        if (fd < 0) {
+                usage_flag_index(tn, index, ENGINE_BUSY);
+                return false;
+        }
+        if (extents_shared(fd)) {
+                usage_flag_index(tn, index, ENGINE_SHARED);
+                close(fd);
+                return false;
+        }
+        snprintf(name, sizeof(name), "file #%zu of tenant %s", index, tn->cfg->name);
+        int r = job_release_fd(tn, fd, name, msg, sizeof(msg), &busy);
+        if (r == 0) {
+                usage_update_fd(tn, fd);
+                tn->counters.quota_releases++;
+                log_info("tenant %s: released for %s (least recently used)", tn->cfg->name, why);
+        } else {
+                usage_flag_index(tn, index, ENGINE_BUSY);
+                log_debug("tenant %s: not released for %s: %s", tn->cfg->name, why, msg);
+        }
+        close(fd);
+        return r == 0;
+}
+
+/* Plans and releases until used + need is under the target or nothing more
+ * can go. */
+static void release_for(struct tenant *tn, uint64_t need, size_t skip, const char *why) {
+        struct engine_limits l = limits_of(tn);
+        uint32_t out[PLAN_MAX];
+        size_t n;
+
+        usage_clear_flag(tn, ENGINE_BUSY); /* in use before is worth another try */
+        for (int round = 0; round < PLAN_ROUNDS; round++) {
+                const struct engine_file *files = usage_files(tn, &n);
+                uint64_t freed;
+                size_t k = engine_plan_release(files, n, &l, usage_used(tn), need, skip, out, PLAN_MAX, &freed);
+                unsigned released = 0;
+                if (k == 0)
+                        return;
+                for (size_t i = 0; i < k; i++)
+                        released += release_index(tn, out[i], why);
+                if (released == 0 && k < PLAN_MAX)
+                        return;
+        }
+}
+
+static void pressure(struct tenant *tn, uint64_t need) {
+        uint64_t now = 0;
+        sd_event_now(tn->t->event, CLOCK_MONOTONIC, &now);
+        tn->counters.quota_denials++;
+        if (tn->quota_pressure_usec && now - tn->quota_pressure_usec < PRESSURE_EVERY_USEC)
+                return;
+        tn->quota_pressure_usec = now;
+        log_warning("tenant %s: quota pressure: %llu bytes local, quota %llu, a fill of %llu bytes denied (EDQUOT): "
+                    "nothing more can be released (pinned, dirty, in use or never archived)",
+                    tn->cfg->name, (unsigned long long)usage_used(tn), (unsigned long long)tn->cfg->quota,
+                    (unsigned long long)need);
+        tenant_set_last_error(tn, "quota: a fill of %llu bytes denied with %llu of %llu bytes local",
+                              (unsigned long long)need, (unsigned long long)usage_used(tn),
+                              (unsigned long long)tn->cfg->quota);
+        tenant_bus_quota_pressure(tn, need);
+}
+
+int quota_admit(struct tenant *tn, int fd, uint64_t need) {
+        struct engine_limits l = limits_of(tn);
+
+        if (!usage_tracked(tn) || !l.quota || engine_fits(&l, usage_used(tn), need))
+                return 0;
+        release_for(tn, need, usage_index_of_fd(tn, fd), "a fill over quota");
+        if (engine_fits(&l, usage_used(tn), need))
+                return 0;
+        pressure(tn, need);
+        return -EDQUOT;
+}
+
+static int on_high_watermark(sd_event_source *s, void *userdata) {
+        struct tenant *tn = userdata;
+        (void)s;
+        release_for(tn, 0, SIZE_MAX, "the high watermark");
+        return 0;
+}
+
+void quota_check_high(struct tenant *tn) {
+        struct engine_limits l = limits_of(tn);
+        int r = 0;
+
+        if (!usage_tracked(tn) || !engine_over_high(&l, usage_used(tn)))
+                return;
+        if (!tn->quota_src)
+                r = sd_event_add_defer(tn->t->event, &tn->quota_src, on_high_watermark, tn);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(tn->quota_src, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: cannot schedule a release: %m", tn->cfg->name);
+}
+
+void quota_stop(struct tenant *tn) {
+        tn->quota_src = sd_event_source_unref(tn->quota_src);
+}

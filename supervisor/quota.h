@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Quotas: where the policy engine's release decisions are carried out.
+ * A fill that would take a tenant over its quota first releases its least
+ * recently used files; if that cannot make room the reader gets EDQUOT and
+ * the manager signals QuotaPressure. Above the high watermark, files are
+ * released down to the low one.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "tierd.h"
+
+/* May need more bytes be filled into the file open as fd? 0, or -EDQUOT. */
+int quota_admit(struct tenant *tn, int fd, uint64_t need);
+/* After a fill or an archive: above the high watermark, release soon (from
+ * the event loop). */
+void quota_check_high(struct tenant *tn);
+void quota_stop(struct tenant *tn);

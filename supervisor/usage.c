@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+#include "usage.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "handle.h"
+#include "log.h"
+#include "macro.h"
+#include "stub.h"
+
+#define KEY_MAX 24 /* ext4 8, xfs <= 16, btrfs 20 bytes: larger handles are not tracked */
+#define WALK_MAX_DEPTH 256
+
+struct usage_key {
+        uint8_t type, len;
+        uint8_t bytes[KEY_MAX];
+};
+
+struct usage {
+        struct engine_file *files;
+        struct usage_key *keys; /* parallel to files */
+        size_t n, cap;
+        uint32_t *index; /* open addressing: slot + 1, 0 empty; never removed (a deleted file is GONE) */
+        size_t index_cap;
+        uint64_t used;
+};
+
+bool usage_tracked(const struct tenant *tn) {
+        return tn->usage != NULL;
+}
+
+static bool key_of(const struct file_handle *fh, struct usage_key *k) {
+        if (fh->handle_bytes > KEY_MAX || fh->handle_type < 0 || fh->handle_type > 255)
+                return false;
+        *k = (struct usage_key){ .type = (uint8_t)fh->handle_type, .len = (uint8_t)fh->handle_bytes };
+        memcpy(k->bytes, fh->f_handle, fh->handle_bytes);
+        return true;
+}
+
+static uint64_t key_hash(const struct usage_key *k) {
+        uint64_t h = 0xcbf29ce484222325ull ^ k->type;
+        for (unsigned i = 0; i < k->len; i++)
+                h = (h ^ k->bytes[i]) * 0x100000001b3ull;
+        return h;
+}
+
+static bool key_equal(const struct usage_key *a, const struct usage_key *b) {
+        return a->type == b->type && a->len == b->len && memcmp(a->bytes, b->bytes, a->len) == 0;
+}
+
+static size_t find(const struct usage *u, const struct usage_key *k) {
+        if (!u->index_cap)
+                return SIZE_MAX;
+        for (size_t i = key_hash(k) & (u->index_cap - 1);; i = (i + 1) & (u->index_cap - 1)) {
+                uint32_t v = u->index[i];
+                if (v == 0)
+                        return SIZE_MAX;
+                if (key_equal(&u->keys[v - 1], k))
+                        return v - 1;
+        }
+}
+
+static void index_put(struct usage *u, size_t slot) {
+        size_t i = key_hash(&u->keys[slot]) & (u->index_cap - 1);
+        while (u->index[i])
+                i = (i + 1) & (u->index_cap - 1);
+        u->index[i] = (uint32_t)slot + 1;
+}
+
+/* Grows by half: bounded memory for a big tenant. */
+static int grow(struct usage *u) {
+        size_t cap = u->cap ? u->cap + u->cap / 2 : 1024;
+        struct engine_file *files = realloc(u->files, cap * sizeof(*files));
+        if (!files)
+                return -ENOMEM;
+        u->files = files;
+        struct usage_key *keys = realloc(u->keys, cap * sizeof(*keys));
+        if (!keys)
+                return -ENOMEM;
+        u->keys = keys;
+        u->cap = cap;
+        if (u->index_cap < cap * 2) { /* at most half full */
+                size_t icap = 1;
+                while (icap < cap * 2)
+                        icap <<= 1;
+                uint32_t *index = calloc(icap, sizeof(*index));
+                if (!index)
+                        return -ENOMEM;
+                free(u->index);
+                u->index = index;
+                u->index_cap = icap;
+                for (size_t s = 0; s < u->n; s++)
+                        index_put(u, s);
+        }
+        return 0;
+}
+
+static enum engine_state state_of(int stub_r, const struct stub *s) {
+        if (stub_r < 0)
+                return ENGINE_LOCAL; /* no stub, or one we cannot read: never released */
+        switch (s->state) {
+        case STUB_ARCHIVED: return ENGINE_ARCHIVED;
+        case STUB_PARTIAL: return ENGINE_PARTIAL;
+        case STUB_RELEASED: return ENGINE_RELEASED;
+        default: return ENGINE_DIRTY;
+        }
+}
+
+/* Pinned by its mark, or by one of the tenant's globs (rel: beneath the subvolume). */
+static bool pinned(const struct tenant *tn, int fd, const char *rel) {
+        if (stub_pinned_fd(fd) > 0)
+                return true;
+        for (char **g = tn->cfg->pin; rel && g && *g; g++)
+                if (fnmatch(*g, rel, FNM_PATHNAME | FNM_PERIOD) == 0 || fnmatch(*g, rel, 0) == 0)
+                        return true;
+        return false;
+}
+
+/* The file's path beneath the subvolume, through the private mount. */
+static char *rel_of_fd(const struct tenant *tn, int fd) {
+        char link[32], where[PATH_MAX];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, where, sizeof(where) - 1);
+        if (n <= 1)
+                return NULL;
+        where[n] = 0;
+        if (strcmp(tn->subvol_rel, ".") == 0)
+                return strdup(where + 1);
+        size_t k = strlen(tn->subvol_rel);
+        if (strncmp(where + 1, tn->subvol_rel, k) != 0 || where[1 + k] != '/')
+                return NULL;
+        return strdup(where + 2 + k);
+}
+
+static void entry_set(struct usage *u, size_t slot, const struct stat *st, enum engine_state state, bool pin) {
+        struct engine_file *f = &u->files[slot];
+        uint64_t local = (uint64_t)st->st_blocks * 512;
+        if (!(f->flags & ENGINE_GONE))
+                u->used -= f->local;
+        uint32_t last_use = f->last_use;
+        *f = (struct engine_file){ .size = (uint64_t)st->st_size, .local = local, .state = (uint8_t)state,
+                                   .mtime = (uint32_t)st->st_mtim.tv_sec,
+                                   .last_use = last_use ? last_use : (uint32_t)st->st_mtim.tv_sec,
+                                   .flags = pin ? ENGINE_PINNED : 0 };
+        u->used += local;
+}
+
+/* Adds or refreshes the file open as fd; rel when known (the scan). */
+static void upsert(struct tenant *tn, int fd, const char *rel) {
+        struct usage *u = tn->usage;
+        union file_handle_buf h = { .fh.handle_bytes = MAX_HANDLE_SZ };
+        _cleanup_(stub_done) struct stub s = {};
+        _cleanup_free_ char *own_rel = NULL;
+        const char *err = "";
+        struct usage_key k;
+        struct stat st;
+        int mount_id;
+
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+            name_to_handle_at(fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0 || !key_of(&h.fh, &k))
+                return;
+        if (!rel && tn->cfg->pin[0])
+                rel = own_rel = rel_of_fd(tn, fd);
+        int r = stub_read_fd(fd, &s, &err);
+        size_t slot = find(u, &k);
+        if (slot == SIZE_MAX) {
+                if (u->n == u->cap && grow(u) < 0) {
+                        log_error("tenant %s: out of memory for the file table", tn->cfg->name);
+                        return;
+                }
+                slot = u->n++;
+                u->keys[slot] = k;
+                u->files[slot] = (struct engine_file){ .flags = ENGINE_GONE };
+                index_put(u, slot);
+        }
+        entry_set(u, slot, &st, state_of(r, &s), pinned(tn, fd, rel));
+}
+
+static int walk(struct tenant *tn, int dir_fd, char *path, size_t len, unsigned depth) {
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+
+        if (depth > WALK_MAX_DEPTH)
+                return -ELOOP;
+        d = fdopendir(dir_fd);
+        if (!d) {
+                close(dir_fd);
+                return -errno;
+        }
+        while ((de = readdir(d))) {
+                size_t n = strlen(de->d_name);
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || len + n + 2 >= PATH_MAX)
+                        continue;
+                /* path: the name beneath the subvolume, for the pin globs */
+                snprintf(path + len, PATH_MAX - len, "%s%s", len ? "/" : "", de->d_name);
+                size_t sub_len = len + n + (len ? 1 : 0);
+                if (de->d_type == DT_DIR) {
+                        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0)
+                                walk(tn, sub, path, sub_len, depth + 1);
+                } else if (de->d_type == DT_REG) {
+                        _cleanup_close_ int fd =
+                                openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOATIME);
+                        if (fd < 0)
+                                fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+                        if (fd >= 0)
+                                upsert(tn, fd, path);
+                }
+                path[len] = 0;
+        }
+        return 0;
+}
+
+int usage_scan(struct tenant *tn) {
+        _cleanup_free_ char *path = NULL;
+        struct timespec a, b;
+        int r, fd;
+
+        if (!tn->cfg->quota && !tn->cfg->archive_after_usec) {
+                usage_free(tn);
+                return 0;
+        }
+        usage_free(tn);
+        if (!(tn->usage = calloc(1, sizeof(*tn->usage))) || !(path = calloc(1, PATH_MAX)))
+                return -ENOMEM;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        fd = openat(tn->subvol_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "tenant %s: cannot scan: %m", tn->cfg->name);
+        r = walk(tn, fd, path, 0, 0);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        log_info("tenant %s: %zu files scanned in %.2f s, %llu bytes local (quota %llu)", tn->cfg->name,
+                 tn->usage->n, (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9,
+                 (unsigned long long)tn->usage->used, (unsigned long long)tn->cfg->quota);
+        return r;
+}
+
+void usage_free(struct tenant *tn) {
+        if (!tn->usage)
+                return;
+        free(tn->usage->files);
+        free(tn->usage->keys);
+        free(tn->usage->index);
+        free(tn->usage);
+        tn->usage = NULL;
+}
+
+void usage_update_fd(struct tenant *tn, int fd) {
+        if (tn->usage)
+                upsert(tn, fd, NULL);
+}
+
+uint64_t usage_used(const struct tenant *tn) {
+        return tn->usage ? tn->usage->used : 0;
+}
+
+const struct engine_file *usage_files(const struct tenant *tn, size_t *n) {
+        *n = tn->usage ? tn->usage->n : 0;
+        return tn->usage ? tn->usage->files : NULL;
+}
+
+size_t usage_index_of_fd(const struct tenant *tn, int fd) {
+        union file_handle_buf h = { .fh.handle_bytes = MAX_HANDLE_SZ };
+        struct usage_key k;
+        int mount_id;
+        if (!tn->usage || name_to_handle_at(fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0 || !key_of(&h.fh, &k))
+                return SIZE_MAX;
+        return find(tn->usage, &k);
+}
+
+int usage_open_index(const struct tenant *tn, size_t index, int flags) {
+        union file_handle_buf h;
+        if (!tn->usage || index >= tn->usage->n)
+                return -ENOENT;
+        const struct usage_key *k = &tn->usage->keys[index];
+        h.fh.handle_type = k->type;
+        h.fh.handle_bytes = k->len;
+        memcpy(h.fh.f_handle, k->bytes, k->len);
+        int fd = open_by_handle_at(tn->fs->root_fd, &h.fh, flags | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+        return fd < 0 ? -errno : fd;
+}
+
+void usage_flag_index(struct tenant *tn, size_t index, uint8_t flag) {
+        if (tn->usage && index < tn->usage->n)
+                tn->usage->files[index].flags |= flag;
+}
+
+void usage_clear_flag(struct tenant *tn, uint8_t flag) {
+        for (size_t i = 0; tn->usage && i < tn->usage->n; i++)
+                tn->usage->files[i].flags &= (uint8_t)~flag;
+}
+
+/* The tracked tenant on fs whose table holds fh. */
+static struct tenant *tenant_holding(struct tiered_fs *fs, const struct usage_key *k, size_t *slot) {
+        struct tierd *t = fs->t;
+        for (size_t i = 0; i < t->n_tenants; i++) {
+                struct tenant *tn = &t->tenants[i];
+                if (tn->fs == fs && tn->usage && (*slot = find(tn->usage, k)) != SIZE_MAX)
+                        return tn;
+        }
+        return NULL;
+}
+
+void usage_opened(struct tiered_fs *fs, const struct file_handle *fh) {
+        struct usage_key k;
+        struct tenant *tn;
+        size_t slot;
+        if (key_of(fh, &k) && (tn = tenant_holding(fs, &k, &slot)))
+                tn->usage->files[slot].last_use = (uint32_t)time(NULL);
+}
+
+/* A file written: refreshed, or added to the tenant whose subvolume holds it. */
+void usage_written(struct tiered_fs *fs, const struct file_handle *fh) {
+        struct usage_key k;
+        struct tenant *tn;
+        size_t slot;
+
+        if (!key_of(fh, &k))
+                return;
+        _cleanup_close_ int fd = open_by_handle_at(fs->root_fd, (struct file_handle *)fh,
+                                                   O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0)
+                return; /* gone already */
+        if ((tn = tenant_holding(fs, &k, &slot))) {
+                upsert(tn, fd, NULL);
+                tn->usage->files[slot].last_use = (uint32_t)time(NULL);
+                return;
+        }
+        for (size_t i = 0; i < fs->t->n_tenants; i++) {
+                tn = &fs->t->tenants[i];
+                _cleanup_free_ char *rel = tn->fs == fs && tn->usage ? rel_of_fd(tn, fd) : NULL;
+                if (rel) {
+                        upsert(tn, fd, rel);
+                        return;
+                }
+        }
+}
+
+void usage_deleted(struct tiered_fs *fs, const struct file_handle *fh) {
+        struct usage_key k;
+        struct tenant *tn;
+        size_t slot;
+        if (!key_of(fh, &k) || !(tn = tenant_holding(fs, &k, &slot)))
+                return;
+        struct engine_file *f = &tn->usage->files[slot];
+        if (!(f->flags & ENGINE_GONE))
+                tn->usage->used -= f->local;
+        f->flags |= ENGINE_GONE;
+        f->local = 0;
+}

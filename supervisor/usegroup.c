@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+#include "usegroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "fanotify-uapi.h"
+#include "handover.h"
+#include "log.h"
+#include "macro.h"
+#include "usage.h"
+
+/* FAN_OPEN, not FAN_ACCESS (every read) nor atime (relatime): a use is an
+ * open. Unlimited queue: a dropped write would leave a file's bytes
+ * miscounted. */
+#define USE_MASK (FAN_OPEN | FAN_CLOSE_WRITE | FAN_DELETE_SELF)
+#define USE_BUF 65536
+
+static void use_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
+        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
+
+        if (md->mask & FAN_Q_OVERFLOW) {
+                log_error("%s: use queue overflow: some last uses and sizes are stale until the files are used again",
+                          fs->mountpoint);
+                return;
+        }
+        while (p + sizeof(struct fanotify_event_info_header) <= end) {
+                const struct fanotify_event_info_fid *fid = (const void *)p;
+                if (fid->hdr.len < sizeof(fid->hdr) || p + fid->hdr.len > end)
+                        return;
+                if (fid->hdr.info_type == FAN_EVENT_INFO_TYPE_FID) {
+                        const struct file_handle *fh = (const struct file_handle *)fid->handle;
+                        if (md->mask & FAN_DELETE_SELF)
+                                usage_deleted(fs, fh);
+                        else if (md->mask & FAN_CLOSE_WRITE)
+                                usage_written(fs, fh);
+                        else if (md->mask & FAN_OPEN)
+                                usage_opened(fs, fh);
+                        return;
+                }
+                p += fid->hdr.len;
+        }
+}
+
+static int on_use(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        char buf[USE_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+        struct tiered_fs *fs = userdata;
+        (void)s;
+        (void)revents;
+
+        for (int rounds = 0; rounds < 16; rounds++) { /* then readers' events get their turn */
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n <= 0)
+                        break;
+                for (const struct fanotify_event_metadata *md = (const void *)buf; FAN_EVENT_OK(md, n);
+                     md = FAN_EVENT_NEXT(md, n))
+                        if (md->vers == FANOTIFY_METADATA_VERSION)
+                                use_event(fs, md);
+        }
+        return 0;
+}
+
+int usegroup_open(struct tiered_fs *fs) {
+        const unsigned ignore = FAN_MARK_ADD | FAN_MARK_MOUNT | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY;
+        struct tierd *t = fs->t;
+        bool created;
+        int r;
+
+        if (fs->use_fd >= 0)
+                return 0;
+        fs->use_fd = handover_take_group(t, "use", fs->fsid);
+        created = fs->use_fd < 0;
+        if (created)
+                fs->use_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_UNLIMITED_QUEUE | FAN_CLOEXEC |
+                                                   FAN_NONBLOCK,
+                                           O_RDONLY | O_CLOEXEC);
+        if (fs->use_fd < 0)
+                return log_error_errno(errno, "fanotify_init (use): %m");
+        if (fanotify_mark(fs->use_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, USE_MASK, AT_FDCWD, fs->mountpoint) < 0)
+                return log_error_errno(errno, "use mark on %s: %m", fs->mountpoint);
+        /* tierd's own opens (scans, fills, archives) are no use. */
+        if (fanotify_mark(fs->use_fd, ignore, FAN_OPEN | FAN_CLOSE_WRITE, fs->root_fd, NULL) < 0)
+                return log_error_errno(errno, "use ignore mark on the private mount of %s: %m", fs->mountpoint);
+        if (created && (r = handover_store_group(t, "use", fs->fsid, fs->use_fd)) < 0)
+                return r;
+        r = sd_event_add_io(t->event, &fs->use_src, fs->use_fd, EPOLLIN, on_use, fs);
+        if (r < 0)
+                return log_error_errno(r, "sd_event_add_io: %m");
+        return 0;
+}
+
+void usegroup_close(struct tiered_fs *fs) {
+        fs->use_src = sd_event_source_disable_unref(fs->use_src);
+        fs->use_fd = safe_close(fs->use_fd);
+}

@@ -1,0 +1,88 @@
+#!/bin/bash
+# The policy engine on the real kernel: a tenant with a 64 MiB quota and
+# 200 MiB of archived data stays under its quota while a reader walks all of
+# it, every byte right; pinned files (glob and mark) stay local; a fill that
+# nothing can make room for gets EDQUOT and QuotaPressure.
+set -u
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+echo "# quotas and the policy engine (btrfs)"
+TIERCTL=$BUILD/tierctl
+BUSCTL="busctl --system"
+FS=$TL_DIR/fs A=$TL_DIR/views/alpha B=$TL_DIR/views/beta ORIG=$TL_DIR/orig
+mkdir -p "$ORIG" "$TL_DIR/store"
+
+tl_loopfs btrfs 1G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
+for t in alpha beta; do tl_subvol btrfs "$FS/$t"; done
+cat >"$TL_DIR/policy.json" <<EOF2
+{"version": 1,
+ "defaults": {"chunk": "1M", "readahead": "2M"},
+ "tenants": [
+  {"name": "alpha", "subvolume": "$FS/alpha", "mount": "$A", "backend": "file://$TL_DIR/store/alpha",
+   "quota": "64M", "high_watermark": 0.9, "low_watermark": 0.75, "pin": ["keep/*"]},
+  {"name": "beta", "subvolume": "$FS/beta", "mount": "$B", "backend": "file://$TL_DIR/store/beta",
+   "quota": "2M"}]}
+EOF2
+tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
+check "tierd starts with quotas" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
+ALPHA=/org/tierd1/tenant/alpha BETA=/org/tierd1/tenant/beta
+prop() { $BUSCTL get-property org.tierd1 "$1" org.tierd1.Tenant "$2" | cut -d' ' -f2; }
+check "Quota reads 64 MiB" test "$(prop $ALPHA Quota)" = $((64 << 20))
+dbus-monitor --system "type='signal',sender='org.tierd1'" >"$TL_DIR/monitor" 2>&1 &
+TL_PIDS+=("$!")
+
+# 50 files of 4 MiB (200 MiB), two of them pinned by the glob, one by mark.
+mkdir -p "$A/data" "$A/keep"
+for i in $(seq 50); do head -c $((4 << 20)) /dev/urandom >"$ORIG/$i"; done
+for i in $(seq 48); do cp "$ORIG/$i" "$A/data/$i"; done
+cp "$ORIG/49" "$A/keep/49"; cp "$ORIG/50" "$A/keep/50"
+FILES="$(for i in $(seq 48); do echo "$A/data/$i"; done) $A/keep/49 $A/keep/50"
+check "tierctl pin of one file" "$TIERCTL" pin "$A/data/1"
+check "archive all 200 MiB" "$TIERCTL" archive $FILES
+state() { "$TIERCTL" status --json "$1" | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p'; }
+quota=$((64 << 20))
+# Archived files are releasable: the high watermark brings usage down.
+for _ in $(seq 100); do [ "$(prop $ALPHA UsedBytes)" -le "$quota" ] && break; sleep 0.1; done
+check "after the archive, usage is brought under the quota ($(prop $ALPHA UsedBytes) bytes)" \
+	test "$(prop $ALPHA UsedBytes)" -le "$quota"
+check "... UsedBytes agrees with the blocks on disk" bash -c "
+	used=\$($BUSCTL get-property org.tierd1 $ALPHA org.tierd1.Tenant UsedBytes | cut -d' ' -f2)
+	disk=\$(find '$FS/alpha' -type f -printf '%b\n' | awk '{ s += \$1 * 512 } END { print s }')
+	echo \"# accounting \$used, disk \$disk\"; [ \$used = \$disk ]"
+
+# A reader walks all of it; usage sampled all along.
+( max=0; while :; do u=$(prop $ALPHA UsedBytes 2>/dev/null) || break; [ "${u:-0}" -gt "$max" ] && max=$u && echo "$max" >"$TL_DIR/max"; sleep 0.05; done ) &
+SAMPLER=$!
+TL_PIDS+=("$SAMPLER")
+walk_ok() {
+	for i in $(seq 48); do cmp -s "$A/data/$i" "$ORIG/$i" || { echo "# data/$i differs"; return 1; }; done
+	cmp -s "$A/keep/49" "$ORIG/49" && cmp -s "$A/keep/50" "$ORIG/50"
+}
+check "a reader walks all 200 MiB: every byte right" walk_ok
+kill "$SAMPLER" 2>/dev/null
+check "... the tenant stayed within its quota all along (max $(cat "$TL_DIR/max" 2>/dev/null) of $quota bytes)" \
+	test "$(cat "$TL_DIR/max")" -le "$quota"
+check "... by releasing files (QuotaReleases $(prop $ALPHA QuotaReleases))" test "$(prop $ALPHA QuotaReleases)" -gt 10
+check "... no fill was denied" test "$(prop $ALPHA QuotaDenials)" = 0
+check "pinned by the glob: keep/49 and keep/50 stayed local" \
+	bash -c "[ \"\$('$BUILD/tests/data-bytes' '$A/keep/49')\" = $((4 << 20)) ] && [ \"\$('$BUILD/tests/data-bytes' '$A/keep/50')\" = $((4 << 20)) ]"
+check "pinned by mark: data/1 stayed local" test "$("$BUILD/tests/data-bytes" "$A/data/1")" = $((4 << 20))
+
+# beta: 2 MiB, its one local file pinned: nothing can make room.
+head -c $((1536 << 10)) /dev/urandom >"$B/pinned"
+head -c $((4 << 20)) /dev/urandom >"$ORIG/bbig"
+cp "$ORIG/bbig" "$B/big"
+"$TIERCTL" archive "$B/big" "$B/pinned" >/dev/null
+"$TIERCTL" release "$B/big" >/dev/null
+"$TIERCTL" pin "$B/pinned" >/dev/null
+check "beta: a read that would go over the quota, with everything pinned: EDQUOT" \
+	bash -c "dd if='$B/big' of=/dev/null bs=4k count=1 2>&1 | grep -q 'Disk quota exceeded'"
+check "... QuotaDenials counts it" test "$(prop $BETA QuotaDenials)" -ge 1
+check "... the manager's QuotaPressure signal names the tenant" \
+	bash -c "grep -A2 'member=QuotaPressure' '$TL_DIR/monitor' | grep -q 'string \"beta\"'"
+check "... and the reader did not hang; tierd is up" kill -0 "$TL_TIERD_PID"
+"$TIERCTL" unpin "$B/pinned" >/dev/null
+check "unpinned: the same read goes through (the other file is released for it)" \
+	bash -c "dd if='$B/big' bs=1M count=1 2>/dev/null | cmp -s - <(head -c 1048576 '$ORIG/bbig')"
+check "SIGTERM: tierd exits 0" tl_tierd_stop
+tl_summary
