@@ -98,6 +98,7 @@ GETTER(get_counter) {
                      : strcmp(property, "Archives") == 0     ? c->archives
                      : strcmp(property, "QuotaReleases") == 0 ? c->quota_releases
                      : strcmp(property, "QuotaDenials") == 0 ? c->quota_denials
+                     : strcmp(property, "AutoArchives") == 0 ? c->auto_archives
                                                              : c->releases;
         (void)bus, (void)path, (void)interface, (void)error;
         return sd_bus_message_append(reply, "t", v);
@@ -211,6 +212,7 @@ static const sd_bus_vtable tenant_vtable[] = {
         SD_BUS_PROPERTY("UsedBytes", "t", get_quota, 0, 0),
         SD_BUS_PROPERTY("QuotaReleases", "t", get_counter, 0, 0),
         SD_BUS_PROPERTY("QuotaDenials", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("AutoArchives", "t", get_counter, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitBuckets", "a(dt)", get_wait_buckets, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitSeconds", "d", get_wait_sum, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitPercentiles", "a{sd}", get_wait_percentiles, 0, 0),

@@ -87,7 +87,7 @@ size_t engine_plan_archive(const struct engine_file *files, size_t n, uint32_t n
                 return 0;
         for (size_t i = 0; i < n; i++) {
                 const struct engine_file *f = &files[i];
-                if ((f->state == ENGINE_LOCAL || f->state == ENGINE_DIRTY) && !(f->flags & ENGINE_GONE) &&
+                if ((f->state == ENGINE_LOCAL || f->state == ENGINE_DIRTY) && !(f->flags & (ENGINE_GONE | ENGINE_BUSY)) &&
                     f->size >= min_size && f->size > 0 && f->mtime <= now && now - f->mtime >= after)
                         cand[m++] = (uint32_t)i;
         }

@@ -32,6 +32,7 @@
 #include "keeper.h"
 #include "log.h"
 #include "macro.h"
+#include "autoarchive.h"
 #include "job.h"
 #include "quota.h"
 #include "usage.h"
@@ -312,6 +313,7 @@ static int run(struct tierd *t) {
                         continue;
                 if ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0)
                         return r;
+                autoarchive_update(tn);
         }
         r = keeper_start(t);
         if (r < 0)
@@ -357,6 +359,7 @@ static void teardown(struct tierd *t) {
                 else
                         worker_stop(&t->tenants[i].worker);
                 quota_stop(&t->tenants[i]);
+                autoarchive_stop(&t->tenants[i]);
                 usage_free(&t->tenants[i]);
                 safe_close(t->tenants[i].subvol_fd);
                 safe_close(t->tenants[i].store_fd);

@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "autoarchive.h"
 #include "secrets.h"
 #include "usage.h"
 #include "usegroup.h"
@@ -60,6 +61,7 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                         usage_free(tn);
                 if (rescan && ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0))
                         log_error_errno(r, "tenant %s: cannot build its file table: %m", tn->cfg->name);
+                autoarchive_update(tn);
                 /* Credentials and header files may be named anew. */
                 if (restart && (r = tenant_secrets_load(tn)) < 0)
                         log_error_errno(r, "tenant %s: keeping the credentials it had: %m", tn->cfg->name);

@@ -64,7 +64,7 @@ extern const double latency_bounds[LATENCY_BUCKETS];
 
 struct tenant_counters {
         uint64_t fills, fill_bytes, fill_errors, archives, releases;
-        uint64_t quota_releases, quota_denials;
+        uint64_t quota_releases, quota_denials, auto_archives;
         uint64_t wait_buckets[LATENCY_BUCKETS]; /* not cumulative: one count per bucket */
         uint64_t waits;
         double wait_seconds;
@@ -91,8 +91,9 @@ struct tenant {
         struct worker worker;
         struct tenant_counters counters;
         struct usage *usage; /* the file table, with a quota or archive_after: usage.c */
-        sd_event_source *quota_src;
+        sd_event_source *quota_src, *archive_src;
         uint64_t quota_pressure_usec;
+        unsigned auto_in_flight; /* background archives: autoarchive.c */
 };
 
 struct tfile;   /* a file with fills or waiters in flight: dispatch.c */

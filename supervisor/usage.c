@@ -103,11 +103,17 @@ static int grow(struct usage *u) {
         return 0;
 }
 
-static enum engine_state state_of(int stub_r, const struct stub *s) {
+/* The stub's state; an archived file whose size or mtime moved is dirty
+ * already (the notification group may not have marked it yet). */
+static enum engine_state state_of(int stub_r, const struct stub *s, const struct stat *st) {
         if (stub_r < 0)
                 return ENGINE_LOCAL; /* no stub, or one we cannot read: never released */
         switch (s->state) {
-        case STUB_ARCHIVED: return ENGINE_ARCHIVED;
+        case STUB_ARCHIVED:
+                if ((uint64_t)st->st_size != s->size || st->st_mtim.tv_sec != s->mtime.tv_sec ||
+                    st->st_mtim.tv_nsec != s->mtime.tv_nsec)
+                        return ENGINE_DIRTY;
+                return ENGINE_ARCHIVED;
         case STUB_PARTIAL: return ENGINE_PARTIAL;
         case STUB_RELEASED: return ENGINE_RELEASED;
         default: return ENGINE_DIRTY;
@@ -181,7 +187,7 @@ static void upsert(struct tenant *tn, int fd, const char *rel) {
                 u->files[slot] = (struct engine_file){ .flags = ENGINE_GONE };
                 index_put(u, slot);
         }
-        entry_set(u, slot, &st, state_of(r, &s), pinned(tn, fd, rel));
+        entry_set(u, slot, &st, state_of(r, &s, &st), pinned(tn, fd, rel));
 }
 
 static int walk(struct tenant *tn, int dir_fd, char *path, size_t len, unsigned depth) {

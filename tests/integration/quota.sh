@@ -9,11 +9,11 @@ tl_init
 echo "# quotas and the policy engine (btrfs)"
 TIERCTL=$BUILD/tierctl
 BUSCTL="busctl --system"
-FS=$TL_DIR/fs A=$TL_DIR/views/alpha B=$TL_DIR/views/beta ORIG=$TL_DIR/orig
+FS=$TL_DIR/fs A=$TL_DIR/views/alpha B=$TL_DIR/views/beta G=$TL_DIR/views/gamma ORIG=$TL_DIR/orig
 mkdir -p "$ORIG" "$TL_DIR/store"
 
 tl_loopfs btrfs 1G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
-for t in alpha beta; do tl_subvol btrfs "$FS/$t"; done
+for t in alpha beta gamma; do tl_subvol btrfs "$FS/$t"; done
 cat >"$TL_DIR/policy.json" <<EOF2
 {"version": 1,
  "defaults": {"chunk": "1M", "readahead": "2M"},
@@ -21,7 +21,9 @@ cat >"$TL_DIR/policy.json" <<EOF2
   {"name": "alpha", "subvolume": "$FS/alpha", "mount": "$A", "backend": "file://$TL_DIR/store/alpha",
    "quota": "64M", "high_watermark": 0.9, "low_watermark": 0.75, "pin": ["keep/*"]},
   {"name": "beta", "subvolume": "$FS/beta", "mount": "$B", "backend": "file://$TL_DIR/store/beta",
-   "quota": "2M"}]}
+   "quota": "2M"},
+  {"name": "gamma", "subvolume": "$FS/gamma", "mount": "$G", "backend": "file://$TL_DIR/store/gamma",
+   "archive_after": "2s", "archive_min_size": "64K", "archive_rate": "100M"}]}
 EOF2
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
 check "tierd starts with quotas" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -84,5 +86,17 @@ check "... and the reader did not hang; tierd is up" kill -0 "$TL_TIERD_PID"
 "$TIERCTL" unpin "$B/pinned" >/dev/null
 check "unpinned: the same read goes through (the other file is released for it)" \
 	bash -c "dd if='$B/big' bs=1M count=1 2>/dev/null | cmp -s - <(head -c 1048576 '$ORIG/bbig')"
+# gamma: files unchanged for 2 s are archived in the background.
+GAMMA=/org/tierd1/tenant/gamma
+stub_state() { getfattr -n security.tierd --only-values "$1" 2>/dev/null | sed -n 's/^state=//p'; }
+wait_state() { for _ in $(seq 100); do [ "$(stub_state "$1")" = "$2" ] && return 0; sleep 0.1; done; return 1; }
+head -c $((1 << 20)) /dev/urandom >"$G/big"
+head -c 1000 /dev/urandom >"$G/tiny"
+check "archive_after: a file unchanged for 2 s is archived by itself" wait_state "$G/big" archived
+check "... AutoArchives counts it" test "$(prop $GAMMA AutoArchives)" -ge 1
+check "... a file under archive_min_size is not" test -z "$(stub_state "$G/tiny")"
+echo more >>"$G/big"
+check "... written again: dirty" wait_state "$G/big" dirty
+check "... and archived again after archive_after" wait_state "$G/big" archived
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+#include "autoarchive.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "jobs.h"
+#include "log.h"
+#include "macro.h"
+#include "usage.h"
+
+#define TICK_MIN_USEC (1000 * 1000ull)   /* look at most once a second */
+#define TICK_MAX_USEC (60 * 1000 * 1000ull)
+#define IN_FLIGHT_MAX 4                   /* uploads at once per tenant */
+#define PLAN_MAX 64
+
+struct auto_item {
+        struct tenant *tn;
+        struct file_ref ref;
+        uint64_t size;
+};
+
+static uint64_t tick_usec(const struct tenant *tn) {
+        uint64_t t = tn->cfg->archive_after_usec / 4;
+        return t < TICK_MIN_USEC ? TICK_MIN_USEC : t > TICK_MAX_USEC ? TICK_MAX_USEC : t;
+}
+
+static void on_archived(void *userdata, int error, const char *message) {
+        struct auto_item *it = userdata;
+        struct tenant *tn = it->tn;
+
+        tn->auto_in_flight--;
+        if (error == 0) {
+                tn->counters.auto_archives++;
+                log_info("tenant %s: archived %s in the background (unchanged for archive_after)", tn->cfg->name,
+                         it->ref.name);
+        } else
+                log_warning("tenant %s: background archive of %s: %s", tn->cfg->name, it->ref.name,
+                            message ?: strerror(-error));
+        file_ref_done(&it->ref);
+        free(it);
+}
+
+/* The file at index as a file_ref (its name beneath the subvolume). */
+static int ref_of_index(struct tenant *tn, size_t index, struct file_ref *ref) {
+        char link[32], where[PATH_MAX], msg[256];
+        _cleanup_close_ int fd = usage_open_index(tn, index, O_PATH);
+        if (fd < 0)
+                return fd;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, where, sizeof(where) - 1);
+        if (n <= 1)
+                return -ENOENT;
+        where[n] = 0;
+        char view[PATH_MAX + 32];
+        size_t k = strcmp(tn->subvol_rel, ".") == 0 ? 0 : strlen(tn->subvol_rel) + 1;
+        if (strlen(where + 1) <= k)
+                return -ENOENT;
+        snprintf(view, sizeof(view), "%s/%s", tn->cfg->mount, where + 1 + k);
+        return file_ref_from_path(tn->t, view, ref, msg, sizeof(msg)) < 0 ? -ENOENT : 0;
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct tenant *tn = userdata;
+        uint32_t out[PLAN_MAX];
+        size_t n;
+        (void)usec;
+
+        sd_event_source_set_time_relative(s, tick_usec(tn));
+        if (!tn->cfg->archive_after_usec || !usage_tracked(tn) || tn->auto_in_flight >= IN_FLIGHT_MAX)
+                return 0;
+        const struct engine_file *files = usage_files(tn, &n);
+        size_t k = engine_plan_archive(files, n, (uint32_t)time(NULL), (uint32_t)(tn->cfg->archive_after_usec / 1000000),
+                                       tn->cfg->archive_min_size, out, PLAN_MAX);
+        /* archive_rate: this tick's share of bytes (at least one file). */
+        uint64_t budget = tn->cfg->archive_rate ? tn->cfg->archive_rate * (tick_usec(tn) / 1000000) : UINT64_MAX, sent = 0;
+        for (size_t i = 0; i < k && tn->auto_in_flight < IN_FLIGHT_MAX && (sent == 0 || sent < budget); i++) {
+                struct auto_item *it = calloc(1, sizeof(*it));
+                if (!it)
+                        break;
+                it->tn = tn;
+                it->size = files[out[i]].size;
+                if (ref_of_index(tn, out[i], &it->ref) < 0) {
+                        usage_flag_index(tn, out[i], ENGINE_BUSY); /* unreachable now: another time */
+                        free(it);
+                        continue;
+                }
+                tn->auto_in_flight++;
+                sent += it->size;
+                if (job_archive(tn->t, &it->ref, on_archived, it) < 0)
+                        on_archived(it, -ENOMEM, NULL);
+        }
+        return 0;
+}
+
+void autoarchive_update(struct tenant *tn) {
+        if (!tn->cfg->archive_after_usec) {
+                autoarchive_stop(tn);
+                return;
+        }
+        if (tn->archive_src)
+                return;
+        int r = sd_event_add_time_relative(tn->t->event, &tn->archive_src, CLOCK_MONOTONIC, tick_usec(tn), 0, on_tick, tn);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(tn->archive_src, SD_EVENT_ON);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: cannot start background archive: %m", tn->cfg->name);
+}
+
+void autoarchive_stop(struct tenant *tn) {
+        tn->archive_src = sd_event_source_unref(tn->archive_src);
+}
