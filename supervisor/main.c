@@ -359,6 +359,7 @@ static void teardown(struct tierd *t) {
                 else
                         worker_stop(&t->tenants[i].worker);
                 quota_stop(&t->tenants[i]);
+                usage_save(&t->tenants[i]);
                 autoarchive_stop(&t->tenants[i]);
                 usage_free(&t->tenants[i]);
                 safe_close(t->tenants[i].subvol_fd);
@@ -394,6 +395,7 @@ static void teardown(struct tierd *t) {
 static void usage(void) {
         fprintf(stderr, "Usage: tierd --policy FILE [--holder SOCKET | --no-holder] [--debug]\n"
                         "       tierd --check-policy FILE   validate FILE and exit (0 valid, 1 not)\n"
+                        "Files' last uses (for quotas) are kept in --state-dir (default " STATE_DIR_DEFAULT ").\n"
                         "Serves the tenants of FILE (JSON, see README.md): watches their filesystems,\n"
                         "places their views and restores released files on first access.\n"
                         "Its fanotify groups are kept across restarts by systemd's fd store (under\n"
@@ -406,12 +408,13 @@ int main(int argc, char **argv) {
                 { "policy", required_argument, NULL, 'p' },
                 { "debug", no_argument, NULL, 'd' },
                 { "holder", required_argument, NULL, 'H' },
+                { "state-dir", required_argument, NULL, 'S' },
                 { "no-holder", no_argument, NULL, 'N' },
                 { "check-policy", required_argument, NULL, 'C' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        struct tierd t = { .keeper_pidfd = -1, .policy_inotify_fd = -1 };
+        struct tierd t = { .keeper_pidfd = -1, .policy_inotify_fd = -1, .state_dir = STATE_DIR_DEFAULT };
         _cleanup_free_ char *error = NULL, *holder_binary = NULL;
         const char *holder = HOLDER_DEFAULT_SOCKET;
         bool check_only = false;
@@ -424,6 +427,7 @@ int main(int argc, char **argv) {
                 case 'p': t.policy_path = optarg; break;
                 case 'd': log_set_level(LOG_LVL_DEBUG); break;
                 case 'H': holder = optarg; break;
+                case 'S': t.state_dir = optarg; break;
                 case 'N': holder = NULL; break;
                 case 'C': t.policy_path = optarg; check_only = true; break;
                 case 'h': usage(); return EXIT_SUCCESS;

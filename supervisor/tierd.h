@@ -91,7 +91,7 @@ struct tenant {
         struct worker worker;
         struct tenant_counters counters;
         struct usage *usage; /* the file table, with a quota or archive_after: usage.c */
-        sd_event_source *quota_src, *archive_src;
+        sd_event_source *quota_src, *archive_src, *usage_save_src;
         uint64_t quota_pressure_usec;
         unsigned auto_in_flight; /* background archives: autoarchive.c */
 };
@@ -104,6 +104,7 @@ struct tierd {
         sd_event *event;
         sd_bus *bus;
         char *policy_path;
+        const char *state_dir; /* last uses kept across restarts: usage.c */
         char *worker_path;
         struct policy *policy;
         struct tiered_fs *fss;

@@ -16,6 +16,8 @@
 #include "macro.h"
 #include "stub.h"
 
+#define LASTUSE_MAGIC "TIERDLU1"
+#define SAVE_EVERY_USEC (5 * 60 * 1000 * 1000ull)
 #define KEY_MAX 24 /* ext4 8, xfs <= 16, btrfs 20 bytes: larger handles are not tracked */
 #define WALK_MAX_DEPTH 256
 
@@ -225,6 +227,81 @@ static int walk(struct tenant *tn, int dir_fd, char *path, size_t len, unsigned 
         return 0;
 }
 
+static char *lastuse_path(const struct tenant *tn) {
+        char *p = NULL;
+        return asprintf(&p, "%s/%s.lastuse", tn->t->state_dir, tn->cfg->name) < 0 ? NULL : p;
+}
+
+/* Records of (handle type, handle length, handle, last use): the file is
+ * rewritten whole, atomically; a torn or foreign one is ignored. */
+int usage_save(struct tenant *tn) {
+        _cleanup_free_ char *path = lastuse_path(tn), *tmp = NULL;
+        struct usage *u = tn->usage;
+        FILE *f;
+        int fd;
+
+        if (!u || !path || asprintf(&tmp, "%s.XXXXXX", path) < 0)
+                return u ? -ENOMEM : 0;
+        if (mkdir(tn->t->state_dir, 0700) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "cannot create %s: %m", tn->t->state_dir);
+        if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0 || !(f = fdopen(fd, "w"))) {
+                if (fd >= 0)
+                        close(fd);
+                return log_error_errno(errno, "tenant %s: cannot save last uses in %s: %m", tn->cfg->name,
+                                       tn->t->state_dir);
+        }
+        fwrite(LASTUSE_MAGIC, 1, 8, f);
+        for (size_t i = 0; i < u->n; i++) {
+                if (u->files[i].flags & ENGINE_GONE)
+                        continue;
+                fwrite(&u->keys[i].type, 1, 2 + u->keys[i].len, f); /* type, len, handle */
+                fwrite(&u->files[i].last_use, sizeof(uint32_t), 1, f);
+        }
+        if (fflush(f) != 0 || fsync(fileno(f)) < 0 || ferror(f)) {
+                fclose(f);
+                unlink(tmp);
+                return log_error_errno(errno ?: EIO, "tenant %s: cannot save last uses: %m", tn->cfg->name);
+        }
+        fclose(f);
+        if (rename(tmp, path) < 0) {
+                unlink(tmp);
+                return log_error_errno(errno, "tenant %s: cannot save last uses: %m", tn->cfg->name);
+        }
+        return 0;
+}
+
+static void lastuse_load(struct tenant *tn) {
+        _cleanup_free_ char *path = lastuse_path(tn);
+        struct usage *u = tn->usage;
+        char magic[8];
+        size_t restored = 0;
+        FILE *f;
+
+        if (!path || !(f = fopen(path, "re")))
+                return;
+        if (fread(magic, 1, 8, f) == 8 && memcmp(magic, LASTUSE_MAGIC, 8) == 0) {
+                struct usage_key k;
+                uint32_t last_use;
+                while (fread(&k.type, 1, 2, f) == 2 && k.len <= KEY_MAX && fread(k.bytes, 1, k.len, f) == k.len &&
+                       fread(&last_use, sizeof(last_use), 1, f) == 1) {
+                        size_t slot = find(u, &k);
+                        if (slot != SIZE_MAX && !(u->files[slot].flags & ENGINE_GONE)) {
+                                u->files[slot].last_use = last_use;
+                                restored++;
+                        }
+                }
+        }
+        fclose(f);
+        log_info("tenant %s: last uses of %zu files restored from %s", tn->cfg->name, restored, path);
+}
+
+static int on_save(sd_event_source *s, uint64_t usec, void *userdata) {
+        (void)usec;
+        usage_save(userdata);
+        sd_event_source_set_time_relative(s, SAVE_EVERY_USEC);
+        return 0;
+}
+
 int usage_scan(struct tenant *tn) {
         _cleanup_free_ char *path = NULL;
         struct timespec a, b;
@@ -246,10 +323,16 @@ int usage_scan(struct tenant *tn) {
         log_info("tenant %s: %zu files scanned in %.2f s, %llu bytes local (quota %llu)", tn->cfg->name,
                  tn->usage->n, (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9,
                  (unsigned long long)tn->usage->used, (unsigned long long)tn->cfg->quota);
+        lastuse_load(tn);
+        if (!tn->usage_save_src &&
+            sd_event_add_time_relative(tn->t->event, &tn->usage_save_src, CLOCK_MONOTONIC, SAVE_EVERY_USEC, 0, on_save,
+                                       tn) >= 0)
+                sd_event_source_set_enabled(tn->usage_save_src, SD_EVENT_ON);
         return r;
 }
 
 void usage_free(struct tenant *tn) {
+        tn->usage_save_src = sd_event_source_unref(tn->usage_save_src);
         if (!tn->usage)
                 return;
         free(tn->usage->files);

@@ -14,12 +14,17 @@
 #include "engine.h"
 #include "tierd.h"
 
+#define STATE_DIR_DEFAULT "/var/lib/tierd"
+
 struct usage;
 
 /* Builds the table of a tenant with a quota or archive_after (else nothing,
  * and every call below is a no-op for it). */
 int usage_scan(struct tenant *tn);
 void usage_free(struct tenant *tn);
+/* Last uses, kept in t->state_dir/<tenant>.lastuse across restarts: saved
+ * now and then and at stop, loaded after the scan. */
+int usage_save(struct tenant *tn);
 bool usage_tracked(const struct tenant *tn);
 
 /* The file behind fd (any open of it) changed: refresh its entry. */

@@ -99,4 +99,13 @@ echo more >>"$G/big"
 check "... written again: dirty" wait_state "$G/big" dirty
 check "... and archived again after archive_after" wait_state "$G/big" archived
 check "SIGTERM: tierd exits 0" tl_tierd_stop
+check "last uses are kept in the state directory" test -s "$TL_DIR/state/alpha.lastuse"
+check "a new tierd starts" tl_tierd_start "$TL_DIR/policy.json"
+check "... and restores the last uses of alpha's 50 files" \
+	grep -Eq "tenant alpha: last uses of (5[0-9]) files restored" "$TL_DIR/tierd.log"
+check "... its accounting agrees with the disk again" bash -c "
+	used=\$($BUSCTL get-property org.tierd1 $ALPHA org.tierd1.Tenant UsedBytes | cut -d' ' -f2)
+	disk=\$(find '$FS/alpha' -type f -printf '%b\n' | awk '{ s += \$1 * 512 } END { print s }')
+	[ \$used = \$disk ]"
+check "SIGTERM again: exits 0" tl_tierd_stop
 tl_summary

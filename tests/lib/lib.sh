@@ -91,7 +91,7 @@ tl_dbus_start() {
 tl_tierd_start() {
 	TL_TIERD_LOG="$TL_DIR/tierd.log"
 	local args=${TL_TIERD_ARGS:---no-holder}
-	${TL_TIERD_WRAPPER:-} "$BUILD/tierd" --policy "$1" $args >>"$TL_TIERD_LOG" 2>&1 &
+	${TL_TIERD_WRAPPER:-} "$BUILD/tierd" --policy "$1" --state-dir "$TL_DIR/state" $args >>"$TL_TIERD_LOG" 2>&1 &
 	TL_TIERD_PID=$!
 	TL_PIDS+=("$TL_TIERD_PID")
 	for _ in $(seq 100); do
