@@ -193,7 +193,9 @@ static void notification_handle(struct tiered_fs *fs, const struct fanotify_even
         const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
 
         if (md->mask & FAN_Q_OVERFLOW) {
-                log_error("%s: notification queue overflow: writes may have been missed", fs->mountpoint);
+                log_error("%s: notification queue overflow: writes may have been missed; every archived file is "
+                          "checked by its SHA-256 before release from now on", fs->mountpoint);
+                fs->writes_maybe_missed = true;
                 return;
         }
         while (p + sizeof(struct fanotify_event_info_header) <= end) {

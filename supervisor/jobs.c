@@ -16,6 +16,7 @@
 #include "dispatch.h"
 #include "fsgroup.h"
 #include "handle.h"
+#include "hash.h"
 #include "log.h"
 #include "macro.h"
 #include "quota.h"
@@ -348,6 +349,12 @@ int job_restore(struct tierd *t, const struct file_ref *f, job_done_t done, void
         return 0;
 }
 
+/* The local bytes hash to the archived SHA-256. */
+static bool same_content(int fd, const struct stub *s) {
+        uint8_t sha[32];
+        return sha256_fd(fd, s->size, sha) == 0 && memcmp(sha, s->sha256, 32) == 0;
+}
+
 int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, size_t size, bool *busy) {
         _cleanup_(stub_done) struct stub s = {};
         struct tierd *t = tn->t;
@@ -414,6 +421,15 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
         else if (r == 0 && (fstat(fd, &st) < 0 || (uint64_t)st.st_size != s.size ||
                             st.st_mtim.tv_sec != s.mtime.tv_sec || st.st_mtim.tv_nsec != s.mtime.tv_nsec))
                 r = say(message, size, -EBUSY, "%s: size or mtime differ from the archived copy: not released", path);
+        /* 3b. After a lost notification a write may have gone unheard: the
+         *     bytes themselves must be the archived ones (no writer can open
+         *     the file under our lease while we read it). */
+        else if (r == 0 && s.state == STUB_ARCHIVED && tn->fs->writes_maybe_missed && !same_content(fd, &s)) {
+                s.state = STUB_DIRTY;
+                stub_write_fd(fd, &s);
+                r = say(message, size, -EBUSY, "%s: changed since it was archived (found by its SHA-256): archive it "
+                        "again first", path);
+        }
         /* 4. Record "released" before punching: if tierd dies in between, the
          *    next read fills the (still present) bytes again from the store;
          *    the other order would leave holes under a stub saying archived. */

@@ -38,6 +38,7 @@ struct tiered_fs {
         int notif_fd; /* FAN_REPORT_FID notification group: FAN_CLOSE_WRITE */
         sd_event_source *pre_src, *notif_src;
         int use_fd; /* opens, writes, deletes for the file tables: usegroup.c */
+        bool writes_maybe_missed; /* a notification queue overflowed: release checks content */
         sd_event_source *use_src;
 };
 

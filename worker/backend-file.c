@@ -18,6 +18,7 @@
 #include "backend.h"
 #include "hash.h"
 #include "macro.h"
+#include "progress.h"
 
 #define FILE_IO_BUF (1u << 20)
 
@@ -105,6 +106,7 @@ static int file_exists(struct backend *b, const char *key, uint64_t *size) {
 
 static int write_all(void *ctx, const void *buf, size_t n) {
         int fd = *(int *)ctx;
+        progress_report();
         for (size_t done = 0; done < n;) {
                 ssize_t w = write(fd, (const char *)buf + done, n - done);
                 if (w < 0 && errno == EINTR)

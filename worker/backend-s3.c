@@ -22,6 +22,7 @@
 #define MAX_PARTS 10000
 
 static int md_update(void *ctx, const void *buf, size_t n) {
+        progress_report();
         return EVP_DigestUpdate(ctx, buf, n) ? 0 : -EIO;
 }
 

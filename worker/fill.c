@@ -174,7 +174,7 @@ static int serve_fill(struct backend *b, const struct proto_request *req, int fd
 
 static int serve_verify(const struct proto_request *req, int fd) {
         uint8_t got[32];
-        int r = sha256_fd(fd, req->size, got);
+        int r = sha256_fd_range(fd, 0, req->size, got, progress_each, NULL);
         if (r < 0)
                 return r;
         if (memcmp(got, req->sha256, 32) != 0) {
@@ -194,7 +194,7 @@ static int serve_archive(struct backend *b, int fd, struct proto_reply *rep) {
         if (fstat(fd, &st) < 0)
                 return -errno;
         rep->size = (uint64_t)st.st_size;
-        r = sha256_fd(fd, rep->size, rep->sha256);
+        r = sha256_fd_range(fd, 0, rep->size, rep->sha256, progress_each, NULL);
         if (r < 0)
                 return r;
         stub_key_for_hash(rep->sha256, key);

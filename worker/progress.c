@@ -30,3 +30,9 @@ void progress_report(void) {
         struct proto_reply rep = { .id = PROTO_ID_PROGRESS, .bytes = progress_id };
         (void)send(progress_sock, &rep, sizeof(rep), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
+
+int progress_each(void *ctx, const void *buf, size_t n) {
+        (void)ctx, (void)buf, (void)n;
+        progress_report();
+        return 0;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Each worker thread serves one request at a time; what it is serving is
@@ -11,3 +12,5 @@ void progress_begin(int sock, uint64_t request_id);
 void progress_current(int *sock, uint64_t *request_id);
 /* Tells tierd the current request made progress (at most once a second). */
 void progress_report(void);
+/* progress_report() as a sha256_fd_range() callback. */
+int progress_each(void *ctx, const void *buf, size_t n);

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "macro.h"
-#include "progress.h"
 
 #define HASH_BUF (1u << 20)
 
@@ -29,7 +28,6 @@ int sha256_fd_range(int fd, uint64_t off, uint64_t size, uint8_t out[32], int (*
                 if (n == 0)
                         return -EBADMSG;
                 EVP_DigestUpdate(md, buf, (size_t)n);
-                progress_report();
                 if (each) {
                         int r = each(ctx, buf, (size_t)n);
                         if (r < 0)
