@@ -24,7 +24,8 @@ enum {
         ENGINE_SHARED = 1 << 1,  /* its extents are shared (snapshot, reflink): releasing frees nothing */
         ENGINE_SUSPECT = 1 << 2, /* a write may have been missed (queue overflow): check before release */
         ENGINE_GONE = 1 << 3,    /* deleted: a free slot */
-        ENGINE_BUSY = 1 << 4,    /* could not be released when last tried (open by someone) */
+        ENGINE_BUSY = 1 << 4,    /* could not be released or archived when last tried: not for a while */
+        ENGINE_ARCHIVING = 1 << 5, /* a background archive of it is in flight */
 };
 
 /* 32 bytes a file: a million files fit in 32 MiB. */
@@ -53,13 +54,16 @@ bool engine_over_high(const struct engine_limits *l, uint64_t used);
  * archived or partial, unpinned, unshared, clean, holding local bytes; never
  * index skip (the file being filled; SIZE_MAX for none). Writes up to max
  * indices into out and the bytes they free into *freed; returns how many.
- * Ties: the larger file first, then the lower index, so the order is total. */
+ * Ties: the larger file first, then the lower index, so the order is total.
+ * A fill (need > 0) that could not fit even with every candidate released
+ * gets nothing: the cache is not emptied for a reader who gets EDQUOT
+ * anyway. One pass, O(n log max) time, no memory beyond out. */
 size_t engine_plan_release(const struct engine_file *files, size_t n, const struct engine_limits *l, uint64_t used,
                            uint64_t need, size_t skip, uint32_t *out, size_t max, uint64_t *freed);
 
 /* Files to archive now: never archived or dirty, at least min_size bytes,
- * unchanged for after seconds; oldest change first. Returns how many (up to
- * max) written into out. */
+ * unchanged for after seconds, not busy or in flight; oldest change first.
+ * Returns how many (up to max) written into out. */
 size_t engine_plan_archive(const struct engine_file *files, size_t n, uint32_t now, uint32_t after,
                            uint64_t min_size, uint32_t *out, size_t max);
 

@@ -21,6 +21,7 @@
 struct auto_item {
         struct tenant *tn;
         struct file_ref ref;
+        size_t index; /* in the file table: not compacted while archives are in flight */
         uint64_t size;
 };
 
@@ -34,6 +35,9 @@ static void on_archived(void *userdata, int error, const char *message) {
         struct tenant *tn = it->tn;
 
         tn->auto_in_flight--;
+        usage_unflag_index(tn, it->index, ENGINE_ARCHIVING);
+        if (error < 0)
+                usage_flag_index(tn, it->index, ENGINE_BUSY); /* not again at once: it would head every plan */
         if (error == 0) {
                 tn->counters.auto_archives++;
                 log_info("tenant %s: archived %s in the background (unchanged for archive_after)", tn->cfg->name,
@@ -58,8 +62,9 @@ static int ref_of_index(struct tenant *tn, size_t index, struct file_ref *ref) {
         where[n] = 0;
         char view[PATH_MAX + 32];
         size_t k = strcmp(tn->subvol_rel, ".") == 0 ? 0 : strlen(tn->subvol_rel) + 1;
-        if (strlen(where + 1) <= k)
-                return -ENOENT;
+        if (strlen(where + 1) <= k || (k && (strncmp(where + 1, tn->subvol_rel, k - 1) != 0 || where[k] != '/')) ||
+            (n > 10 && strcmp(where + n - 10, " (deleted)") == 0))
+                return -ENOENT; /* moved out of the tenant, or deleted */
         snprintf(view, sizeof(view), "%s/%s", tn->cfg->mount, where + 1 + k);
         return file_ref_from_path(tn->t, view, ref, msg, sizeof(msg)) < 0 ? -ENOENT : 0;
 }
@@ -71,18 +76,31 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         (void)usec;
 
         sd_event_source_set_time_relative(s, tick_usec(tn));
-        if (!tn->cfg->archive_after_usec || !usage_tracked(tn) || tn->auto_in_flight >= IN_FLIGHT_MAX)
+        /* archive_rate: a token bucket of bytes, refilled with time (at most
+         * a minute's worth), spent as uploads start; in debt, none starts. */
+        uint64_t now = 0;
+        sd_event_now(tn->t->event, CLOCK_MONOTONIC, &now);
+        if (tn->cfg->archive_rate) {
+                double cap = (double)tn->cfg->archive_rate * 60;
+                tn->archive_tokens += (double)tn->cfg->archive_rate * (double)(now - tn->archive_tokens_usec) / 1e6;
+                if (tn->archive_tokens > cap)
+                        tn->archive_tokens = cap;
+        }
+        tn->archive_tokens_usec = now;
+        if (!tn->cfg->archive_after_usec || !usage_tracked(tn) || tn->auto_in_flight >= IN_FLIGHT_MAX ||
+            (tn->cfg->archive_rate && tn->archive_tokens <= 0))
                 return 0;
         const struct engine_file *files = usage_files(tn, &n);
         size_t k = engine_plan_archive(files, n, (uint32_t)time(NULL), (uint32_t)(tn->cfg->archive_after_usec / 1000000),
                                        tn->cfg->archive_min_size, out, PLAN_MAX);
-        /* archive_rate: this tick's share of bytes (at least one file). */
-        uint64_t budget = tn->cfg->archive_rate ? tn->cfg->archive_rate * (tick_usec(tn) / 1000000) : UINT64_MAX, sent = 0;
-        for (size_t i = 0; i < k && tn->auto_in_flight < IN_FLIGHT_MAX && (sent == 0 || sent < budget); i++) {
+        for (size_t i = 0; i < k && tn->auto_in_flight < IN_FLIGHT_MAX; i++) {
+                if (tn->cfg->archive_rate && tn->archive_tokens <= 0)
+                        break;
                 struct auto_item *it = calloc(1, sizeof(*it));
                 if (!it)
                         break;
                 it->tn = tn;
+                it->index = out[i];
                 it->size = files[out[i]].size;
                 if (ref_of_index(tn, out[i], &it->ref) < 0) {
                         usage_flag_index(tn, out[i], ENGINE_BUSY); /* unreachable now: another time */
@@ -90,7 +108,8 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                         continue;
                 }
                 tn->auto_in_flight++;
-                sent += it->size;
+                tn->archive_tokens -= (double)it->size;
+                usage_flag_index(tn, out[i], ENGINE_ARCHIVING); /* not picked again while in flight */
                 if (job_archive(tn->t, &it->ref, on_archived, it) < 0)
                         on_archived(it, -ENOMEM, NULL);
         }

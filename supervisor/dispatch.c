@@ -47,6 +47,7 @@ struct fill {
         uint64_t start, end;
         bool whole_verified; /* PROTO_FILL_WHOLE: checked against the SHA-256 */
         bool verify;         /* a PROTO_VERIFY of the whole file */
+        uint64_t reserved;   /* counted against the tenant's quota until done */
 };
 
 struct idle_callback {
@@ -231,7 +232,9 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
                 return -ENOMEM;
         }
         *fl = (struct fill){ .file = f, .start = start, .end = end, .whole_verified = whole,
-                             .verify = type == PROTO_VERIFY, .next = f->fills };
+                             .verify = type == PROTO_VERIFY, .next = f->fills,
+                             .reserved = type == PROTO_FILL ? end - start : 0 };
+        f->tenant->quota_reserved += fl->reserved;
         f->fills = fl;
         req->msg.offset = start;
         req->msg.length = end - start;
@@ -459,6 +462,7 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep) {
                         *p = fl->next;
                         break;
                 }
+        f->tenant->quota_reserved -= MIN(fl->reserved, f->tenant->quota_reserved);
         if (r == 0 && !fl->verify) {
                 c->fills++;
                 c->fill_bytes += rep->bytes;

@@ -250,6 +250,8 @@ void handover_forget_all(struct tierd *t) {
                 fdstore_forget(&t->store, name);
                 group_name(name, sizeof(name), "notif", t->fss[i].fsid);
                 fdstore_forget(&t->store, name);
+                group_name(name, sizeof(name), "use", t->fss[i].fsid);
+                fdstore_forget(&t->store, name);
         }
         fdstore_forget(&t->store, JOURNAL_NAME);
 }

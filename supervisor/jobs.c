@@ -235,7 +235,7 @@ static void on_archived(struct request *req, const struct proto_reply *rep) {
         }
         fsgroup_ignore_file(j->tn->fs, j->fd);
         usage_update_fd(j->tn, j->fd);
-        quota_check_high(j->tn); /* one more file that may be released */
+        quota_candidates_changed(j->tn); /* one more file that may be released */
         j->tn->counters.archives++;
         log_info("tenant %s: archived %s as %s (%llu bytes%s)", j->tn->cfg->name, j->path, s.key,
                  (unsigned long long)s.size, rep->bytes ? "" : ", already in the store");

@@ -20,6 +20,8 @@
 #define PLAN_MAX 64       /* files released per plan; plans repeat while they free something */
 #define PLAN_ROUNDS 16
 #define PRESSURE_EVERY_USEC (1000 * 1000ull) /* QuotaPressure at most once a second per tenant */
+#define BUSY_RETRY_USEC (60 * 1000 * 1000ull) /* files in use are tried again after this */
+#define STUCK_USEC (10 * 1000 * 1000ull)      /* the watermark rests this long after freeing nothing */
 
 static struct engine_limits limits_of(const struct tenant *tn) {
         return (struct engine_limits){ .quota = tn->cfg->quota, .high = tn->cfg->high_watermark,
@@ -67,6 +69,13 @@ static bool release_index(struct tenant *tn, size_t index, const char *why) {
                 close(fd);
                 return false;
         }
+        /* Pins by glob follow the name now (a file renamed into a pinned
+         * place is pinned). */
+        if (usage_pinned_fd(tn, fd)) {
+                usage_flag_index(tn, index, ENGINE_PINNED);
+                close(fd);
+                return false;
+        }
         snprintf(name, sizeof(name), "file #%zu of tenant %s", index, tn->cfg->name);
         int r = job_release_fd(tn, fd, name, msg, sizeof(msg), &busy);
         if (r == 0) {
@@ -81,26 +90,41 @@ static bool release_index(struct tenant *tn, size_t index, const char *why) {
         return r == 0;
 }
 
+/* Local bytes, and bytes admitted for fills still in flight. */
+static uint64_t committed(const struct tenant *tn) {
+        return usage_used(tn) + tn->quota_reserved;
+}
+
+static uint64_t now_usec(const struct tenant *tn) {
+        uint64_t now = 0;
+        sd_event_now(tn->t->event, CLOCK_MONOTONIC, &now);
+        return now;
+}
+
 /* Plans and releases until used + need is under the target or nothing more
- * can go. */
-static void release_for(struct tenant *tn, uint64_t need, size_t skip, const char *why) {
+ * can go; how many files went. */
+static unsigned release_for(struct tenant *tn, uint64_t need, size_t skip, const char *why) {
         struct engine_limits l = limits_of(tn);
         uint32_t out[PLAN_MAX];
+        unsigned total = 0;
         size_t n;
 
-        usage_clear_flag(tn, ENGINE_BUSY); /* in use before is worth another try */
+        if (now_usec(tn) - tn->busy_cleared_usec > BUSY_RETRY_USEC) {
+                usage_clear_flag(tn, ENGINE_BUSY); /* in use a while ago: worth another try */
+                tn->busy_cleared_usec = now_usec(tn);
+        }
         for (int round = 0; round < PLAN_ROUNDS; round++) {
                 const struct engine_file *files = usage_files(tn, &n);
                 uint64_t freed;
-                size_t k = engine_plan_release(files, n, &l, usage_used(tn), need, skip, out, PLAN_MAX, &freed);
+                size_t k = engine_plan_release(files, n, &l, committed(tn), need, skip, out, PLAN_MAX, &freed);
                 unsigned released = 0;
                 if (k == 0)
-                        return;
+                        break;
                 for (size_t i = 0; i < k; i++)
                         released += release_index(tn, out[i], why);
-                if (released == 0 && k < PLAN_MAX)
-                        return;
+                total += released;
         }
+        return total;
 }
 
 static void pressure(struct tenant *tn, uint64_t need) {
@@ -123,10 +147,10 @@ static void pressure(struct tenant *tn, uint64_t need) {
 int quota_admit(struct tenant *tn, int fd, uint64_t need) {
         struct engine_limits l = limits_of(tn);
 
-        if (!usage_tracked(tn) || !l.quota || engine_fits(&l, usage_used(tn), need))
+        if (!usage_tracked(tn) || !l.quota || engine_fits(&l, committed(tn), need))
                 return 0;
         release_for(tn, need, usage_index_of_fd(tn, fd), "a fill over quota");
-        if (engine_fits(&l, usage_used(tn), need))
+        if (engine_fits(&l, committed(tn), need))
                 return 0;
         pressure(tn, need);
         return -EDQUOT;
@@ -135,15 +159,21 @@ int quota_admit(struct tenant *tn, int fd, uint64_t need) {
 static int on_high_watermark(sd_event_source *s, void *userdata) {
         struct tenant *tn = userdata;
         (void)s;
-        release_for(tn, 0, SIZE_MAX, "the high watermark");
+        if (release_for(tn, 0, SIZE_MAX, "the high watermark") == 0)
+                tn->quota_stuck_until = now_usec(tn) + STUCK_USEC; /* do not retry after every fill */
         return 0;
+}
+
+void quota_candidates_changed(struct tenant *tn) {
+        tn->quota_stuck_until = 0;
+        quota_check_high(tn);
 }
 
 void quota_check_high(struct tenant *tn) {
         struct engine_limits l = limits_of(tn);
         int r = 0;
 
-        if (!usage_tracked(tn) || !engine_over_high(&l, usage_used(tn)))
+        if (!usage_tracked(tn) || !engine_over_high(&l, committed(tn)) || now_usec(tn) < tn->quota_stuck_until)
                 return;
         if (!tn->quota_src)
                 r = sd_event_add_defer(tn->t->event, &tn->quota_src, on_high_watermark, tn);

@@ -12,9 +12,14 @@
 
 #include "tierd.h"
 
-/* May need more bytes be filled into the file open as fd? 0, or -EDQUOT. */
+/* May need more bytes be filled into the file open as fd? 0, or -EDQUOT.
+ * Admitted bytes count against the quota until their fill is done
+ * (tn->quota_reserved): concurrent fills cannot overshoot it. */
 int quota_admit(struct tenant *tn, int fd, uint64_t need);
 /* After a fill or an archive: above the high watermark, release soon (from
  * the event loop). */
 void quota_check_high(struct tenant *tn);
+/* A file became releasable (archived, unpinned): the watermark tries
+ * again at once, even if it found nothing to release a moment ago. */
+void quota_candidates_changed(struct tenant *tn);
 void quota_stop(struct tenant *tn);

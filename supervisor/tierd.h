@@ -93,8 +93,11 @@ struct tenant {
         struct tenant_counters counters;
         struct usage *usage; /* the file table, with a quota or archive_after: usage.c */
         sd_event_source *quota_src, *archive_src, *usage_save_src;
-        uint64_t quota_pressure_usec;
+        uint64_t quota_pressure_usec, quota_stuck_until, busy_cleared_usec;
+        uint64_t quota_reserved; /* bytes of fills admitted and not done yet */
         unsigned auto_in_flight; /* background archives: autoarchive.c */
+        double archive_tokens;   /* archive_rate's bucket, in bytes */
+        uint64_t archive_tokens_usec;
 };
 
 struct tfile;   /* a file with fills or waiters in flight: dispatch.c */

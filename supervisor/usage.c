@@ -14,29 +14,45 @@
 #include "handle.h"
 #include "log.h"
 #include "macro.h"
+#include "quota.h"
 #include "stub.h"
 
 #define LASTUSE_MAGIC "TIERDLU1"
 #define SAVE_EVERY_USEC (5 * 60 * 1000 * 1000ull)
 #define KEY_MAX 24 /* ext4 8, xfs <= 16, btrfs 20 bytes: larger handles are not tracked */
 #define WALK_MAX_DEPTH 256
+#define SCAN_BATCH 2000 /* directory entries per event loop turn */
 
 struct usage_key {
         uint8_t type, len;
         uint8_t bytes[KEY_MAX];
 };
 
+struct scan_dir {
+        DIR *d;
+        size_t path_len;
+};
+
 struct usage {
         struct engine_file *files;
         struct usage_key *keys; /* parallel to files */
-        size_t n, cap;
-        uint32_t *index; /* open addressing: slot + 1, 0 empty; never removed (a deleted file is GONE) */
+        size_t n, cap, gone;
+        uint32_t *index; /* open addressing: slot + 1, 0 empty; a deleted file stays, GONE, until compaction */
         size_t index_cap;
         uint64_t used;
+        /* The scan: a few thousand files per event loop turn, so readers'
+         * events are served meanwhile. */
+        bool scanning;
+        dev_t root_dev; /* a nested subvolume or snapshot is not the tenant's */
+        struct scan_dir stack[WALK_MAX_DEPTH + 1];
+        size_t depth;
+        char path[PATH_MAX];
+        struct timespec scan_start;
+        sd_event_source *scan_src;
 };
 
 bool usage_tracked(const struct tenant *tn) {
-        return tn->usage != NULL;
+        return tn->usage && !tn->usage->scanning;
 }
 
 static bool key_of(const struct file_handle *fh, struct usage_key *k) {
@@ -89,9 +105,9 @@ static int grow(struct usage *u) {
                 return -ENOMEM;
         u->keys = keys;
         u->cap = cap;
-        if (u->index_cap < cap * 2) { /* at most half full */
+        if (u->index_cap * 3 / 4 < cap) { /* at most three quarters full */
                 size_t icap = 1;
-                while (icap < cap * 2)
+                while (icap * 3 / 4 < cap)
                         icap <<= 1;
                 uint32_t *index = calloc(icap, sizeof(*index));
                 if (!index)
@@ -153,11 +169,14 @@ static void entry_set(struct usage *u, size_t slot, const struct stat *st, enum 
         uint64_t local = (uint64_t)st->st_blocks * 512;
         if (!(f->flags & ENGINE_GONE))
                 u->used -= f->local;
+        else
+                u->gone--;
         uint32_t last_use = f->last_use;
+        uint8_t keep = f->flags & ENGINE_ARCHIVING; /* BUSY goes: a changed file is worth another try */
         *f = (struct engine_file){ .size = (uint64_t)st->st_size, .local = local, .state = (uint8_t)state,
                                    .mtime = (uint32_t)st->st_mtim.tv_sec,
                                    .last_use = last_use ? last_use : (uint32_t)st->st_mtim.tv_sec,
-                                   .flags = pin ? ENGINE_PINNED : 0 };
+                                   .flags = (uint8_t)(keep | (pin ? ENGINE_PINNED : 0)) };
         u->used += local;
 }
 
@@ -187,44 +206,10 @@ static void upsert(struct tenant *tn, int fd, const char *rel) {
                 slot = u->n++;
                 u->keys[slot] = k;
                 u->files[slot] = (struct engine_file){ .flags = ENGINE_GONE };
+                u->gone++;
                 index_put(u, slot);
         }
         entry_set(u, slot, &st, state_of(r, &s, &st), pinned(tn, fd, rel));
-}
-
-static int walk(struct tenant *tn, int dir_fd, char *path, size_t len, unsigned depth) {
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-
-        if (depth > WALK_MAX_DEPTH)
-                return -ELOOP;
-        d = fdopendir(dir_fd);
-        if (!d) {
-                close(dir_fd);
-                return -errno;
-        }
-        while ((de = readdir(d))) {
-                size_t n = strlen(de->d_name);
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || len + n + 2 >= PATH_MAX)
-                        continue;
-                /* path: the name beneath the subvolume, for the pin globs */
-                snprintf(path + len, PATH_MAX - len, "%s%s", len ? "/" : "", de->d_name);
-                size_t sub_len = len + n + (len ? 1 : 0);
-                if (de->d_type == DT_DIR) {
-                        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub >= 0)
-                                walk(tn, sub, path, sub_len, depth + 1);
-                } else if (de->d_type == DT_REG) {
-                        _cleanup_close_ int fd =
-                                openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOATIME);
-                        if (fd < 0)
-                                fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-                        if (fd >= 0)
-                                upsert(tn, fd, path);
-                }
-                path[len] = 0;
-        }
-        return 0;
 }
 
 static char *lastuse_path(const struct tenant *tn) {
@@ -302,39 +287,118 @@ static int on_save(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int usage_scan(struct tenant *tn) {
-        _cleanup_free_ char *path = NULL;
-        struct timespec a, b;
-        int r, fd;
-
-        if (!tn->cfg->quota && !tn->cfg->archive_after_usec) {
-                usage_free(tn);
-                return 0;
+static void scan_push(struct usage *u, int dir_fd, size_t path_len) {
+        DIR *d = fdopendir(dir_fd);
+        if (!d) {
+                close(dir_fd);
+                return;
         }
-        usage_free(tn);
-        if (!(tn->usage = calloc(1, sizeof(*tn->usage))) || !(path = calloc(1, PATH_MAX)))
-                return -ENOMEM;
-        clock_gettime(CLOCK_MONOTONIC, &a);
-        fd = openat(tn->subvol_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return log_error_errno(errno, "tenant %s: cannot scan: %m", tn->cfg->name);
-        r = walk(tn, fd, path, 0, 0);
+        u->stack[u->depth++] = (struct scan_dir){ .d = d, .path_len = path_len };
+}
+
+/* Up to budget directory entries; true when the whole subvolume is done. */
+static bool scan_step(struct tenant *tn, unsigned budget) {
+        struct usage *u = tn->usage;
+
+        while (budget-- > 0 && u->depth > 0) {
+                struct scan_dir *top = &u->stack[u->depth - 1];
+                struct dirent *de = readdir(top->d);
+                struct stat st;
+                if (!de) {
+                        closedir(top->d);
+                        u->depth--;
+                        continue;
+                }
+                size_t n = strlen(de->d_name), len = top->path_len;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || len + n + 2 >= PATH_MAX)
+                        continue;
+                /* path: the name beneath the subvolume, for the pin globs */
+                snprintf(u->path + len, PATH_MAX - len, "%s%s", len ? "/" : "", de->d_name);
+                size_t sub_len = len + n + (len ? 1 : 0);
+                unsigned type = de->d_type;
+                if (type == DT_UNKNOWN && fstatat(dirfd(top->d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+                if (type == DT_DIR && u->depth <= WALK_MAX_DEPTH) {
+                        int sub = openat(dirfd(top->d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0 && fstat(sub, &st) == 0 && st.st_dev == u->root_dev)
+                                scan_push(u, sub, sub_len); /* top may move: not used below */
+                        else if (sub >= 0)
+                                close(sub);
+                } else if (type == DT_REG) {
+                        _cleanup_close_ int fd = openat(dirfd(top->d), de->d_name,
+                                                        O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOATIME);
+                        if (fd < 0)
+                                fd = openat(dirfd(top->d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+                        if (fd >= 0)
+                                upsert(tn, fd, u->path);
+                }
+        }
+        return u->depth == 0;
+}
+
+static int on_scan(sd_event_source *s, void *userdata) {
+        struct tenant *tn = userdata;
+        struct usage *u = tn->usage;
+        struct timespec b;
+
+        if (!scan_step(tn, SCAN_BATCH))
+                return 0; /* more next turn */
+        sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        u->scanning = false;
         clock_gettime(CLOCK_MONOTONIC, &b);
-        log_info("tenant %s: %zu files scanned in %.2f s, %llu bytes local (quota %llu)", tn->cfg->name,
-                 tn->usage->n, (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9,
-                 (unsigned long long)tn->usage->used, (unsigned long long)tn->cfg->quota);
+        log_info("tenant %s: %zu files scanned in %.2f s, %llu bytes local (quota %llu)", tn->cfg->name, u->n - u->gone,
+                 (double)(b.tv_sec - u->scan_start.tv_sec) + (double)(b.tv_nsec - u->scan_start.tv_nsec) / 1e9,
+                 (unsigned long long)u->used, (unsigned long long)tn->cfg->quota);
         lastuse_load(tn);
         if (!tn->usage_save_src &&
             sd_event_add_time_relative(tn->t->event, &tn->usage_save_src, CLOCK_MONOTONIC, SAVE_EVERY_USEC, 0, on_save,
                                        tn) >= 0)
                 sd_event_source_set_enabled(tn->usage_save_src, SD_EVENT_ON);
-        return r;
+        quota_check_high(tn);
+        return 0;
+}
+
+/* Until the scan is done the tenant is not tracked: fills are admitted,
+ * nothing is released or archived by the engine. */
+int usage_scan(struct tenant *tn) {
+        struct stat st;
+        int r, fd;
+
+        usage_free(tn);
+        if (!tn->cfg->quota && !tn->cfg->archive_after_usec)
+                return 0;
+        if (!(tn->usage = calloc(1, sizeof(*tn->usage))))
+                return -ENOMEM;
+        struct usage *u = tn->usage;
+        u->scanning = true;
+        clock_gettime(CLOCK_MONOTONIC, &u->scan_start);
+        fd = openat(tn->subvol_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                r = -errno;
+                if (fd >= 0)
+                        close(fd);
+                usage_free(tn);
+                return log_error_errno(r, "tenant %s: cannot scan: %m", tn->cfg->name);
+        }
+        u->root_dev = st.st_dev;
+        scan_push(u, fd, 0);
+        r = sd_event_add_defer(tn->t->event, &u->scan_src, on_scan, tn);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(u->scan_src, SD_EVENT_ON);
+        if (r < 0) {
+                usage_free(tn);
+                return log_error_errno(r, "tenant %s: cannot scan: %m", tn->cfg->name);
+        }
+        return 0;
 }
 
 void usage_free(struct tenant *tn) {
         tn->usage_save_src = sd_event_source_unref(tn->usage_save_src);
         if (!tn->usage)
                 return;
+        sd_event_source_unref(tn->usage->scan_src);
+        while (tn->usage->depth > 0)
+                closedir(tn->usage->stack[--tn->usage->depth].d);
         free(tn->usage->files);
         free(tn->usage->keys);
         free(tn->usage->index);
@@ -382,31 +446,45 @@ void usage_flag_index(struct tenant *tn, size_t index, uint8_t flag) {
                 tn->usage->files[index].flags |= flag;
 }
 
+void usage_unflag_index(struct tenant *tn, size_t index, uint8_t flag) {
+        if (tn->usage && index < tn->usage->n)
+                tn->usage->files[index].flags &= (uint8_t)~flag;
+}
+
 void usage_clear_flag(struct tenant *tn, uint8_t flag) {
         for (size_t i = 0; tn->usage && i < tn->usage->n; i++)
                 tn->usage->files[i].flags &= (uint8_t)~flag;
 }
 
-/* The tracked tenant on fs whose table holds fh. */
-static struct tenant *tenant_holding(struct tiered_fs *fs, const struct usage_key *k, size_t *slot) {
-        struct tierd *t = fs->t;
-        for (size_t i = 0; i < t->n_tenants; i++) {
-                struct tenant *tn = &t->tenants[i];
-                if (tn->fs == fs && tn->usage && (*slot = find(tn->usage, k)) != SIZE_MAX)
-                        return tn;
-        }
-        return NULL;
+/* A file in more than one tenant's table (hard links across directory
+ * tenants): every table hears of it. */
+#define EACH_HOLDER(fs, k, tn, slot) \
+        for (size_t _i = 0; _i < (fs)->t->n_tenants; _i++) \
+                if (((tn) = &(fs)->t->tenants[_i])->fs == (fs) && (tn)->usage && \
+                    ((slot) = find((tn)->usage, (k))) != SIZE_MAX)
+
+static void forget_slot(struct usage *u, size_t slot) {
+        struct engine_file *f = &u->files[slot];
+        if (f->flags & ENGINE_GONE)
+                return;
+        u->used -= f->local;
+        f->local = 0;
+        f->flags |= ENGINE_GONE;
+        u->gone++;
 }
 
 void usage_opened(struct tiered_fs *fs, const struct file_handle *fh) {
         struct usage_key k;
         struct tenant *tn;
         size_t slot;
-        if (key_of(fh, &k) && (tn = tenant_holding(fs, &k, &slot)))
+        if (!key_of(fh, &k))
+                return;
+        EACH_HOLDER(fs, &k, tn, slot)
                 tn->usage->files[slot].last_use = (uint32_t)time(NULL);
 }
 
-/* A file written: refreshed, or added to the tenant whose subvolume holds it. */
+/* A file written or moved: refreshed where it still is beneath the
+ * subvolume, forgotten where it left, added where it arrived. */
 void usage_written(struct tiered_fs *fs, const struct file_handle *fh) {
         struct usage_key k;
         struct tenant *tn;
@@ -417,19 +495,19 @@ void usage_written(struct tiered_fs *fs, const struct file_handle *fh) {
         _cleanup_close_ int fd = open_by_handle_at(fs->root_fd, (struct file_handle *)fh,
                                                    O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
         if (fd < 0)
-                return; /* gone already */
-        if ((tn = tenant_holding(fs, &k, &slot))) {
-                upsert(tn, fd, NULL);
-                tn->usage->files[slot].last_use = (uint32_t)time(NULL);
-                return;
-        }
+                return; /* gone already: FAN_DELETE_SELF says so */
         for (size_t i = 0; i < fs->t->n_tenants; i++) {
                 tn = &fs->t->tenants[i];
-                _cleanup_free_ char *rel = tn->fs == fs && tn->usage ? rel_of_fd(tn, fd) : NULL;
+                if (tn->fs != fs || !tn->usage)
+                        continue;
+                _cleanup_free_ char *rel = rel_of_fd(tn, fd);
+                slot = find(tn->usage, &k);
                 if (rel) {
                         upsert(tn, fd, rel);
-                        return;
-                }
+                        if ((slot = find(tn->usage, &k)) != SIZE_MAX)
+                                tn->usage->files[slot].last_use = (uint32_t)time(NULL);
+                } else if (slot != SIZE_MAX)
+                        forget_slot(tn->usage, slot);
         }
 }
 
@@ -437,11 +515,35 @@ void usage_deleted(struct tiered_fs *fs, const struct file_handle *fh) {
         struct usage_key k;
         struct tenant *tn;
         size_t slot;
-        if (!key_of(fh, &k) || !(tn = tenant_holding(fs, &k, &slot)))
+        if (!key_of(fh, &k))
                 return;
-        struct engine_file *f = &tn->usage->files[slot];
-        if (!(f->flags & ENGINE_GONE))
-                tn->usage->used -= f->local;
-        f->flags |= ENGINE_GONE;
-        f->local = 0;
+        EACH_HOLDER(fs, &k, tn, slot) {
+                forget_slot(tn->usage, slot);
+                usage_compact(tn);
+        }
+}
+
+bool usage_pinned_fd(const struct tenant *tn, int fd) {
+        _cleanup_free_ char *rel = tn->cfg->pin[0] ? rel_of_fd(tn, fd) : NULL;
+        return pinned(tn, fd, rel);
+}
+
+/* Deleted files' slots go once they are half the table: indices change, so
+ * not while a background archive holds one. */
+void usage_compact(struct tenant *tn) {
+        struct usage *u = tn->usage;
+        size_t w = 0;
+
+        if (!u || u->scanning || u->n < 4096 || u->gone * 2 < u->n || tn->auto_in_flight > 0)
+                return;
+        for (size_t r = 0; r < u->n; r++)
+                if (!(u->files[r].flags & ENGINE_GONE)) {
+                        u->files[w] = u->files[r];
+                        u->keys[w++] = u->keys[r];
+                }
+        u->n = w;
+        u->gone = 0;
+        memset(u->index, 0, u->index_cap * sizeof(*u->index));
+        for (size_t slot = 0; slot < u->n; slot++)
+                index_put(u, slot);
 }

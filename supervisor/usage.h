@@ -43,6 +43,11 @@ const struct engine_file *usage_files(const struct tenant *tn, size_t *n);
 size_t usage_index_of_fd(const struct tenant *tn, int fd);
 /* Opens the file at index (through the private mount), or -errno. */
 int usage_open_index(const struct tenant *tn, size_t index, int flags);
+/* Pinned by its mark or by one of the tenant's globs, by its name now. */
+bool usage_pinned_fd(const struct tenant *tn, int fd);
+/* Drops deleted files' slots once they are half the table. */
+void usage_compact(struct tenant *tn);
 /* Marks the file at index (its extents turned out shared, it was busy). */
 void usage_flag_index(struct tenant *tn, size_t index, uint8_t flag);
+void usage_unflag_index(struct tenant *tn, size_t index, uint8_t flag);
 void usage_clear_flag(struct tenant *tn, uint8_t flag);

@@ -14,15 +14,17 @@
 /* FAN_OPEN, not FAN_ACCESS (every read) nor atime (relatime): a use is an
  * open. Unlimited queue: a dropped write would leave a file's bytes
  * miscounted. */
-#define USE_MASK (FAN_OPEN | FAN_CLOSE_WRITE | FAN_DELETE_SELF)
+#define USE_MASK (FAN_OPEN | FAN_CLOSE_WRITE | FAN_DELETE_SELF | FAN_MOVE_SELF)
 #define USE_BUF 65536
 
 static void use_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
         const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
 
         if (md->mask & FAN_Q_OVERFLOW) {
-                log_error("%s: use queue overflow: some last uses and sizes are stale until the files are used again",
-                          fs->mountpoint);
+                log_error("%s: use queue overflow: its tenants' files are scanned again", fs->mountpoint);
+                for (size_t i = 0; i < fs->t->n_tenants; i++)
+                        if (fs->t->tenants[i].fs == fs && fs->t->tenants[i].usage)
+                                usage_scan(&fs->t->tenants[i]);
                 return;
         }
         while (p + sizeof(struct fanotify_event_info_header) <= end) {
@@ -33,7 +35,7 @@ static void use_event(struct tiered_fs *fs, const struct fanotify_event_metadata
                         const struct file_handle *fh = (const struct file_handle *)fid->handle;
                         if (md->mask & FAN_DELETE_SELF)
                                 usage_deleted(fs, fh);
-                        else if (md->mask & FAN_CLOSE_WRITE)
+                        else if (md->mask & (FAN_CLOSE_WRITE | FAN_MOVE_SELF))
                                 usage_written(fs, fh);
                         else if (md->mask & FAN_OPEN)
                                 usage_opened(fs, fh);
@@ -77,17 +79,19 @@ int usegroup_open(struct tiered_fs *fs) {
                                            O_RDONLY | O_CLOEXEC);
         if (fs->use_fd < 0)
                 return log_error_errno(errno, "fanotify_init (use): %m");
+        r = 0;
         if (fanotify_mark(fs->use_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, USE_MASK, AT_FDCWD, fs->mountpoint) < 0)
-                return log_error_errno(errno, "use mark on %s: %m", fs->mountpoint);
+                r = log_error_errno(errno, "use mark on %s: %m", fs->mountpoint);
         /* tierd's own opens (scans, fills, archives) are no use. */
-        if (fanotify_mark(fs->use_fd, ignore, FAN_OPEN | FAN_CLOSE_WRITE, fs->root_fd, NULL) < 0)
-                return log_error_errno(errno, "use ignore mark on the private mount of %s: %m", fs->mountpoint);
-        if (created && (r = handover_store_group(t, "use", fs->fsid, fs->use_fd)) < 0)
-                return r;
-        r = sd_event_add_io(t->event, &fs->use_src, fs->use_fd, EPOLLIN, on_use, fs);
+        else if (fanotify_mark(fs->use_fd, ignore, FAN_OPEN | FAN_CLOSE_WRITE, fs->root_fd, NULL) < 0)
+                r = log_error_errno(errno, "use ignore mark on the private mount of %s: %m", fs->mountpoint);
+        else if (created)
+                r = handover_store_group(t, "use", fs->fsid, fs->use_fd);
+        if (r >= 0 && (r = sd_event_add_io(t->event, &fs->use_src, fs->use_fd, EPOLLIN, on_use, fs)) < 0)
+                log_error_errno(r, "sd_event_add_io: %m");
         if (r < 0)
-                return log_error_errno(r, "sd_event_add_io: %m");
-        return 0;
+                usegroup_close(fs); /* half set up is not set up: the next call tries again */
+        return r < 0 ? r : 0;
 }
 
 void usegroup_close(struct tiered_fs *fs) {

@@ -85,6 +85,24 @@ static void test_ties(void **state) {
         assert_int_equal(out[2], 2);
 }
 
+static void test_never_fits(void **state) {
+        (void)state;
+        /* 150M quota, 100M pinned, a fill of 100M: it can never fit, so
+         * nothing is released for it. */
+        struct engine_limits l = { .quota = 150 * MB, .high = 0.9, .low = 0.8 };
+        struct engine_file f[11];
+        for (int i = 0; i < 10; i++)
+                f[i] = archived(5 * MB, (uint32_t)i);
+        f[10] = archived(100 * MB, 99);
+        f[10].flags = ENGINE_PINNED;
+        uint32_t out[16];
+        uint64_t freed;
+        assert_int_equal(engine_plan_release(f, 11, &l, 150 * MB, 100 * MB, SIZE_MAX, out, 16, &freed), 0);
+        assert_int_equal(freed, 0);
+        /* The watermark (need 0) still releases what it can. */
+        assert_int_equal(engine_plan_release(f, 11, &l, 150 * MB, 0, SIZE_MAX, out, 16, &freed), 6);
+}
+
 static void test_big_fill(void **state) {
         (void)state;
         /* A fill bigger than the low watermark: release until it fits the quota. */
@@ -143,6 +161,13 @@ static void test_million(void **state) {
         clock_gettime(CLOCK_MONOTONIC, &a);
         size_t k = engine_plan_release(f, n, &l, used, 0, SIZE_MAX, out, n, &freed);
         clock_gettime(CLOCK_MONOTONIC, &b);
+        /* A plan of 64, as tierd makes them: one pass. */
+        struct timespec c;
+        uint64_t freed64;
+        assert_int_equal(engine_plan_release(f, n, &l, used, 0, SIZE_MAX, out + k, 64, &freed64), 64);
+        clock_gettime(CLOCK_MONOTONIC, &c);
+        printf("# a plan of 64 over 1,000,000 files: %.3f s\n",
+               (double)(c.tv_sec - b.tv_sec) + (double)(c.tv_nsec - b.tv_nsec) / 1e9);
         double secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
         assert_true(used - freed <= (uint64_t)((double)l.quota * 0.8));
         assert_true(k > n / 2);
@@ -165,6 +190,7 @@ int main(void) {
                 cmocka_unit_test(test_everything_pinned),
                 cmocka_unit_test(test_ties),
                 cmocka_unit_test(test_big_fill),
+                cmocka_unit_test(test_never_fits),
                 cmocka_unit_test(test_archive_plan),
                 cmocka_unit_test(test_million),
         };
