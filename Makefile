@@ -2,6 +2,7 @@
 #   make            build tierd, tierd-worker, tierd-holder and tierctl into build/
 #   sudo make demo  the main job on the embedded default (loop btrfs, file:// store)
 #   sudo make check every test: unit (plain and ASan+UBSan) and integration
+#   sudo make bench benchmarks, as ratios against baselines from the same run
 #   make deps       install the Debian packages the build and tests need
 #   make install    tierd, tierctl, helpers, D-Bus interfaces, bus policy, unit (DESTDIR, PREFIX=/usr)
 
@@ -39,7 +40,7 @@ BINARIES := $(BUILD)/tierd $(BUILD)/tierd-worker $(BUILD)/tierd-holder $(BUILD)/
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test-*.c))
 
-.PHONY: all deps demo check asan-daemons testhooks-daemons install clean
+.PHONY: all deps demo bench check asan-daemons testhooks-daemons install clean
 all: $(BINARIES)
 
 # Installs only what is missing, so it is cheap when nothing is.
@@ -107,6 +108,10 @@ check: all $(TEST_HELPERS) $(UNIT_BINS) asan-daemons testhooks-daemons
 
 demo: all $(TEST_HELPERS)
 	@BUILD=$(abspath $(BUILD)) bash tests/demo.sh
+
+# Benchmarks: ratios against baselines measured in the same run (needs root).
+bench: all $(TEST_HELPERS)
+	@BUILD=$(abspath $(BUILD)) bash tests/bench/run.sh
 
 # The D-Bus interfaces go where D-Bus tools look for them; the unit and the
 # bus policy where systemd and dbus-daemon do.
