@@ -86,6 +86,20 @@ check "... and the reader did not hang; tierd is up" kill -0 "$TL_TIERD_PID"
 "$TIERCTL" unpin "$B/pinned" >/dev/null
 check "unpinned: the same read goes through (the other file is released for it)" \
 	bash -c "dd if='$B/big' bs=1M count=1 2>/dev/null | cmp -s - <(head -c 1048576 '$ORIG/bbig')"
+# A policy with a mistake: refused with a message naming the key; the
+# running policy is unchanged.
+cp "$TL_DIR/policy.json" "$TL_DIR/policy.good"
+bad_policy() { # SED-EXPRESSION KEY
+	sed "$1" "$TL_DIR/policy.good" >"$TL_DIR/policy.json"
+	for _ in $(seq 50); do grep -q "not applied: .*'$2'" "$TL_DIR/tierd.log" && break; sleep 0.1; done
+	grep -q "not applied: .*'$2'" "$TL_DIR/tierd.log" && [ "$(prop $ALPHA Quota)" = $((64 << 20)) ]
+}
+check "low_watermark above high_watermark: refused, named" bad_policy 's/"low_watermark": 0.75/"low_watermark": 0.95/' low_watermark
+check "a quota that is not a size: refused, named" bad_policy 's/"quota": "64M"/"quota": "64Q"/' quota
+check "pin that is not an array: refused, named" bad_policy 's/"pin": \["keep\/\*"\]/"pin": "keep"/' pin
+check "a watermark that is a string: refused, named" bad_policy 's/"high_watermark": 0.9/"high_watermark": "0.9"/' high_watermark
+cp "$TL_DIR/policy.good" "$TL_DIR/policy.json"
+
 # gamma: files unchanged for 2 s are archived in the background.
 GAMMA=/org/tierd1/tenant/gamma
 stub_state() { getfattr -n security.tierd --only-values "$1" 2>/dev/null | sed -n 's/^state=//p'; }
