@@ -321,28 +321,20 @@ static int method_set_tenant_policy(sd_bus_message *m, void *userdata, sd_bus_er
         return sd_bus_reply_method_return(m, "");
 }
 
+/* A file job's two methods: by fds and by paths. */
+#define FILE_JOB_VTABLE(name, paths_name, op) \
+        SD_BUS_METHOD_WITH_ARGS(name, SD_BUS_ARGS("ah", files), SD_BUS_RESULT("o", job), method_##op, \
+                                SD_BUS_VTABLE_UNPRIVILEGED), \
+        SD_BUS_METHOD_WITH_ARGS(paths_name, SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_##op##_paths, \
+                                SD_BUS_VTABLE_UNPRIVILEGED)
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_METHOD_WITH_ARGS("Archive", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("o", job), method_archive,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("ArchivePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_archive_paths,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Release", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("o", job), method_release,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("ReleasePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_release_paths,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Restore", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("o", job), method_restore,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("RestorePaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_restore_paths,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Pin", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("o", job), method_pin,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("PinPaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_pin_paths,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Unpin", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("o", job), method_unpin,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("UnpinPaths", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_unpin_paths,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
+        FILE_JOB_VTABLE("Archive", "ArchivePaths", archive),
+        FILE_JOB_VTABLE("Release", "ReleasePaths", release),
+        FILE_JOB_VTABLE("Restore", "RestorePaths", restore),
+        FILE_JOB_VTABLE("Pin", "PinPaths", pin),
+        FILE_JOB_VTABLE("Unpin", "UnpinPaths", unpin),
         SD_BUS_METHOD_WITH_ARGS("CancelJob", SD_BUS_ARGS("o", job), SD_BUS_NO_RESULT, method_cancel_job,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("FileStatus", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ssssttb)", files),

@@ -277,6 +277,15 @@ static int mark_refused(struct tiered_fs *fs, int r) {
         return r;
 }
 
+int fsgroup_fid_group(struct tiered_fs *fs, const char *kind, bool *created) {
+        int fd = handover_take_group(fs->t, kind, fs->fsid);
+        *created = fd < 0;
+        if (fd < 0)
+                fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_UNLIMITED_QUEUE | FAN_CLOEXEC | FAN_NONBLOCK,
+                                   O_RDONLY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
 int fsgroup_open(struct tiered_fs *fs) {
         const unsigned ignore = FAN_MARK_ADD | FAN_MARK_MOUNT | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY;
         struct tierd *t = fs->t;
@@ -318,14 +327,9 @@ int fsgroup_open(struct tiered_fs *fs) {
                 return log_error_errno(errno, "ignore mark on the private mount of %s: %m", fs->mountpoint);
 
         /* Notifications without fds: an fd per event would cost every open. */
-        fs->notif_fd = handover_take_group(t, "notif", fs->fsid);
-        new_notif = fs->notif_fd < 0;
-        if (new_notif)
-                fs->notif_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_UNLIMITED_QUEUE | FAN_CLOEXEC |
-                                                     FAN_NONBLOCK,
-                                             O_RDONLY | O_CLOEXEC);
+        fs->notif_fd = fsgroup_fid_group(fs, "notif", &new_notif);
         if (fs->notif_fd < 0)
-                return log_error_errno(errno, "fanotify_init (notifications): %m");
+                return log_error_errno(fs->notif_fd, "fanotify_init (notifications): %m");
         if (fanotify_mark(fs->notif_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, NOTIFY_MASK, AT_FDCWD, fs->mountpoint) < 0)
                 return log_error_errno(errno, "FAN_CLOSE_WRITE mark on %s: %m", fs->mountpoint);
         if (fanotify_mark(fs->notif_fd, ignore, NOTIFY_MASK, fs->root_fd, NULL) < 0)

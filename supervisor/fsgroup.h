@@ -16,6 +16,10 @@ int fsgroup_locate(const char *path, char **mountpoint, char **fstype, char **re
  * filesystem and ignores the private mount. Refuses a filesystem that cannot
  * take pre-content marks, with a message saying so. */
 int fsgroup_open(struct tiered_fs *fs);
+/* A FAN_REPORT_FID notification group of kind ("notif", "use") for fs:
+ * the predecessor's from the fd store, or a new one (*created: store it).
+ * An fd, or -errno. */
+int fsgroup_fid_group(struct tiered_fs *fs, const char *kind, bool *created);
 int fsgroup_attach(struct tiered_fs *fs);
 /* After events were answered: reading paused near RLIMIT_NOFILE resumes. */
 void fsgroup_resume_reading(struct tierd *t);

@@ -80,16 +80,23 @@ static uint64_t text_hash(const char *text, size_t len) {
         return h;
 }
 
+/* The policy file's bytes; -EINVAL with *error if they cannot be read. */
+static int read_policy(struct tierd *t, char **text, size_t *len, char **error) {
+        *error = NULL;
+        int r = policy_read_file(t->policy_path, text, len, error);
+        if (r < 0)
+                return *error ? -EINVAL : fail(error, -EINVAL, "%s: %s", t->policy_path, strerror(-r));
+        return 0;
+}
+
 static int reload(struct tierd *t, bool only_if_changed, char **error) {
         _cleanup_free_ char *text = NULL;
         struct policy *np = NULL;
         size_t len;
-        int r;
+        int r = read_policy(t, &text, &len, error);
 
-        *error = NULL;
-        r = policy_read_file(t->policy_path, &text, &len, error);
         if (r < 0)
-                return *error ? -EINVAL : fail(error, -EINVAL, "%s: %s", t->policy_path, strerror(-r));
+                return r;
         uint64_t h = text_hash(text, len);
         if (only_if_changed && h == t->policy_hash)
                 return 0;
@@ -163,12 +170,10 @@ int tierd_set_tenant_policy(struct tierd *t, const char *tenant, const char *pat
         struct policy *np = NULL;
         const char *why = NULL;
         size_t len;
-        int r;
+        int r = read_policy(t, &text, &len, error);
 
-        *error = NULL;
-        r = policy_read_file(t->policy_path, &text, &len, error);
         if (r < 0)
-                return *error ? -EINVAL : fail(error, -EINVAL, "%s: %s", t->policy_path, strerror(-r));
+                return r;
         r = policy_edit_tenant(text, len, t->policy_path, tenant, patch, &edited, error);
         if (r < 0)
                 return r;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "fanotify-uapi.h"
+#include "fsgroup.h"
 #include "handover.h"
 #include "log.h"
 #include "macro.h"
@@ -71,14 +72,9 @@ int usegroup_open(struct tiered_fs *fs) {
 
         if (fs->use_fd >= 0)
                 return 0;
-        fs->use_fd = handover_take_group(t, "use", fs->fsid);
-        created = fs->use_fd < 0;
-        if (created)
-                fs->use_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_UNLIMITED_QUEUE | FAN_CLOEXEC |
-                                                   FAN_NONBLOCK,
-                                           O_RDONLY | O_CLOEXEC);
+        fs->use_fd = fsgroup_fid_group(fs, "use", &created);
         if (fs->use_fd < 0)
-                return log_error_errno(errno, "fanotify_init (use): %m");
+                return log_error_errno(fs->use_fd, "fanotify_init (use): %m");
         r = 0;
         if (fanotify_mark(fs->use_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, USE_MASK, AT_FDCWD, fs->mountpoint) < 0)
                 r = log_error_errno(errno, "use mark on %s: %m", fs->mountpoint);

@@ -209,6 +209,24 @@ check "tierctl unpin; then release works" bash -c "'$TIERCTL' unpin '$V/g' && '$
 check "... pin by an unprivileged uid: AccessDenied (exit 3)" bash -c "$(declare -f as_user); as_user daemon '$TIERCTL' pin '$V/g' 2>/dev/null; test \$? = 3"
 check "... and CancelJob too" test "$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.CancelJob objpath:/org/tierd1/job/1")" = org.tierd1.Error.AccessDenied
 
+# Every mutating call from outside admin_group: AccessDenied, nothing done.
+denied_all() {
+	local m out
+	for m in ArchivePaths ReleasePaths RestorePaths PinPaths UnpinPaths; do
+		out=$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.$m array:string:$V/g")
+		[ "$out" = org.tierd1.Error.AccessDenied ] || { echo "# $m: $out"; return 1; }
+	done
+	for v in archive release restore pin unpin; do
+		as_user daemon "$TIERCTL" "$v" "$V/g" 2>/dev/null
+		[ $? = 3 ] || { echo "# tierctl $v: not exit 3"; return 1; }
+	done
+	as_user daemon "$TIERCTL" tenant set alpha readahead=1M 2>/dev/null
+	[ $? = 3 ] || { echo "# tierctl tenant set: not exit 3"; return 1; }
+}
+before=$(getfattr -n security.tierd --only-values "$V/g")
+check "every mutating method and verb from outside admin_group: AccessDenied (exit 3)" denied_all
+check "... and the file is as it was" test "$(getfattr -n security.tierd --only-values "$V/g")" = "$before"
+
 # Cancel: a job queued behind a long one is canceled before it starts.
 mkdir -p "$V/many"
 for i in $(seq 400); do head -c 4096 /dev/urandom >"$V/many/$i"; done
