@@ -79,6 +79,20 @@ bool fanotify_event_range(const struct fanotify_event_metadata *md, uint64_t *of
         return false;
 }
 
+struct file_handle *fanotify_event_fid(const struct fanotify_event_metadata *md) {
+        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
+        while (p + sizeof(struct fanotify_event_info_header) <= end) {
+                const struct fanotify_event_info_fid *fid = (const void *)p;
+                if (fid->hdr.len < sizeof(fid->hdr) || p + fid->hdr.len > end)
+                        return NULL;
+                if (fid->hdr.info_type == FAN_EVENT_INFO_TYPE_FID &&
+                    fid->hdr.len >= sizeof(*fid) + sizeof(struct file_handle))
+                        return (struct file_handle *)fid->handle;
+                p += fid->hdr.len;
+        }
+        return NULL;
+}
+
 /* How many events may be read now. Each holds an event fd and may open a
  * fill fd until answered; an event the kernel cannot give an fd reaches its
  * reader as EPERM, so stop short and let events wait in the kernel queue. */
@@ -190,55 +204,46 @@ static bool same_handle(const struct file_handle *a, const struct file_handle *b
  * named it. */
 static void notification_handle(struct tiered_fs *fs, const struct fanotify_event_metadata *md,
                                 const struct file_handle *leased, bool *hit) {
-        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
-
         if (md->mask & FAN_Q_OVERFLOW) {
                 log_error("%s: notification queue overflow: writes may have been missed; every archived file is "
                           "checked by its SHA-256 before release from now on", fs->mountpoint);
                 fs->writes_maybe_missed = true;
                 return;
         }
-        while (p + sizeof(struct fanotify_event_info_header) <= end) {
-                const struct fanotify_event_info_fid *fid = (const void *)p;
-                if (fid->hdr.len < sizeof(fid->hdr) || p + fid->hdr.len > end)
-                        return;
-                if (fid->hdr.info_type == FAN_EVENT_INFO_TYPE_FID) {
-                        struct file_handle *fh = (struct file_handle *)fid->handle;
-                        if (same_handle(fh, leased)) {
-                                *hit = true;
-                                return;
-                        }
-                        _cleanup_close_ int fd = open_by_handle_at(fs->root_fd, fh, O_RDONLY | O_CLOEXEC);
-                        _cleanup_(stub_done) struct stub s = {};
-                        const char *err = "";
-                        int r;
-                        if (fd < 0)
-                                return; /* gone */
-                        r = stub_read_fd(fd, &s, &err);
-                        if (r == -ENODATA || (r == 0 && s.state == STUB_DIRTY)) {
-                                /* Nothing to track until it is archived: stop
-                                 * hearing of its writes (archive removes this). */
-                                fsgroup_ignore_changes(fs, fd, true);
-                                return;
-                        }
-                        if (r < 0)
-                                return;
-                        if (s.state == STUB_ARCHIVED) {
-                                s.state = STUB_DIRTY;
-                                int r = stub_write_fd(fd, &s);
-                                if (r < 0)
-                                        log_error_errno(r, "cannot mark %s dirty: %m", s.key);
-                                else
-                                        log_info("tenant %s: file of %s written: dirty", s.tenant, s.key);
-                                fsgroup_ignore_changes(fs, fd, true);
-                        }
-                        /* Partial or released: only tierd writes such a file
-                         * (fills, punches; any other writer restores it whole
-                         * first), and the kernel reports those writes too. */
-                        return;
-                }
-                p += fid->hdr.len;
+        struct file_handle *fh = fanotify_event_fid(md);
+        if (!fh)
+                return;
+        if (same_handle(fh, leased)) {
+                *hit = true;
+                return;
         }
+        _cleanup_close_ int fd = open_by_handle_at(fs->root_fd, fh, O_RDONLY | O_CLOEXEC);
+        _cleanup_(stub_done) struct stub s = {};
+        const char *err = "";
+        int r;
+        if (fd < 0)
+                return; /* gone */
+        r = stub_read_fd(fd, &s, &err);
+        if (r == -ENODATA || (r == 0 && s.state == STUB_DIRTY)) {
+                /* Nothing to track until it is archived: stop hearing of its
+                 * writes (archive removes this). */
+                fsgroup_ignore_changes(fs, fd, true);
+                return;
+        }
+        if (r < 0)
+                return;
+        if (s.state == STUB_ARCHIVED) {
+                s.state = STUB_DIRTY;
+                r = stub_write_fd(fd, &s);
+                if (r < 0)
+                        log_error_errno(r, "cannot mark %s dirty: %m", s.key);
+                else
+                        log_info("tenant %s: file of %s written: dirty", s.tenant, s.key);
+                fsgroup_ignore_changes(fs, fd, true);
+        }
+        /* Partial or released: only tierd writes such a file (fills,
+         * punches; any other writer restores it whole first), and the kernel
+         * reports those writes too. */
 }
 
 void fsgroup_drain_notifications(struct tiered_fs *fs) { fsgroup_drain_notifications_except(fs, NULL); }

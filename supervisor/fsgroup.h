@@ -25,6 +25,8 @@ int fsgroup_attach(struct tiered_fs *fs);
 void fsgroup_resume_reading(struct tierd *t);
 /* The range a FAN_PRE_ACCESS event carries, if any. */
 bool fanotify_event_range(const struct fanotify_event_metadata *md, uint64_t *offset, uint64_t *count);
+/* The file handle of a FAN_REPORT_FID event, or NULL. */
+struct file_handle *fanotify_event_fid(const struct fanotify_event_metadata *md);
 void fsgroup_close(struct tiered_fs *fs);
 
 /* Inode ignore mark: the file is whole, reads need nothing from us. */

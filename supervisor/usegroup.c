@@ -19,7 +19,7 @@
 #define USE_BUF 65536
 
 static void use_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
-        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
+        const struct file_handle *fh;
 
         if (md->mask & FAN_Q_OVERFLOW) {
                 log_error("%s: use queue overflow: its tenants' files are scanned again", fs->mountpoint);
@@ -28,22 +28,14 @@ static void use_event(struct tiered_fs *fs, const struct fanotify_event_metadata
                                 usage_scan(&fs->t->tenants[i]);
                 return;
         }
-        while (p + sizeof(struct fanotify_event_info_header) <= end) {
-                const struct fanotify_event_info_fid *fid = (const void *)p;
-                if (fid->hdr.len < sizeof(fid->hdr) || p + fid->hdr.len > end)
-                        return;
-                if (fid->hdr.info_type == FAN_EVENT_INFO_TYPE_FID) {
-                        const struct file_handle *fh = (const struct file_handle *)fid->handle;
-                        if (md->mask & FAN_DELETE_SELF)
-                                usage_deleted(fs, fh);
-                        else if (md->mask & (FAN_CLOSE_WRITE | FAN_MOVE_SELF))
-                                usage_written(fs, fh);
-                        else if (md->mask & FAN_OPEN)
-                                usage_opened(fs, fh);
-                        return;
-                }
-                p += fid->hdr.len;
-        }
+        if (!(fh = fanotify_event_fid(md)))
+                return;
+        if (md->mask & FAN_DELETE_SELF)
+                usage_deleted(fs, fh);
+        else if (md->mask & (FAN_CLOSE_WRITE | FAN_MOVE_SELF))
+                usage_written(fs, fh);
+        else if (md->mask & FAN_OPEN)
+                usage_opened(fs, fh);
 }
 
 static int on_use(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
