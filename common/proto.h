@@ -26,6 +26,12 @@ enum proto_flags {
         /* The fill covers the whole object: check the SHA-256 of what was
          * fetched before answering, punch the file back on mismatch. */
         PROTO_FILL_WHOLE = 1u << 0,
+        /* Verify every chunk fetched against the manifest (root in
+         * `manifest`, chunk size in `chunk`) before a byte of it is written. */
+        PROTO_FILL_MANIFEST = 1u << 1,
+        /* Reply to an archive: `manifest` holds the root of the manifest
+         * stored with the object (files of two chunks or more). */
+        PROTO_REPLY_MANIFEST = 1u << 2,
 };
 
 /* Everything a worker knows, from tierd, never from argv or environment. */
@@ -64,6 +70,8 @@ struct proto_request {
         uint64_t size; /* object size */
         char key[STUB_KEY_MAX];
         uint8_t sha256[32];
+        uint64_t chunk;       /* archive: the manifest's chunk size; fill: the stub's */
+        uint8_t manifest[32]; /* fill with PROTO_FILL_MANIFEST: its root */
 };
 
 /* A reply with this id is no answer: the worker reports that its seccomp
@@ -76,10 +84,11 @@ struct proto_request {
 struct proto_reply {
         uint64_t id;
         int32_t error; /* 0 or a negative errno */
-        uint32_t reserved;
+        uint32_t flags; /* PROTO_REPLY_MANIFEST */
         uint64_t bytes; /* fetched (fill) or stored (archive) */
         uint64_t size;  /* archive: bytes hashed */
         uint8_t sha256[32];
+        uint8_t manifest[32];
 };
 
 /* Sends one record, with fd attached unless fd < 0. */

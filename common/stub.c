@@ -54,6 +54,12 @@ void stub_key_for_hash(const uint8_t sha256[32], char key[STUB_KEY_MAX]) {
         snprintf(key, STUB_KEY_MAX, "sha256/%s", hex);
 }
 
+void stub_manifest_key(const uint8_t root[32], char key[STUB_KEY_MAX]) {
+        char hex[65];
+        hex_encode(root, 32, hex);
+        snprintf(key, STUB_KEY_MAX, "manifest/%s", hex);
+}
+
 /* Unsigned decimal, no sign, no leading garbage, no overflow. */
 static int parse_u64(const char *v, uint64_t *ret, int base) {
         uint64_t x = 0;
@@ -138,10 +144,13 @@ static int parse_ranges(const char *v, uint64_t size, struct range_set *out) {
 }
 
 enum {
-        F_V, F_TENANT, F_STATE, F_KEY, F_SIZE, F_SHA, F_MODE, F_UID, F_GID, F_MTIME, F_CHUNK, F_FCAPS, F_RANGES, _F_MAX
+        F_V, F_TENANT, F_STATE, F_KEY, F_SIZE, F_SHA, F_MODE, F_UID, F_GID, F_MTIME, F_CHUNK, F_FCAPS, F_RANGES,
+        F_MANIFEST, /* optional: the fields before it are required */
+        _F_MAX
 };
 static const char *const field_names[_F_MAX] = {
         "v", "tenant", "state", "key", "size", "sha256", "mode", "uid", "gid", "mtime", "chunk", "fcaps", "ranges",
+        "manifest",
 };
 
 int stub_parse(const char *text, size_t len, struct stub *ret, const char **error) {
@@ -209,7 +218,7 @@ int stub_parse(const char *text, size_t len, struct stub *ret, const char **erro
                 *error = "unsupported stub version";
                 return -EINVAL;
         }
-        for (size_t i = 0; i < _F_MAX; i++)
+        for (size_t i = 0; i < F_MANIFEST; i++)
                 if (!values[i]) {
                         *error = "stub record misses a required key";
                         return -EINVAL;
@@ -241,6 +250,11 @@ int stub_parse(const char *text, size_t len, struct stub *ret, const char **erro
         CHECK(r == 0, "bad ranges in stub");
         CHECK(s.state == STUB_PARTIAL || s.populated.n == 0, "ranges in a stub that is not partial");
         CHECK(s.state != STUB_PARTIAL || s.populated.n > 0, "a partial stub without ranges");
+        if (values[F_MANIFEST]) {
+                CHECK(strlen(values[F_MANIFEST]) == 64 && hex_decode(values[F_MANIFEST], s.manifest, 32) == 0,
+                      "bad manifest in stub");
+                s.has_manifest = true;
+        }
 #undef CHECK
         *ret = s;
         return 0;
@@ -278,6 +292,14 @@ int stub_format(const struct stub *s, char *buf, size_t size) {
                 return -E2BIG;
         buf[n++] = '\n';
         buf[n] = 0;
+        if (s->has_manifest) {
+                char root[65];
+                hex_encode(s->manifest, 32, root);
+                k = snprintf(buf + n, size - n, "manifest=%s\n", root);
+                if (k < 0 || (size_t)k >= size - n)
+                        return -E2BIG;
+                n += (size_t)k;
+        }
         return (int)n;
 }
 

@@ -15,6 +15,8 @@
  *   chunk=1048576               fill granularity this file was archived with
  *   fcaps=<hex>                 security.capability at archive (may be empty)
  *   ranges=0+1048576,...        populated ranges (offset+length), partial only
+ *   manifest=<64 hex>           optional: the root of the chunk manifest
+ *                               (common/manifest.h), object "manifest/<root>"
  *
  * Which ranges are populated is tierd's own record, not the extent map:
  * holes can be real zeros.
@@ -62,6 +64,8 @@ struct stub {
         uint8_t fcaps[STUB_FCAPS_MAX];
         size_t fcaps_len;
         struct range_set populated; /* meaningful in STUB_PARTIAL only */
+        bool has_manifest;          /* archived with a chunk manifest */
+        uint8_t manifest[32];       /* its root */
 };
 
 const char *stub_state_to_string(enum stub_state s);
@@ -89,3 +93,5 @@ int stub_set_pinned_fd(int fd, bool pinned);
 
 /* Content-addressed object key for a SHA-256 ("sha256/<hex>"). */
 void stub_key_for_hash(const uint8_t sha256[32], char key[STUB_KEY_MAX]);
+/* The manifest object's key for its root ("manifest/<hex>"). */
+void stub_manifest_key(const uint8_t root[32], char key[STUB_KEY_MAX]);

@@ -49,7 +49,8 @@ static int fail(struct parse_ctx *c, const char *tenant, const char *key, const 
  * only in tenants). */
 #define SETTING_KEYS "backend", "chunk", "readahead", "small_file", "endpoint", "region", "credentials", "addressing", \
         "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size", \
-        "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "pin", "restore"
+        "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "pin", "restore", \
+        "verify"
 static const char *const tenant_keys[] = { "name", "subvolume", "mount", SETTING_KEYS };
 static const char *const default_keys[] = { SETTING_KEYS };
 
@@ -129,6 +130,7 @@ struct tenant_settings {
         uint64_t quota, archive_after, archive_min_size, archive_rate;
         double high_watermark, low_watermark;
         const char *restore;
+        bool verify;
 };
 
 static int get_fraction(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, double *ret) {
@@ -276,6 +278,12 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
                 return r;
         if (r > 0 && strcmp(s->restore, "range") != 0 && strcmp(s->restore, "whole") != 0)
                 return fail(c, tenant, "restore", "must be \"range\" or \"whole\"");
+        json_object *v;
+        if (json_object_object_get_ex(o, "verify", &v)) {
+                if (!json_object_is_type(v, json_type_boolean))
+                        return fail(c, tenant, "verify", "must be true or false");
+                s->verify = json_object_get_boolean(v);
+        }
         return 0;
 }
 
@@ -392,7 +400,7 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .quota = s.quota, .high_watermark = s.high_watermark, .low_watermark = s.low_watermark,
                 .archive_after_usec = s.archive_after, .archive_min_size = s.archive_min_size,
                 .archive_rate = s.archive_rate, .pin = strings_to_strv(s.pin),
-                .restore_whole = s.restore && strcmp(s.restore, "whole") == 0,
+                .restore_whole = s.restore && strcmp(s.restore, "whole") == 0, .verify = s.verify,
         };
         if (!t->name || !t->subvolume || !t->mount || !t->backend || !t->region || !t->headers || !t->pin)
                 return -ENOMEM;
@@ -435,7 +443,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
                 .multipart_threshold = 64u << 20, .part_size = 8u << 20,
-                .high_watermark = 0.90, .low_watermark = 0.80,
+                .high_watermark = 0.90, .low_watermark = 0.80, .verify = true,
         };
         _cleanup_json_ json_object *root = NULL;
         json_object *v, *tenants;

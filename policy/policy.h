@@ -40,6 +40,7 @@ struct policy_tenant {
         uint64_t archive_rate;          /* upload bytes per second; 0: unbounded */
         char **pin;                     /* globs relative to the subvolume, NULL-terminated */
         bool restore_whole;             /* "restore": "whole" */
+        bool verify;                    /* ranged fills checked against the chunk manifest */
 };
 
 #define POLICY_WORKER_UIDS_DEFAULT_FIRST 59000u

@@ -240,6 +240,12 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
         req->msg.length = end - start;
         req->msg.size = s->size;
         req->msg.flags = whole ? PROTO_FILL_WHOLE : 0;
+        req->msg.chunk = s->chunk;
+        /* A ranged fill is checked chunk by chunk against the manifest. */
+        if (!whole && type == PROTO_FILL && s->has_manifest && f->tenant->cfg->verify) {
+                req->msg.flags |= PROTO_FILL_MANIFEST;
+                memcpy(req->msg.manifest, s->manifest, 32);
+        }
         memcpy(req->msg.key, s->key, sizeof(req->msg.key));
         memcpy(req->msg.sha256, s->sha256, 32);
         log_debug("tenant %s: %s %s [%llu, %llu)", f->tenant->cfg->name, type == PROTO_VERIFY ? "verify" : "fill",
@@ -321,7 +327,8 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
          * once, and a reader waits only for the piece it needs. */
         for (size_t j = 0; j < fresh.n; j++)
                 for (uint64_t a = fresh.r[j].start; a < fresh.r[j].end;) {
-                        uint64_t b = MIN(fresh.r[j].end, round_up_u64(a + 1, FILL_PIECE));
+                        /* Whole chunks: the manifest checks chunks. */
+                        uint64_t b = MIN(fresh.r[j].end, round_up_u64(a + 1, MAX((uint64_t)FILL_PIECE, s->chunk)));
                         if ((r = fill_submit(f, a, b, s, PROTO_FILL, false)) < 0)
                                 return r;
                         a = b;
@@ -630,7 +637,10 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
         w->parked_usec = now_usec();
         w->dirty = kind == ACCESS_CHANGE;
         w->whole = kind != ACCESS_READ || !fanotify_event_range(md, &offset, &count) || count == 0 ||
-                   s.size < tn->cfg->small_file || (s.mode & 0111) || tn->cfg->restore_whole;
+                   s.size < tn->cfg->small_file || (s.mode & 0111) || tn->cfg->restore_whole ||
+                   /* No manifest (archived before them, or one chunk):
+                    * only the whole-file hash can check what comes. */
+                   (tn->cfg->verify && !s.has_manifest);
         if (!w->whole) {
                 w->start = offset;
                 w->end = offset + count;

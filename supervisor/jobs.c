@@ -226,6 +226,10 @@ static void on_archived(struct request *req, const struct proto_reply *rep) {
         s.gid = after.st_gid;
         s.mtime = after.st_mtim;
         s.chunk = j->tn->cfg->chunk;
+        if (rep->flags & PROTO_REPLY_MANIFEST) {
+                s.has_manifest = true;
+                memcpy(s.manifest, rep->manifest, 32);
+        }
         n = fgetxattr(j->fd, "security.capability", s.fcaps, sizeof(s.fcaps));
         s.fcaps_len = n > 0 ? (size_t)n : 0;
         r = stub_write_fd(j->fd, &s);
@@ -297,6 +301,7 @@ int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void
                 return -ENOMEM;
         }
         *j = (struct archive_job){ .tn = tn, .fd = fd, .done = done, .userdata = userdata };
+        req->msg.chunk = tn->cfg->chunk; /* the manifest's chunks: the fills' */
         strcpy(j->path, f->name);
         fstat(fd, &j->before);
         worker_submit(&tn->worker, req);

@@ -40,6 +40,7 @@ else
 	run_suite "the worker's sandbox" bash tests/integration/sandbox.sh
 	run_suite "the D-Bus API through busctl, dbus-send and dbus-monitor" bash tests/integration/dbus.sh
 	run_suite "quotas and the policy engine" bash tests/integration/quota.sh
+	run_suite "integrity: chunk manifests" bash tests/integration/integrity.sh
 	run_suite "crashes: worker and tierd killed, handover, fd limit" bash tests/integration/crash.sh
 	run_suite "core on btrfs, daemons built with ASan+UBSan" env BUILD="$BUILD/asan" bash tests/integration/core.sh btrfs
 	for fs in btrfs xfs ext4; do

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "progress.h"
+#include "verify.h"
 
 #define BLOCK 4096u
 
@@ -151,7 +152,10 @@ static int serve_fill(struct backend *b, const struct proto_request *req, int fd
                         return -ENOMEM;
                 sink.md = md;
         }
-        r = b->ops->fetch(b, req->key, req->offset, req->length, fill_sink_write, &sink);
+        if (req->flags & PROTO_FILL_MANIFEST)
+                r = fetch_verified(b, req, fill_sink_write, &sink);
+        else
+                r = b->ops->fetch(b, req->key, req->offset, req->length, fill_sink_write, &sink);
         if (r < 0)
                 return r;
         rep->bytes = req->length;
@@ -185,7 +189,7 @@ static int serve_verify(const struct proto_request *req, int fd) {
         return 0;
 }
 
-static int serve_archive(struct backend *b, int fd, struct proto_reply *rep) {
+static int serve_archive(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep) {
         char key[STUB_KEY_MAX];
         struct stat st;
         uint64_t have;
@@ -194,7 +198,7 @@ static int serve_archive(struct backend *b, int fd, struct proto_reply *rep) {
         if (fstat(fd, &st) < 0)
                 return -errno;
         rep->size = (uint64_t)st.st_size;
-        r = sha256_fd_range(fd, 0, rep->size, rep->sha256, progress_each, NULL);
+        r = archive_hash_and_manifest(b, fd, rep->size, req->chunk, rep);
         if (r < 0)
                 return r;
         stub_key_for_hash(rep->sha256, key);
@@ -220,7 +224,7 @@ void worker_serve(struct backend *b, const struct proto_request *req, int fd, st
                 r = serve_verify(req, fd);
                 break;
         case PROTO_ARCHIVE:
-                r = serve_archive(b, fd, rep);
+                r = serve_archive(b, req, fd, rep);
                 break;
         default:
                 r = -EINVAL;

@@ -85,6 +85,33 @@ static void test_rejects_damage(void **state) {
         expect_rejected("gid=100", "gid=1\x01");        /* control byte */
 }
 
+/* The optional manifest root: kept across a round trip, checked when there. */
+static void test_manifest(void **state) {
+        struct stub a, b;
+        char buf[STUB_TEXT_MAX], bad[STUB_TEXT_MAX + 16];
+        const char *err = NULL;
+        (void)state;
+        sample(&a);
+        int n = stub_format(&a, buf, sizeof(buf));
+        assert_int_equal(stub_parse(buf, (size_t)n, &b, &err), 0);
+        assert_false(b.has_manifest); /* a stub without one parses */
+        stub_done(&b);
+        a.has_manifest = true;
+        memset(a.manifest, 0x5a, 32);
+        n = stub_format(&a, buf, sizeof(buf));
+        assert_non_null(strstr(buf, "manifest=5a5a"));
+        assert_int_equal(stub_parse(buf, (size_t)n, &b, &err), 0);
+        assert_true(b.has_manifest);
+        assert_memory_equal(b.manifest, a.manifest, 32);
+        stub_done(&b);
+        snprintf(bad, sizeof(bad), "%smanifest=5a\n", buf); /* twice */
+        assert_int_equal(stub_parse(bad, strlen(bad), &b, &err), -EINVAL);
+        char *m = strstr(buf, "manifest=");
+        m[9] = 'z';                                          /* not hex */
+        assert_int_equal(stub_parse(buf, strlen(buf), &b, &err), -EINVAL);
+        stub_done(&a);
+}
+
 static void test_rejects_truncation(void **state) {
         struct stub a, b;
         char buf[STUB_TEXT_MAX];
@@ -141,6 +168,7 @@ int main(void) {
                 cmocka_unit_test(test_round_trip),
                 cmocka_unit_test(test_rejects_damage),
                 cmocka_unit_test(test_rejects_truncation),
+                cmocka_unit_test(test_manifest),
                 cmocka_unit_test(test_states),
                 cmocka_unit_test(test_too_many_ranges),
         };

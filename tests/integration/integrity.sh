@@ -1,0 +1,73 @@
+#!/bin/bash
+# Integrity of ranged restores: every chunk written is checked against the
+# file's chunk manifest first. A corrupted byte in the stored object gives
+# EIO for reads of its chunk only; a corrupted manifest, EIO for every read;
+# an object swapped for another of the same length, EIO. Repaired, it reads.
+set -u
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+echo "# integrity: chunk manifests (btrfs, file:// store)"
+TIERCTL=$BUILD/tierctl
+FS=$TL_DIR/fs V=$TL_DIR/views/alpha STORE=$TL_DIR/store ORIG=$TL_DIR/orig
+mkdir -p "$STORE" "$ORIG"
+tl_loopfs btrfs 1G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
+tl_subvol btrfs "$FS/alpha"
+cat >"$TL_DIR/policy.json" <<EOF2
+{"tenants": [{"name": "alpha", "subvolume": "$FS/alpha", "mount": "$V", "backend": "file://$STORE",
+  "chunk": "1M", "readahead": 0, "small_file": 0}]}
+EOF2
+tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
+check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
+
+head -c $((8 << 20)) /dev/urandom >"$ORIG/a"
+head -c $((8 << 20)) /dev/urandom >"$ORIG/b"
+head -c $((3 << 19)) /dev/urandom >"$ORIG/small" # 1.5 MiB: two chunks, the last short
+for f in a b small; do cp "$ORIG/$f" "$V/$f"; done
+check "archive three files" "$TIERCTL" archive "$V/a" "$V/b" "$V/small"
+stub() { getfattr -n security.tierd --only-values "$1"; }
+root_of() { stub "$1" | sed -n 's/^manifest=//p'; }
+obj_of() { echo "$STORE/$(stub "$1" | sed -n 's/^key=//p')"; }
+check "each stub records its manifest's root" bash -c "[ -n '$(root_of "$V/a")' ] && [ -n '$(root_of "$V/small")' ]"
+check "... and the manifest is in the store" test -s "$STORE/manifest/$(root_of "$V/a")"
+OBJ=$(obj_of "$V/a") MAN=$STORE/manifest/$(root_of "$V/a")
+cp "$OBJ" "$TL_DIR/obj.good"
+cp "$MAN" "$TL_DIR/man.good"
+release() { "$TIERCTL" release "$@" >/dev/null; }
+read4k() { dd if="$1" bs=4096 skip=$(($2 / 4096)) count=1 status=none 2>/dev/null; }
+same4k() { cmp -s <(read4k "$1" "$3") <(read4k "$2" "$3"); }
+
+release "$V/a"
+check "a 4 KiB read in the middle reads right (verified)" same4k "$V/a" "$ORIG/a" $((5 << 20))
+check "... and only its chunk came back" test "$("$BUILD/tests/data-bytes" "$V/a")" -le $((1 << 20))
+
+# One byte of the stored object corrupted, in chunk 6.
+release "$V/a"
+AT=$(( (6 << 20) + RANDOM * 16 ))
+printf '\xff' | dd of="$OBJ" bs=1 seek=$AT conv=notrunc status=none
+cmp -s "$OBJ" "$TL_DIR/obj.good" || true
+check "a read of the corrupted chunk gets EIO" bash -c "! dd if='$V/a' of=/dev/null bs=4096 skip=$((AT / 4096)) count=1 status=none"
+check "... a read of another chunk of the file reads right" same4k "$V/a" "$ORIG/a" $((2 << 20))
+check "... nothing of the bad chunk was written" test "$("$BUILD/tests/data-bytes" "$V/a")" -le $((1 << 20))
+check "... the log names the object and the chunk" grep -q "chunk 6 .*does not match its manifest" "$TL_DIR/tierd.log"
+cp "$TL_DIR/obj.good" "$OBJ"
+check "repaired: the same read succeeds, right" same4k "$V/a" "$ORIG/a" $AT
+
+# The manifest corrupted: every read of the file fails, nothing written.
+release "$V/a"
+printf 'X' | dd of="$MAN" bs=1 seek=100 conv=notrunc status=none
+check "a corrupted manifest: reads get EIO" bash -c "! dd if='$V/a' of=/dev/null bs=4096 count=1 status=none"
+check "... nothing written" test "$("$BUILD/tests/data-bytes" "$V/a")" = 0
+cp "$TL_DIR/man.good" "$MAN"
+
+# An object swapped for another of the same length.
+release "$V/a" "$V/b"
+cp "$OBJ" "$TL_DIR/a.obj"
+cp "$(obj_of "$V/b")" "$OBJ"
+check "an object swapped for another of the same length: EIO" \
+	bash -c "! dd if='$V/a' of=/dev/null bs=4096 skip=256 count=1 status=none"
+cp "$TL_DIR/a.obj" "$OBJ"
+check "... put back: every byte right" cmp "$V/a" "$ORIG/a"
+release "$V/small"
+check "a file whose last chunk is short reads right" cmp "$V/small" "$ORIG/small"
+check "SIGTERM: tierd exits 0" tl_tierd_stop
+tl_summary

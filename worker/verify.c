@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+#include "verify.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "hash.h"
+#include "log.h"
+#include "macro.h"
+#include "manifest.h"
+#include "progress.h"
+#include "stub.h"
+
+#define LEAVES_MAX (1u << 22) /* 128 MiB of hashes at most; beyond, no manifest: the file restores whole */
+#define WINDOW (8u << 20)     /* bytes fetched and checked at once */
+
+struct chunk_hasher {
+        EVP_MD_CTX *md;
+        uint64_t chunk, pos, i;
+        uint8_t (*leaves)[32];
+};
+
+static int hash_chunks(void *ctx, const void *buf, size_t n) {
+        struct chunk_hasher *h = ctx;
+        const uint8_t *p = buf;
+
+        progress_report();
+        while (n > 0) {
+                size_t take = (size_t)MIN((uint64_t)n, h->chunk - h->pos % h->chunk);
+                EVP_DigestUpdate(h->md, p, take);
+                h->pos += take;
+                p += take;
+                n -= take;
+                if (h->pos % h->chunk == 0) {
+                        EVP_DigestFinal_ex(h->md, h->leaves[h->i++], NULL);
+                        EVP_DigestInit_ex(h->md, EVP_sha256(), NULL);
+                }
+        }
+        return 0;
+}
+
+static int store_manifest(struct backend *b, const uint8_t *buf, size_t len, const uint8_t root[32]) {
+        char key[STUB_KEY_MAX];
+        uint8_t sha[32];
+        uint64_t have;
+
+        stub_manifest_key(root, key);
+        if (b->ops->exists(b, key, &have) == 0 && have == len)
+                return 0;
+        _cleanup_close_ int fd = memfd_create("manifest", MFD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        for (size_t off = 0; off < len;) {
+                ssize_t w = write(fd, buf + off, len - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return -errno ?: -EIO;
+                off += (size_t)w;
+        }
+        EVP_Digest(buf, len, sha, NULL, EVP_sha256(), NULL);
+        return b->ops->store(b, key, fd, len, sha);
+}
+
+int archive_hash_and_manifest(struct backend *b, int fd, uint64_t size, uint64_t chunk, struct proto_reply *rep) {
+        _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
+        uint64_t chunks = chunk ? (size + chunk - 1) / chunk : 0;
+        struct chunk_hasher h = { .md = md, .chunk = chunk };
+        bool manifest = chunks >= 2 && chunks <= LEAVES_MAX;
+        int r;
+
+        if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+                return -ENOMEM;
+        if (manifest && !(h.leaves = calloc(chunks, 32)))
+                return -ENOMEM;
+        r = sha256_fd_range(fd, 0, size, rep->sha256, manifest ? hash_chunks : progress_each, manifest ? &h : NULL);
+        if (r < 0 || !manifest) {
+                free(h.leaves);
+                return r;
+        }
+        if (h.pos % chunk != 0)
+                EVP_DigestFinal_ex(md, h.leaves[h.i++], NULL); /* the short last chunk */
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t len;
+        r = h.i == chunks ? manifest_build((const uint8_t(*)[32])h.leaves, chunks, chunk, size, &buf, &len, rep->manifest)
+                          : -EIO;
+        free(h.leaves);
+        if (r < 0)
+                return r;
+        r = store_manifest(b, buf, len, rep->manifest);
+        if (r < 0)
+                return r;
+        rep->flags |= PROTO_REPLY_MANIFEST;
+        return 0;
+}
+
+struct mem_sink {
+        uint8_t *buf;
+        size_t len, cap;
+};
+
+static int mem_write(void *ctx, const void *data, size_t n) {
+        struct mem_sink *m = ctx;
+        progress_report();
+        if (n > m->cap - m->len)
+                return -EMSGSIZE; /* more than asked: a hostile or broken store */
+        memcpy(m->buf + m->len, data, n);
+        m->len += n;
+        return 0;
+}
+
+/* Exactly length bytes of key at offset into buf. */
+static int fetch_into(struct backend *b, const char *key, uint64_t offset, uint64_t length, uint8_t *buf) {
+        struct mem_sink m = { .buf = buf, .cap = length };
+        int r = b->ops->fetch(b, key, offset, length, mem_write, &m);
+        return r < 0 ? r : m.len == length ? 0 : -EIO;
+}
+
+/* The pages on the way from the top to one chunk's leaf, kept while the
+ * chunks of a fill follow one another. */
+struct path {
+        struct manifest m;
+        char key[STUB_KEY_MAX];
+        int64_t page[MANIFEST_LEVELS_MAX]; /* which page of each level is held, -1 none */
+        uint8_t bytes[MANIFEST_LEVELS_MAX][MANIFEST_PAGE];
+};
+
+static int leaf_of(struct backend *b, struct path *p, uint64_t chunk_index, const uint8_t **leaf) {
+        const struct manifest *m = &p->m;
+        if (m->levels == 1) {
+                *leaf = m->top + chunk_index * 32;
+                return 0;
+        }
+        for (int level = (int)m->levels - 2; level >= 0; level--) {
+                uint64_t idx = manifest_index_at((unsigned)level, chunk_index), page = idx / MANIFEST_FANOUT, off, len;
+                if (p->page[level] == (int64_t)page)
+                        continue;
+                manifest_page_range(m, (unsigned)level, idx, &off, &len);
+                int r = fetch_into(b, p->key, off, len, p->bytes[level]);
+                if (r == 0)
+                        r = manifest_check_page(m, (unsigned)level, page, p->bytes[level], len,
+                                                level + 2 < (int)m->levels ? p->bytes[level + 1] : NULL);
+                if (r < 0) {
+                        p->page[level] = -1;
+                        return r;
+                }
+                p->page[level] = (int64_t)page;
+                for (int below = level - 1; below >= 0; below--)
+                        p->page[below] = -1; /* they hang from another page now */
+        }
+        *leaf = manifest_hash_in_page(p->bytes[0], chunk_index);
+        return 0;
+}
+
+static bool chunk_matches(const uint8_t *data, size_t len, const uint8_t leaf[32]) {
+        uint8_t got[32];
+        EVP_Digest(data, len, got, NULL, EVP_sha256(), NULL);
+        return memcmp(got, leaf, 32) == 0;
+}
+
+int fetch_verified(struct backend *b, const struct proto_request *req, backend_sink_t sink, void *ctx) {
+        uint64_t chunk = req->chunk, end = req->offset + req->length, chunks;
+        _cleanup_free_ struct path *p = calloc(1, sizeof(*p));
+        _cleanup_free_ uint8_t *head = NULL, *win = NULL;
+        int r;
+
+        if (!p || chunk == 0 || req->offset % chunk || (end % chunk && end != req->size) || end > req->size)
+                return p ? -EINVAL : -ENOMEM;
+        chunks = (req->size + chunk - 1) / chunk;
+        size_t head_len = manifest_head_length(chunks);
+        stub_manifest_key(req->manifest, p->key);
+        uint64_t window = MAX((uint64_t)WINDOW, chunk) / chunk * chunk; /* whole chunks */
+        if (!head_len || !(head = malloc(head_len)) || !(win = malloc(window)))
+                return -ENOMEM;
+        r = fetch_into(b, p->key, 0, head_len, head);
+        if (r == 0)
+                r = manifest_parse_head(head, head_len, req->manifest, &p->m);
+        if (r == 0 && (p->m.chunk != chunk || p->m.size != req->size))
+                r = -EBADMSG;
+        if (r < 0) {
+                log_error("object %s: its manifest %s is missing or does not match its root: %s", req->key, p->key,
+                          strerror(-r));
+                return r == -ENOENT ? -EIO : -EBADMSG;
+        }
+        for (int l = 0; l < MANIFEST_LEVELS_MAX; l++)
+                p->page[l] = -1;
+
+        for (uint64_t at = req->offset; at < end;) {
+                uint64_t n = MIN(end - at, window);
+                if ((r = fetch_into(b, req->key, at, n, win)) < 0)
+                        return r;
+                /* Every chunk checked before any byte of the window is written. */
+                for (uint64_t c = at; c < at + n; c += chunk) {
+                        uint64_t len = MIN(chunk, at + n - c), index = c / chunk;
+                        const uint8_t *leaf;
+                        if ((r = leaf_of(b, p, index, &leaf)) < 0) {
+                                log_error("object %s: manifest page for chunk %llu does not verify", req->key,
+                                          (unsigned long long)index);
+                                return -EBADMSG;
+                        }
+                        if (chunk_matches(win + (c - at), len, leaf))
+                                continue;
+                        /* Once more: a transient corruption on the wire. */
+                        if ((r = fetch_into(b, req->key, c, len, win + (c - at))) < 0)
+                                return r;
+                        if (!chunk_matches(win + (c - at), len, leaf)) {
+                                log_error("object %s: chunk %llu (bytes %llu+%llu) does not match its manifest, twice: "
+                                          "nothing written", req->key, (unsigned long long)index,
+                                          (unsigned long long)c, (unsigned long long)len);
+                                return -EBADMSG;
+                        }
+                }
+                if ((r = sink(ctx, win, n)) < 0)
+                        return r;
+                at += n;
+        }
+        return 0;
+}
