@@ -76,7 +76,7 @@ $(BUILD)/tests/%: tests/helpers/%.c | deps
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Unit tests, built plain and with ASan+UBSan.
-UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/credentials.c worker/http-check.c
+UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/credentials.c worker/http-check.c worker/mcache.c
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 $(BUILD)/unit/%: tests/unit/%.c $(UNIT_LIB_SRC) | deps
 	@mkdir -p $(dir $@)

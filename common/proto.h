@@ -52,6 +52,7 @@ struct proto_config {
         uint32_t net_port;  /* the only TCP port it may connect to; 0: none */
         uint64_t connect_timeout_usec, stall_timeout_usec;
         uint64_t multipart_threshold, part_size;
+        uint64_t manifest_cache; /* bytes of verified manifest parts kept */
 };
 
 /* Secrets travel only here: never argv, environment, logs or D-Bus. */

@@ -50,7 +50,7 @@ static int fail(struct parse_ctx *c, const char *tenant, const char *key, const 
 #define SETTING_KEYS "backend", "chunk", "readahead", "small_file", "endpoint", "region", "credentials", "addressing", \
         "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size", \
         "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "pin", "restore", \
-        "verify"
+        "verify", "manifest_cache"
 static const char *const tenant_keys[] = { "name", "subvolume", "mount", SETTING_KEYS };
 static const char *const default_keys[] = { SETTING_KEYS };
 
@@ -127,7 +127,7 @@ struct tenant_settings {
         const char *backend, *endpoint, *region, *credentials, *addressing, *ca_file, *sse, *kms_key_id;
         json_object *headers, *pin;
         uint64_t chunk, readahead, small_file, connect_timeout, stall_timeout, multipart_threshold, part_size;
-        uint64_t quota, archive_after, archive_min_size, archive_rate;
+        uint64_t quota, archive_after, archive_min_size, archive_rate, manifest_cache;
         double high_watermark, low_watermark;
         const char *restore;
         bool verify;
@@ -278,6 +278,10 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
                 return r;
         if (r > 0 && strcmp(s->restore, "range") != 0 && strcmp(s->restore, "whole") != 0)
                 return fail(c, tenant, "restore", "must be \"range\" or \"whole\"");
+        if ((r = get_size(c, o, tenant, "manifest_cache", &s->manifest_cache)) < 0)
+                return r;
+        if (r > 0 && s->manifest_cache > (1ull << 30))
+                return fail(c, tenant, "manifest_cache", "must be at most 1G");
         json_object *v;
         if (json_object_object_get_ex(o, "verify", &v)) {
                 if (!json_object_is_type(v, json_type_boolean))
@@ -401,6 +405,7 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .archive_after_usec = s.archive_after, .archive_min_size = s.archive_min_size,
                 .archive_rate = s.archive_rate, .pin = strings_to_strv(s.pin),
                 .restore_whole = s.restore && strcmp(s.restore, "whole") == 0, .verify = s.verify,
+                .manifest_cache = s.manifest_cache,
         };
         if (!t->name || !t->subvolume || !t->mount || !t->backend || !t->region || !t->headers || !t->pin)
                 return -ENOMEM;
@@ -443,7 +448,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
                 .multipart_threshold = 64u << 20, .part_size = 8u << 20,
-                .high_watermark = 0.90, .low_watermark = 0.80, .verify = true,
+                .high_watermark = 0.90, .low_watermark = 0.80, .verify = true, .manifest_cache = 8u << 20,
         };
         _cleanup_json_ json_object *root = NULL;
         json_object *v, *tenants;
@@ -663,7 +668,8 @@ bool policy_tenant_worker_equal(const struct policy_tenant *a, const struct poli
             !str_equal(a->credentials, b->credentials) || a->virtual_hosted != b->virtual_hosted ||
             a->connect_timeout_usec != b->connect_timeout_usec || a->stall_timeout_usec != b->stall_timeout_usec ||
             !str_equal(a->ca_file, b->ca_file) || !str_equal(a->sse, b->sse) || !str_equal(a->kms_key_id, b->kms_key_id) ||
-            a->multipart_threshold != b->multipart_threshold || a->part_size != b->part_size)
+            a->multipart_threshold != b->multipart_threshold || a->part_size != b->part_size ||
+            a->manifest_cache != b->manifest_cache)
                 return false;
         for (; a->headers && b->headers && a->headers[i] && b->headers[i]; i++)
                 if (strcmp(a->headers[i], b->headers[i]) != 0)

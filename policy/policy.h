@@ -41,6 +41,7 @@ struct policy_tenant {
         char **pin;                     /* globs relative to the subvolume, NULL-terminated */
         bool restore_whole;             /* "restore": "whole" */
         bool verify;                    /* ranged fills checked against the chunk manifest */
+        uint64_t manifest_cache;        /* the worker's cache of manifest parts, bytes */
 };
 
 #define POLICY_WORKER_UIDS_DEFAULT_FIRST 59000u

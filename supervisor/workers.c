@@ -383,6 +383,7 @@ static void worker_config(struct tenant *tn, struct proto_config *cfg) {
         cfg->connect_timeout_usec = p->connect_timeout_usec;
         cfg->stall_timeout_usec = p->stall_timeout_usec;
         cfg->multipart_threshold = p->multipart_threshold;
+        cfg->manifest_cache = p->manifest_cache;
         cfg->part_size = p->part_size;
         cfg->uid = cfg->gid = (uint32_t)tn->worker_uid;
         worker_network(tn, cfg);

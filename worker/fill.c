@@ -134,7 +134,8 @@ static int test_hook(const struct proto_request *req, int fd) {
 }
 #endif
 
-static int serve_fill(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep) {
+static int serve_fill(struct backend *b, struct manifest_cache *mcache, const struct proto_request *req, int fd,
+                      struct proto_reply *rep) {
         _cleanup_md_ctx_ EVP_MD_CTX *md = NULL;
         struct fill_sink sink = { .fd = fd, .pos = req->offset };
         uint8_t got[32];
@@ -153,7 +154,7 @@ static int serve_fill(struct backend *b, const struct proto_request *req, int fd
                 sink.md = md;
         }
         if (req->flags & PROTO_FILL_MANIFEST)
-                r = fetch_verified(b, req, fill_sink_write, &sink);
+                r = fetch_verified(b, mcache, req, fill_sink_write, &sink);
         else
                 r = b->ops->fetch(b, req->key, req->offset, req->length, fill_sink_write, &sink);
         if (r < 0)
@@ -212,13 +213,14 @@ static int serve_archive(struct backend *b, const struct proto_request *req, int
         return 0;
 }
 
-void worker_serve(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep) {
+void worker_serve(struct backend *b, struct manifest_cache *mcache, const struct proto_request *req, int fd,
+                  struct proto_reply *rep) {
         int r;
 
         *rep = (struct proto_reply){ .id = req->id };
         switch (req->type) {
         case PROTO_FILL:
-                r = serve_fill(b, req, fd, rep);
+                r = serve_fill(b, mcache, req, fd, rep);
                 break;
         case PROTO_VERIFY:
                 r = serve_verify(req, fd);

@@ -35,6 +35,7 @@ struct job {
 struct worker {
         int sock;
         struct backend *backend;
+        struct manifest_cache *mcache;
         pthread_mutex_t lock;
         pthread_cond_t cond;
         struct job *head, *tail;
@@ -80,7 +81,7 @@ static void *worker_thread(void *arg) {
                         free(j);
                         continue;
                 }
-                worker_serve(w->backend, &j->req, j->fd, &rep);
+                worker_serve(w->backend, w->mcache, &j->req, j->fd, &rep);
                 close(j->fd);
                 int r = proto_send(w->sock, &rep, sizeof(rep), -1);
                 if (r < 0) {
@@ -146,6 +147,7 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
         explicit_bzero(&cfg.headers, sizeof(cfg.headers));
+        w.mcache = mcache_new(cfg.manifest_cache);
         for (unsigned i = 0; i < cfg.threads; i++)
                 if ((r = pthread_create(&threads[i], NULL, worker_thread, &w)) != 0) {
                         log_error_errno(r, "cannot start thread: %m");
@@ -204,5 +206,6 @@ int main(int argc, char **argv) {
         for (unsigned i = 0; i < cfg.threads; i++)
                 pthread_join(threads[i], NULL);
         w.backend->ops->close(w.backend);
+        mcache_free(w.mcache);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

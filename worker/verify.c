@@ -121,8 +121,11 @@ static int fetch_into(struct backend *b, const char *key, uint64_t offset, uint6
 }
 
 /* The pages on the way from the top to one chunk's leaf, kept while the
- * chunks of a fill follow one another. */
+ * chunks of a fill follow one another (and in the worker's cache across
+ * fills). */
 struct path {
+        struct manifest_cache *mcache;
+        uint8_t root[32];
         struct manifest m;
         char key[STUB_KEY_MAX];
         int64_t page[MANIFEST_LEVELS_MAX]; /* which page of each level is held, -1 none */
@@ -140,10 +143,17 @@ static int leaf_of(struct backend *b, struct path *p, uint64_t chunk_index, cons
                 if (p->page[level] == (int64_t)page)
                         continue;
                 manifest_page_range(m, (unsigned)level, idx, &off, &len);
-                int r = fetch_into(b, p->key, off, len, p->bytes[level]);
-                if (r == 0)
-                        r = manifest_check_page(m, (unsigned)level, page, p->bytes[level], len,
-                                                level + 2 < (int)m->levels ? p->bytes[level + 1] : NULL);
+                /* A cached page was checked on its way in, against the same
+                 * root: the same bytes. */
+                int r = 0;
+                if (!mcache_get(p->mcache, p->root, off, len, p->bytes[level])) {
+                        r = fetch_into(b, p->key, off, len, p->bytes[level]);
+                        if (r == 0)
+                                r = manifest_check_page(m, (unsigned)level, page, p->bytes[level], len,
+                                                        level + 2 < (int)m->levels ? p->bytes[level + 1] : NULL);
+                        if (r == 0)
+                                mcache_put(p->mcache, p->root, off, p->bytes[level], len);
+                }
                 if (r < 0) {
                         p->page[level] = -1;
                         return r;
@@ -162,7 +172,8 @@ static bool chunk_matches(const uint8_t *data, size_t len, const uint8_t leaf[32
         return memcmp(got, leaf, 32) == 0;
 }
 
-int fetch_verified(struct backend *b, const struct proto_request *req, backend_sink_t sink, void *ctx) {
+int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struct proto_request *req,
+                   backend_sink_t sink, void *ctx) {
         uint64_t chunk = req->chunk, end = req->offset + req->length, chunks;
         _cleanup_free_ struct path *p = calloc(1, sizeof(*p));
         _cleanup_free_ uint8_t *head = NULL, *win = NULL;
@@ -173,12 +184,17 @@ int fetch_verified(struct backend *b, const struct proto_request *req, backend_s
         chunks = (req->size + chunk - 1) / chunk;
         size_t head_len = manifest_head_length(chunks);
         stub_manifest_key(req->manifest, p->key);
+        p->mcache = mcache;
+        memcpy(p->root, req->manifest, 32);
         uint64_t window = MAX((uint64_t)WINDOW, chunk) / chunk * chunk; /* whole chunks */
         if (!head_len || !(head = malloc(head_len)) || !(win = malloc(window)))
                 return -ENOMEM;
-        r = fetch_into(b, p->key, 0, head_len, head);
+        bool cached = mcache_get(mcache, req->manifest, 0, head_len, head);
+        r = cached ? 0 : fetch_into(b, p->key, 0, head_len, head);
         if (r == 0)
                 r = manifest_parse_head(head, head_len, req->manifest, &p->m);
+        if (r == 0 && !cached)
+                mcache_put(mcache, req->manifest, 0, head, head_len);
         if (r == 0 && (p->m.chunk != chunk || p->m.size != req->size))
                 r = -EBADMSG;
         if (r < 0) {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "mcache.h"
 #include "proto.h"
 
 /* Hashes fd's first size bytes whole (into rep->sha256) and per chunk; for
@@ -20,4 +21,5 @@ int archive_hash_and_manifest(struct backend *b, int fd, uint64_t size, uint64_t
  * verifies each chunk against the manifest before handing it to sink. A
  * chunk that does not match is fetched once more; then -EBADMSG, and
  * nothing of it reaches sink. */
-int fetch_verified(struct backend *b, const struct proto_request *req, backend_sink_t sink, void *ctx);
+int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struct proto_request *req,
+                   backend_sink_t sink, void *ctx);

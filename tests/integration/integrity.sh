@@ -52,9 +52,17 @@ check "... the log names the object and the chunk" grep -q "chunk 6 .*does not m
 cp "$TL_DIR/obj.good" "$OBJ"
 check "repaired: the same read succeeds, right" same4k "$V/a" "$ORIG/a" $AT
 
-# The manifest corrupted: every read of the file fails, nothing written.
+# The worker keeps verified manifest parts: a manifest corrupted after
+# them does not matter to it...
 release "$V/a"
 printf 'X' | dd of="$MAN" bs=1 seek=100 conv=notrunc status=none
+check "verified manifest parts are cached: a corrupted manifest behind them is not read again" \
+	same4k "$V/a" "$ORIG/a" $((3 << 20))
+# ... but a new worker (cold cache) sees it: every read fails, nothing written.
+W=$(pgrep -P "$TL_TIERD_PID" tierd-worker)
+kill -KILL $W
+for _ in $(seq 50); do N=$(pgrep -P "$TL_TIERD_PID" tierd-worker); [ -n "$N" ] && [ "$N" != "$W" ] && break; sleep 0.1; done
+release "$V/a"
 check "a corrupted manifest: reads get EIO" bash -c "! dd if='$V/a' of=/dev/null bs=4096 count=1 status=none"
 check "... nothing written" test "$("$BUILD/tests/data-bytes" "$V/a")" = 0
 cp "$TL_DIR/man.good" "$MAN"
