@@ -40,7 +40,7 @@ BINARIES := $(BUILD)/tierd $(BUILD)/tierd-worker $(BUILD)/tierd-holder $(BUILD)/
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test-*.c))
 
-.PHONY: all deps demo bench check asan-daemons testhooks-daemons install clean
+.PHONY: all deps demo bench fuzz check asan-daemons testhooks-daemons install clean
 all: $(BINARIES)
 
 # Installs only what is missing, so it is cheap when nothing is.
@@ -87,6 +87,21 @@ $(BUILD)/unit-asan/%: tests/unit/%.c $(UNIT_LIB_SRC) | deps
 
 UNIT_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-asan/,$(UNIT_TESTS))
 
+# Fuzz targets: make check runs each one's own driver (random mutations of a
+# valid input) under ASan+UBSan; make fuzz builds them for libFuzzer (clang).
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz-*.c))
+FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS)
+fuzz: $(COMMON_SRC)
+	@mkdir -p $(BUILD)/libfuzzer
+	@for t in $(FUZZ_TARGETS); do \
+		clang $(BASE_CFLAGS) $(PKG_CFLAGS) -O1 -g -DFUZZING_WITH_LIBFUZZER -fsanitize=fuzzer,address,undefined \
+			-o $(BUILD)/libfuzzer/$$t tests/fuzz/$$t.c $(COMMON_SRC) $(PKG_LIBS) || exit 1; \
+		echo "built $(BUILD)/libfuzzer/$$t (run it: it fuzzes until stopped)"; \
+	done
+
 # The daemons built with ASan+UBSan, for one integration pass in make check;
 # sanitizers cannot run under the worker's seccomp filter and Landlock, so
 # this build leaves the sandbox out (a compile-time switch, never a flag).
@@ -103,7 +118,7 @@ testhooks-daemons:
 		$(BUILD)/testhooks/tierctl \
 		$(patsubst $(BUILD)/%,$(BUILD)/testhooks/%,$(TEST_HELPERS))
 
-check: all $(TEST_HELPERS) $(UNIT_BINS) asan-daemons testhooks-daemons
+check: all $(TEST_HELPERS) $(UNIT_BINS) $(FUZZ_BINS) asan-daemons testhooks-daemons
 	@BUILD=$(abspath $(BUILD)) bash tests/run-all.sh
 
 demo: all $(TEST_HELPERS)

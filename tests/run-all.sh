@@ -30,6 +30,7 @@ skip_suite() { echo "skip - $1: $2"; SKIP=$((SKIP + 1)); }
 
 for t in "$BUILD"/unit/test-*; do run_suite "unit $(basename "$t")" "$t"; done
 for t in "$BUILD"/unit-asan/test-*; do run_suite "unit (ASan+UBSan) $(basename "$t")" "$t"; done
+for t in "$BUILD"/fuzz/fuzz-*; do run_suite "fuzz driver (ASan+UBSan) $(basename "$t")" "$t" 200000; done
 
 if [ "$(id -u)" -ne 0 ]; then
 	skip_suite "integration" "needs root (loop devices, fanotify pre-content groups): run sudo make check"
