@@ -206,7 +206,10 @@ static int verb_reload(sd_bus *bus) {
 
 static void usage(FILE *f) {
         fprintf(f, "Usage: tierctl VERB [ARGS]\n\n"
-                   "  archive PATH...          upload files to their tenant's store (they stay local)\n"
+                   "  archive [--rehash] PATH...\n"
+                   "                           upload files to their tenant's store (they stay local);\n"
+                   "                           --rehash: add a chunk manifest to files archived without\n"
+                   "                           one (released ones are restored first)\n"
                    "  release PATH...          free the local blocks of archived, unchanged files\n"
                    "  restore PATH...          bring released files back whole\n"
                    "  pin PATH...              never release these files (released ones come back)\n"
@@ -246,11 +249,15 @@ int main(int argc, char **argv) {
         verb = argv[1];
         argv += 2;
         argc -= 2;
-        /* "--json" may stand anywhere among the arguments of status. */
+        /* "--json" (status) and "--rehash" (archive) may stand anywhere
+         * among the arguments. */
+        bool rehash = false;
         int n = 0;
         for (int i = 0; i < argc; i++) {
                 if (strcmp(verb, "status") == 0 && strcmp(argv[i], "--json") == 0)
                         json = true;
+                else if (strcmp(verb, "archive") == 0 && strcmp(argv[i], "--rehash") == 0)
+                        rehash = true;
                 else
                         argv[n++] = argv[i];
         }
@@ -281,6 +288,8 @@ int main(int argc, char **argv) {
                 return verb_reload(bus);
         if (strcmp(verb, "monitor") == 0)
                 return verb_monitor(bus);
+        if (rehash)
+                return verb_file_job(bus, "Rehash", verb, argc, argv);
         for (size_t i = 0; i < ARRAY_SIZE(file_verbs); i++)
                 if (strcmp(verb, file_verbs[i].verb) == 0)
                         return verb_file_job(bus, file_verbs[i].method, verb, argc, argv);

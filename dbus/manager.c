@@ -178,6 +178,7 @@ FILE_JOB_METHODS(release, job_release)
 FILE_JOB_METHODS(restore, job_restore)
 FILE_JOB_METHODS(pin, job_pin)
 FILE_JOB_METHODS(unpin, job_unpin)
+FILE_JOB_METHODS(rehash, job_rehash)
 
 static int method_cancel_job(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         struct tierd *t = userdata;
@@ -335,6 +336,7 @@ static const sd_bus_vtable manager_vtable[] = {
         FILE_JOB_VTABLE("Restore", "RestorePaths", restore),
         FILE_JOB_VTABLE("Pin", "PinPaths", pin),
         FILE_JOB_VTABLE("Unpin", "UnpinPaths", unpin),
+        FILE_JOB_VTABLE("Rehash", "RehashPaths", rehash),
         SD_BUS_METHOD_WITH_ARGS("CancelJob", SD_BUS_ARGS("o", job), SD_BUS_NO_RESULT, method_cancel_job,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("FileStatus", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ssssttb)", files),

@@ -254,7 +254,9 @@ static bool stub_matches_file(const struct stub *s, int fd) {
                st.st_mtim.tv_nsec == s->mtime.tv_nsec;
 }
 
-int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
+/* rehash: an archived file without a chunk manifest is hashed (and its
+ * manifest stored) again; the object, content-addressed, is not sent again. */
+static int archive(struct tierd *t, const struct file_ref *f, bool rehash, job_done_t done, void *userdata) {
         _cleanup_(stub_done) struct stub s = {};
         struct archive_job *j;
         struct request *req;
@@ -282,7 +284,7 @@ int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void
          * file here would upload holes as zeros. Archived and unchanged:
          * nothing to do. */
         if (r == 0 && (s.state == STUB_PARTIAL || s.state == STUB_RELEASED ||
-                       (s.state == STUB_ARCHIVED && stub_matches_file(&s, fd)))) {
+                       (s.state == STUB_ARCHIVED && stub_matches_file(&s, fd) && !(rehash && !s.has_manifest)))) {
                 close(fd);
                 done(userdata, 0, NULL);
                 return 0;
@@ -306,6 +308,39 @@ int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void
         fstat(fd, &j->before);
         worker_submit(&tn->worker, req);
         return 0;
+}
+
+int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
+        return archive(t, f, false, done, userdata);
+}
+
+struct rehash_job {
+        struct tierd *t;
+        const struct file_ref *f;
+        job_done_t done;
+        void *userdata;
+};
+
+static void rehash_restored(void *userdata, int error, const char *message) {
+        struct rehash_job *j = userdata;
+        if (error < 0)
+                j->done(j->userdata, error, message);
+        else if (archive(j->t, j->f, true, j->done, j->userdata) < 0)
+                j->done(j->userdata, -ENOMEM, NULL);
+        free(j);
+}
+
+/* Released or partial: brought back whole first (the bytes must be local
+ * to be hashed), then hashed again. */
+int job_rehash(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
+        struct rehash_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        *j = (struct rehash_job){ .t = t, .f = f, .done = done, .userdata = userdata };
+        int r = job_restore(t, f, rehash_restored, j);
+        if (r < 0)
+                free(j);
+        return r;
 }
 
 struct restore_job {

@@ -35,6 +35,9 @@ typedef void (*job_done_t)(void *userdata, int error, const char *message);
 typedef int (*file_job_t)(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 
 int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
+/* Archive again to add a chunk manifest to a file archived without one
+ * (tierctl archive --rehash); a released file is restored for it first. */
+int job_rehash(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 int job_restore(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 /* Local work only; waits for fills of the file in flight to end first. */
 int job_release(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
