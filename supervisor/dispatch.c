@@ -48,6 +48,7 @@ struct fill {
         bool whole_verified; /* PROTO_FILL_WHOLE: checked against the SHA-256 */
         bool verify;         /* a PROTO_VERIFY of the whole file */
         uint64_t reserved;   /* counted against the tenant's quota until done */
+        bool unverified;     /* a ranged fill no manifest checks (see struct tfile) */
 };
 
 struct idle_callback {
@@ -68,6 +69,10 @@ struct tfile {
         int fd; /* the fill fd: O_RDWR through the private mount */
         struct fill *fills;
         struct waiter *waiters;
+        /* Filled by ranged fills nothing checked (a file without a manifest,
+         * verify on): not recorded as populated, so no reader is let
+         * through to them, until the whole file passes its SHA-256. */
+        struct range_set unverified;
 };
 
 static void file_progress(struct tfile *f);
@@ -190,6 +195,7 @@ static void file_free(struct tfile *f) {
                         break;
                 }
         safe_close(f->fd);
+        range_set_done(&f->unverified);
         t->fds_in_flight--;
         fsgroup_resume_reading(t);
         for (struct idle_callback *c; (c = f->idle);) {
@@ -233,7 +239,9 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
         }
         *fl = (struct fill){ .file = f, .start = start, .end = end, .whole_verified = whole,
                              .verify = type == PROTO_VERIFY, .next = f->fills,
-                             .reserved = type == PROTO_FILL ? end - start : 0 };
+                             .reserved = type == PROTO_FILL ? end - start : 0,
+                             .unverified = type == PROTO_FILL && !whole && !s->has_manifest &&
+                                           f->tenant->cfg->verify };
         f->tenant->quota_reserved += fl->reserved;
         f->fills = fl;
         req->msg.offset = start;
@@ -254,9 +262,22 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
         return 0;
 }
 
+/* In flight, or in and waiting for the whole-file check: not to fetch. */
 static void in_flight(const struct tfile *f, struct range_set *out) {
         for (const struct fill *fl = f->fills; fl; fl = fl->next)
                 range_set_add(out, fl->start, fl->end);
+        for (size_t i = 0; i < f->unverified.n; i++)
+                range_set_add(out, f->unverified.r[i].start, f->unverified.r[i].end);
+}
+
+/* Every byte in, recorded or waiting for the whole-file check. */
+static bool all_in(const struct tfile *f, const struct stub *s) {
+        _cleanup_(range_set_done) struct range_set in = {};
+        for (size_t i = 0; i < s->populated.n; i++)
+                range_set_add(&in, s->populated.r[i].start, s->populated.r[i].end);
+        for (size_t i = 0; i < f->unverified.n; i++)
+                range_set_add(&in, f->unverified.r[i].start, f->unverified.r[i].end);
+        return range_set_covers(&in, 0, s->size);
 }
 
 static bool verify_in_flight(const struct tfile *f) {
@@ -371,7 +392,7 @@ static void file_progress(struct tfile *f) {
         }
         /* Every range in, by whatever reads: check the whole file once, so it
          * becomes archived and gets its ignore mark. */
-        if (r == 0 && s.state == STUB_PARTIAL && !f->fills && range_set_covers(&s.populated, 0, s.size)) {
+        if (r == 0 && s.state == STUB_PARTIAL && !f->fills && all_in(f, &s)) {
                 int k = fill_submit(f, 0, s.size, &s, PROTO_VERIFY, false);
                 if (k < 0)
                         log_error_errno(k, "tenant %s: cannot start a verification: %m", f->tenant->cfg->name);
@@ -414,6 +435,8 @@ static int file_record_fill(struct tfile *f, const struct fill *fl) {
                 return r;
         if (s.state == STUB_ARCHIVED || s.state == STUB_DIRTY)
                 return 0;
+        if (fl->unverified)
+                return range_set_add(&f->unverified, fl->start, fl->end);
         if (fl->verify || fl->whole_verified) {
                 /* Our fills' modify events are queued: hear them while the
                  * stub still says partial, or they would make it dirty. */
@@ -484,8 +507,10 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep) {
                 tenant_set_last_error(f->tenant, "%s of %s [%llu, %llu) failed: %s",
                                       fl->verify ? "verification" : "fill", req->msg.key,
                                       (unsigned long long)fl->start, (unsigned long long)fl->end, strerror(-r));
-                if (r == -EBADMSG)
+                if (r == -EBADMSG) {
                         file_record_verify_failure(f);
+                        range_set_clear(&f->unverified); /* punched back with the rest */
+                }
                 /* Everyone who needed these bytes gets EIO, never zeros. */
                 for (struct waiter *w = f->waiters; w; w = w->next)
                         if (w->whole || fl->verify || fl->whole_verified || (w->start < fl->end && fl->start < w->want_end))

@@ -167,6 +167,7 @@ int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *messag
 struct archive_job {
         struct tenant *tn;
         int fd;
+        uint64_t chunk; /* the manifest's, asked of the worker: a reload may change the tenant's meanwhile */
         struct stat before;
         job_done_t done;
         void *userdata;
@@ -225,7 +226,7 @@ static void on_archived(struct request *req, const struct proto_reply *rep) {
         s.uid = after.st_uid;
         s.gid = after.st_gid;
         s.mtime = after.st_mtim;
-        s.chunk = j->tn->cfg->chunk;
+        s.chunk = j->chunk;
         if (rep->flags & PROTO_REPLY_MANIFEST) {
                 s.has_manifest = true;
                 memcpy(s.manifest, rep->manifest, 32);
@@ -303,7 +304,7 @@ static int archive(struct tierd *t, const struct file_ref *f, bool rehash, job_d
                 return -ENOMEM;
         }
         *j = (struct archive_job){ .tn = tn, .fd = fd, .done = done, .userdata = userdata };
-        req->msg.chunk = tn->cfg->chunk; /* the manifest's chunks: the fills' */
+        req->msg.chunk = j->chunk = tn->cfg->chunk; /* the manifest's chunks: the fills' */
         strcpy(j->path, f->name);
         fstat(fd, &j->before);
         worker_submit(&tn->worker, req);

@@ -47,8 +47,9 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
         return 0;
 }
 
-/* Writes data at the sink's position, skipping whole zero blocks: the file
- * was punched, so they already read as zeros, and a sparse file stays sparse. */
+/* Writes data at the sink's position, skipping whole zero blocks: serve_fill
+ * punched the range first, so they read as zeros, and a sparse file stays
+ * sparse. */
 static int fill_sink_write(void *ctx, const void *data, size_t n) {
         struct fill_sink *s = ctx;
         const uint8_t *p = data;
@@ -145,6 +146,11 @@ static int serve_fill(struct backend *b, struct manifest_cache *mcache, const st
         if ((r = test_hook(req, fd)) <= 0)
                 return r;
 #endif
+        /* Whatever a failed fill left in the range goes first: the zero
+         * blocks skipped below must read as zeros, not as its leftovers. */
+        if (req->length > 0 && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)req->offset,
+                                         (off_t)req->length) < 0 && errno != EOPNOTSUPP)
+                return -errno;
         if (req->flags & PROTO_FILL_WHOLE) {
                 if (req->offset != 0 || req->length != req->size)
                         return -EINVAL;

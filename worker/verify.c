@@ -15,7 +15,8 @@
 #include "progress.h"
 #include "stub.h"
 
-#define LEAVES_MAX (1u << 22) /* 128 MiB of hashes at most; beyond, no manifest: the file restores whole */
+#define LEAVES_MAX (1u << 20)  /* 32 MiB of hashes at most; beyond, no manifest: the file restores whole */
+#define CHUNK_MAX (64u << 20)  /* a fill holds a chunk in memory to check it: bigger ones get no manifest */
 #define WINDOW (8u << 20)     /* bytes fetched and checked at once */
 
 struct chunk_hasher {
@@ -70,7 +71,7 @@ int archive_hash_and_manifest(struct backend *b, int fd, uint64_t size, uint64_t
         _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
         uint64_t chunks = chunk ? (size + chunk - 1) / chunk : 0;
         struct chunk_hasher h = { .md = md, .chunk = chunk };
-        bool manifest = chunks >= 2 && chunks <= LEAVES_MAX;
+        bool manifest = chunks >= 2 && chunks <= LEAVES_MAX && chunk <= CHUNK_MAX;
         int r;
 
         if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
@@ -179,7 +180,8 @@ int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struc
         _cleanup_free_ uint8_t *head = NULL, *win = NULL;
         int r;
 
-        if (!p || chunk == 0 || req->offset % chunk || (end % chunk && end != req->size) || end > req->size)
+        if (!p || chunk == 0 || chunk > CHUNK_MAX || req->offset % chunk || (end % chunk && end != req->size) ||
+            end > req->size)
                 return p ? -EINVAL : -ENOMEM;
         chunks = (req->size + chunk - 1) / chunk;
         size_t head_len = manifest_head_length(chunks);
@@ -191,16 +193,19 @@ int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struc
                 return -ENOMEM;
         bool cached = mcache_get(mcache, req->manifest, 0, head_len, head);
         r = cached ? 0 : fetch_into(b, p->key, 0, head_len, head);
-        if (r == 0)
-                r = manifest_parse_head(head, head_len, req->manifest, &p->m);
+        if (r < 0) {
+                /* The store failed, not the manifest: the error as it is. */
+                log_error("object %s: cannot fetch its manifest %s: %s", req->key, p->key, strerror(-r));
+                return r == -ENOENT ? -EIO : r;
+        }
+        r = manifest_parse_head(head, head_len, req->manifest, &p->m);
         if (r == 0 && !cached)
                 mcache_put(mcache, req->manifest, 0, head, head_len);
         if (r == 0 && (p->m.chunk != chunk || p->m.size != req->size))
                 r = -EBADMSG;
         if (r < 0) {
-                log_error("object %s: its manifest %s is missing or does not match its root: %s", req->key, p->key,
-                          strerror(-r));
-                return r == -ENOENT ? -EIO : -EBADMSG;
+                log_error("object %s: its manifest %s does not match its root", req->key, p->key);
+                return -EBADMSG;
         }
         for (int l = 0; l < MANIFEST_LEVELS_MAX; l++)
                 p->page[l] = -1;
@@ -214,9 +219,10 @@ int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struc
                         uint64_t len = MIN(chunk, at + n - c), index = c / chunk;
                         const uint8_t *leaf;
                         if ((r = leaf_of(b, p, index, &leaf)) < 0) {
-                                log_error("object %s: manifest page for chunk %llu does not verify", req->key,
-                                          (unsigned long long)index);
-                                return -EBADMSG;
+                                if (r == -EBADMSG)
+                                        log_error("object %s: manifest page for chunk %llu does not verify", req->key,
+                                                  (unsigned long long)index);
+                                return r; /* a store error stays one */
                         }
                         if (chunk_matches(win + (c - at), len, leaf))
                                 continue;

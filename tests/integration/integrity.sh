@@ -93,5 +93,26 @@ release "$V/old"
 check "... then a 4 KiB read brings back its chunk only, right" \
 	bash -c "cmp -s <(dd if='$V/old' bs=4096 skip=1024 count=1 status=none) <(dd if='$ORIG/b' bs=4096 skip=1024 count=1 status=none) &&
 	[ \$('$BUILD/tests/data-bytes' '$V/old') -le $((1 << 20)) ]"
+# A partial file without a manifest (partly restored before manifests):
+# the rest comes in ranged pieces no manifest checks, recorded only once the
+# whole file passes its SHA-256; a bad object leaves nothing behind.
+partial_no_manifest() { # FILE: released, one chunk read, manifest line dropped
+	release "$1"
+	read4k "$1" 0 >/dev/null
+	setfattr -n security.tierd -v "$(stub "$1" | grep -v '^manifest=')
+" "$1"
+}
+partial_no_manifest "$V/a"
+check "a partial file without a manifest: state partial, one chunk local" \
+	bash -c "getfattr -n security.tierd --only-values '$V/a' | grep -qx state=partial"
+check "... a read of another chunk completes it, verified whole, every byte right" \
+	bash -c "cmp '$V/a' '$ORIG/a' && getfattr -n security.tierd --only-values '$V/a' | grep -qx state=archived"
+"$TIERCTL" archive --rehash "$V/a" >/dev/null
+partial_no_manifest "$V/a"
+printf '\xff' | dd of="$OBJ" bs=1 seek=$(( (7 << 20) + 5 )) conv=notrunc status=none
+check "... with a corrupted object: EIO, never its bytes" bash -c "! cat '$V/a' >/dev/null 2>&1"
+check "... and the file is released again, nothing of it kept" \
+	bash -c "getfattr -n security.tierd --only-values '$V/a' | grep -qx state=released && [ \$('$BUILD/tests/data-bytes' '$V/a') = 0 ]"
+cp "$TL_DIR/obj.good" "$OBJ"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary
