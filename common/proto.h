@@ -34,6 +34,11 @@ enum proto_flags {
         PROTO_REPLY_MANIFEST = 1u << 2,
 };
 
+/* A fill's error: the object's manifest is not in the store (lost, or a
+ * store that never kept it). tierd then restores the file whole, which
+ * the whole-file hash checks, rather than fail every read of it. */
+#define PROTO_ENOMANIFEST ENOMSG
+
 /* Everything a worker knows, from tierd, never from argv or environment. */
 struct proto_config {
         uint32_t type;

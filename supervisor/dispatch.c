@@ -398,6 +398,9 @@ static void file_progress(struct tfile *f) {
                         log_error_errno(k, "tenant %s: cannot start a verification: %m", f->tenant->cfg->name);
         }
         for (struct waiter *w = f->waiters; w && r == 0; w = w->next) {
+                /* No manifest (any more): only the whole file can be checked. */
+                if (f->tenant->cfg->verify && !s.has_manifest)
+                        w->whole = true;
                 int k = waiter_dispatch(f, w, &s);
                 if (k == -EDQUOT)
                         w->error = EDQUOT; /* said and signalled by quota.c */
@@ -481,6 +484,24 @@ static void file_record_verify_failure(struct tfile *f) {
                 log_error("tenant %s: cannot reset the stub of a file that failed verification", f->tenant->cfg->name);
 }
 
+/* The manifest is gone from the store: the stub forgets it, and the file
+ * restores whole from now on (checked by its whole-file hash). */
+static int file_forget_manifest(struct tfile *f) {
+        _cleanup_(stub_done) struct stub s = {};
+        const char *err = "";
+        int r = stub_read_fd(f->fd, &s, &err);
+        if (r < 0 || !s.has_manifest)
+                return r < 0 ? r : 0;
+        s.has_manifest = false;
+        r = stub_write_fd(f->fd, &s);
+        if (r < 0)
+                return r;
+        log_warning("tenant %s: the manifest of %s is not in the store: the file restores whole from now on "
+                    "(tierctl archive --rehash stores a new one)", f->tenant->cfg->name, s.key);
+        tenant_set_last_error(f->tenant, "the manifest of %s is not in the store", s.key);
+        return 0;
+}
+
 static void on_fill_done(struct request *req, const struct proto_reply *rep) {
         struct fill *fl = req->userdata;
         struct tfile *f = fl->file;
@@ -499,6 +520,11 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep) {
         }
         if (r == 0)
                 r = file_record_fill(f, fl);
+        if (r == -PROTO_ENOMANIFEST && file_forget_manifest(f) == 0) {
+                free(fl);
+                file_progress(f); /* its waiters restore it whole now */
+                return;
+        }
         if (r < 0) {
                 c->fill_errors++;
                 log_error("tenant %s: %s of %s [%llu, %llu) failed: %s", f->tenant->cfg->name,

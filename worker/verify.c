@@ -196,7 +196,7 @@ int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struc
         if (r < 0) {
                 /* The store failed, not the manifest: the error as it is. */
                 log_error("object %s: cannot fetch its manifest %s: %s", req->key, p->key, strerror(-r));
-                return r == -ENOENT ? -EIO : r;
+                return r == -ENOENT ? -PROTO_ENOMANIFEST : r;
         }
         r = manifest_parse_head(head, head_len, req->manifest, &p->m);
         if (r == 0 && !cached)

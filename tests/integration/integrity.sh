@@ -114,5 +114,19 @@ check "... with a corrupted object: EIO, never its bytes" bash -c "! cat '$V/a' 
 check "... and the file is released again, nothing of it kept" \
 	bash -c "getfattr -n security.tierd --only-values '$V/a' | grep -qx state=released && [ \$('$BUILD/tests/data-bytes' '$V/a') = 0 ]"
 cp "$TL_DIR/obj.good" "$OBJ"
+# The manifest lost from the store: the file restores whole (its hash
+# checks it), the stub forgets the manifest; --rehash stores it again.
+release "$V/b"
+rm -f "$STORE/manifest/$(root_of "$V/b")"
+W=$(pgrep -P "$TL_TIERD_PID" tierd-worker); kill -KILL $W # its cache holds none of b's, but be sure
+for _ in $(seq 50); do N=$(pgrep -P "$TL_TIERD_PID" tierd-worker); [ -n "$N" ] && [ "$N" != "$W" ] && break; sleep 0.1; done
+check "a manifest lost from the store: a 4 KiB read still reads right" same4k "$V/b" "$ORIG/b" $((6 << 20))
+check "... the file came back whole, checked by its hash" \
+	bash -c "cmp '$V/b' '$ORIG/b' && getfattr -n security.tierd --only-values '$V/b' | grep -qx state=archived"
+check "... the stub forgot the manifest" test -z "$(root_of "$V/b")"
+check "... and the log says so" grep -q 'not in the store: the file restores whole' "$TL_DIR/tierd.log"
+check "tierctl archive --rehash stores a new one" "$TIERCTL" archive --rehash "$V/b"
+R=$(root_of "$V/b")
+check "... the stub names it, and it is in the store" test -n "$R" -a -f "$STORE/manifest/$R"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary
