@@ -8,8 +8,11 @@
  *   accessors are classified  supervisor/access.c
  *   groups, marks, views      supervisor/fsgroup.c, supervisor/views.c
  *   restarts without a gap    supervisor/handover.c, journal.c, fdstore.c
- *   archive/release/restore   supervisor/jobs.c
- *   the policy is decided     policy/policy.c
+ *   fills are checked         worker/verify.c        (chunk manifests, common/manifest.c)
+ *   archive/release/restore   supervisor/jobs.c      (D-Bus jobs: dbus/job.c)
+ *   the policy is read        policy/policy.c        (watched: supervisor/policywatch.c)
+ *   the policy is decided     policy/engine.c        (carried out: supervisor/quota.c,
+ *                                                     supervisor/autoarchive.c; files: usage.c)
  */
 #pragma once
 
