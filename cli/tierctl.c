@@ -141,13 +141,25 @@ static int status_files(sd_bus *bus, int n, char **argv, bool json) {
         return ret;
 }
 
+/* The tenant's quota and the bytes tierd counts against it (0, 0 if the
+ * properties cannot be read). */
+static void tenant_quota(sd_bus *bus, const char *name, uint64_t *quota, uint64_t *used) {
+        char *path = NULL;
+        *quota = *used = 0;
+        if (sd_bus_path_encode("/org/tierd1/tenant", name, &path) < 0)
+                return;
+        sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_TENANT, "Quota", NULL, 't', quota);
+        sd_bus_get_property_trivial(bus, BUS_NAME, path, BUS_TENANT, "UsedBytes", NULL, 't', used);
+        free(path);
+}
+
 static int status_tenants(sd_bus *bus, bool json) {
         _cleanup_(msg_unrefp) sd_bus_message *reply = NULL;
         sd_bus_error e = SD_BUS_ERROR_NULL;
         const char *name, *subvol, *mount, *backend, *wstate;
         uint32_t pid;
-        uint64_t res, rel, f_res, f_arch, f_part, f_rel, f_dirty, fills, fbytes, ferr;
-        char h1[16], h2[16], h3[16], files[96];
+        uint64_t res, rel, f_res, f_arch, f_part, f_rel, f_dirty, fills, fbytes, ferr, quota, used;
+        char h1[16], h2[16], h3[16], h4[16], h5[16], files[96], quota_col[40];
         int r, k = 0;
 
         r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "TenantStatus", &e, &reply, "");
@@ -159,12 +171,13 @@ static int status_tenants(sd_bus *bus, bool json) {
         if (json)
                 printf("[");
         else
-                printf("%-12s %-10s %7s %8s %8s %-32s %8s %8s %6s  %s\n", "TENANT", "WORKER", "PID", "LOCAL", "REMOTE",
-                       "FILES local/arch/part/rel/dirty", "FILLS", "FETCHED", "ERRORS", "VIEW");
+                printf("%-12s %-10s %7s %8s %8s %-15s %-32s %8s %8s %6s  %s\n", "TENANT", "WORKER", "PID", "LOCAL",
+                       "REMOTE", "QUOTA used/max", "FILES local/arch/part/rel/dirty", "FILLS", "FETCHED", "ERRORS", "VIEW");
         r = sd_bus_message_enter_container(reply, 'a', "(sssssutttttttttt)");
         while (r >= 0 && (r = sd_bus_message_read(reply, "(sssssutttttttttt)", &name, &subvol, &mount, &backend, &wstate,
                                                   &pid, &res, &rel, &f_res, &f_arch, &f_part, &f_rel, &f_dirty, &fills,
                                                   &fbytes, &ferr)) > 0) {
+                tenant_quota(bus, name, &quota, &used);
                 if (json) {
                         printf("%s{\"name\":", k++ ? "," : "");
                         json_string(name);
@@ -177,14 +190,21 @@ static int status_tenants(sd_bus *bus, bool json) {
                         printf(",\"worker\":{\"state\":\"%s\",\"pid\":%u},\"resident_bytes\":%" PRIu64
                                ",\"released_bytes\":%" PRIu64 ",\"files\":{\"resident\":%" PRIu64 ",\"archived\":%" PRIu64
                                ",\"partial\":%" PRIu64 ",\"released\":%" PRIu64 ",\"dirty\":%" PRIu64 "},\"fills\":%" PRIu64
-                               ",\"fill_bytes\":%" PRIu64 ",\"fill_errors\":%" PRIu64 "}",
-                               wstate, pid, res, rel, f_res, f_arch, f_part, f_rel, f_dirty, fills, fbytes, ferr);
+                               ",\"fill_bytes\":%" PRIu64 ",\"fill_errors\":%" PRIu64 ",\"quota\":%" PRIu64
+                               ",\"used_bytes\":%" PRIu64 "}",
+                               wstate, pid, res, rel, f_res, f_arch, f_part, f_rel, f_dirty, fills, fbytes, ferr, quota,
+                               used);
                 } else {
                         snprintf(files, sizeof(files), "%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64, f_res,
                                  f_arch, f_part, f_rel, f_dirty);
-                        printf("%-12s %-10s %7u %8s %8s %-32s %8" PRIu64 " %8s %6" PRIu64 "  %s\n", name, wstate, pid,
-                               human_size(res, h1), human_size(rel, h2), files, fills, human_size(fbytes, h3), ferr,
-                               mount);
+                        if (quota)
+                                snprintf(quota_col, sizeof(quota_col), "%s/%s", human_size(used, h4),
+                                         human_size(quota, h5));
+                        else
+                                snprintf(quota_col, sizeof(quota_col), "-");
+                        printf("%-12s %-10s %7u %8s %8s %-15s %-32s %8" PRIu64 " %8s %6" PRIu64 "  %s\n", name, wstate,
+                               pid, human_size(res, h1), human_size(rel, h2), quota_col, files, fills,
+                               human_size(fbytes, h3), ferr, mount);
                 }
         }
         if (json)

@@ -66,6 +66,8 @@ check "... the tenant stayed within its quota all along (max $(cat "$TL_DIR/max"
 	test "$(cat "$TL_DIR/max")" -le "$quota"
 check "... by releasing files (QuotaReleases $(prop $ALPHA QuotaReleases))" test "$(prop $ALPHA QuotaReleases)" -gt 10
 check "... no fill was denied" test "$(prop $ALPHA QuotaDenials)" = 0
+check "tierctl status shows alpha's quota, used of 64M" bash -c "'$TIERCTL' status | grep '^alpha ' | grep -Eq ' [0-9.]+[KMG]?B?/64M '"
+check "... and --json its bytes" bash -c "'$TIERCTL' status --json | grep -q '\"quota\":$((64 << 20))'"
 check "pinned by the glob: keep/49 and keep/50 stayed local" \
 	bash -c "[ \"\$('$BUILD/tests/data-bytes' '$A/keep/49')\" = $((4 << 20)) ] && [ \"\$('$BUILD/tests/data-bytes' '$A/keep/50')\" = $((4 << 20)) ]"
 check "pinned by mark: data/1 stayed local" test "$("$BUILD/tests/data-bytes" "$A/data/1")" = $((4 << 20))
