@@ -51,21 +51,15 @@ static void on_archived(void *userdata, int error, const char *message) {
 
 /* The file at index as a file_ref (its name beneath the subvolume). */
 static int ref_of_index(struct tenant *tn, size_t index, struct file_ref *ref) {
-        char link[32], where[PATH_MAX], msg[256];
+        char view[PATH_MAX + 32], msg[256];
         _cleanup_close_ int fd = usage_open_index(tn, index, O_PATH);
         if (fd < 0)
                 return fd;
-        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, where, sizeof(where) - 1);
-        if (n <= 1)
-                return -ENOENT;
-        where[n] = 0;
-        char view[PATH_MAX + 32];
-        size_t k = strcmp(tn->subvol_rel, ".") == 0 ? 0 : strlen(tn->subvol_rel) + 1;
-        if (strlen(where + 1) <= k || (k && (strncmp(where + 1, tn->subvol_rel, k - 1) != 0 || where[k] != '/')) ||
-            (n > 10 && strcmp(where + n - 10, " (deleted)") == 0))
+        _cleanup_free_ char *rel = usage_rel_of_fd(tn, fd);
+        size_t n = rel ? strlen(rel) : 0;
+        if (n == 0 || (n > 10 && strcmp(rel + n - 10, " (deleted)") == 0))
                 return -ENOENT; /* moved out of the tenant, or deleted */
-        snprintf(view, sizeof(view), "%s/%s", tn->cfg->mount, where + 1 + k);
+        snprintf(view, sizeof(view), "%s/%s", tn->cfg->mount, rel);
         return file_ref_from_path(tn->t, view, ref, msg, sizeof(msg)) < 0 ? -ENOENT : 0;
 }
 

@@ -148,8 +148,7 @@ static bool pinned(const struct tenant *tn, int fd, const char *rel) {
         return false;
 }
 
-/* The file's path beneath the subvolume, through the private mount. */
-static char *rel_of_fd(const struct tenant *tn, int fd) {
+char *usage_rel_of_fd(const struct tenant *tn, int fd) {
         char link[32], where[PATH_MAX];
         snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
         ssize_t n = readlink(link, where, sizeof(where) - 1);
@@ -195,7 +194,7 @@ static void upsert(struct tenant *tn, int fd, const char *rel) {
             name_to_handle_at(fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0 || !key_of(&h.fh, &k))
                 return;
         if (!rel && tn->cfg->pin[0])
-                rel = own_rel = rel_of_fd(tn, fd);
+                rel = own_rel = usage_rel_of_fd(tn, fd);
         int r = stub_read_fd(fd, &s, &err);
         size_t slot = find(u, &k);
         if (slot == SIZE_MAX) {
@@ -500,13 +499,13 @@ void usage_written(struct tiered_fs *fs, const struct file_handle *fh) {
                 tn = &fs->t->tenants[i];
                 if (tn->fs != fs || !tn->usage)
                         continue;
-                _cleanup_free_ char *rel = rel_of_fd(tn, fd);
-                slot = find(tn->usage, &k);
-                if (rel) {
+                _cleanup_free_ char *rel = usage_rel_of_fd(tn, fd);
+                if (rel)
                         upsert(tn, fd, rel);
-                        if ((slot = find(tn->usage, &k)) != SIZE_MAX)
-                                tn->usage->files[slot].last_use = (uint32_t)time(NULL);
-                } else if (slot != SIZE_MAX)
+                slot = find(tn->usage, &k);
+                if (rel && slot != SIZE_MAX)
+                        tn->usage->files[slot].last_use = (uint32_t)time(NULL);
+                else if (slot != SIZE_MAX)
                         forget_slot(tn->usage, slot);
         }
 }
@@ -524,7 +523,7 @@ void usage_deleted(struct tiered_fs *fs, const struct file_handle *fh) {
 }
 
 bool usage_pinned_fd(const struct tenant *tn, int fd) {
-        _cleanup_free_ char *rel = tn->cfg->pin[0] ? rel_of_fd(tn, fd) : NULL;
+        _cleanup_free_ char *rel = tn->cfg->pin[0] ? usage_rel_of_fd(tn, fd) : NULL;
         return pinned(tn, fd, rel);
 }
 

@@ -43,6 +43,9 @@ const struct engine_file *usage_files(const struct tenant *tn, size_t *n);
 size_t usage_index_of_fd(const struct tenant *tn, int fd);
 /* Opens the file at index (through the private mount), or -errno. */
 int usage_open_index(const struct tenant *tn, size_t index, int flags);
+/* fd's path beneath the tenant's subvolume (malloc'd), read through the
+ * private mount, or NULL if it is not beneath it. */
+char *usage_rel_of_fd(const struct tenant *tn, int fd);
 /* Pinned by its mark or by one of the tenant's globs, by its name now. */
 bool usage_pinned_fd(const struct tenant *tn, int fd);
 /* Drops deleted files' slots once they are half the table. */
