@@ -16,7 +16,8 @@ DATADIR ?= $(PREFIX)/share
 SYSTEMDUNITDIR ?= /lib/systemd/system
 PKGS := mount libsystemd json-c libcrypto libcurl libseccomp
 DEB_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
-	libcmocka-dev libseccomp-dev btrfs-progs xfsprogs e2fsprogs attr dbus dbus-bin systemd util-linux procps
+	libcmocka-dev libseccomp-dev btrfs-progs xfsprogs e2fsprogs attr dbus dbus-bin systemd util-linux procps \
+	runc busybox-static python3-yaml
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -136,7 +137,8 @@ install: all
 	install -Dm755 $(BUILD)/tierd-worker $(DESTDIR)$(LIBEXECDIR)/tierd-worker
 	install -Dm755 $(BUILD)/tierd-holder $(DESTDIR)$(LIBEXECDIR)/tierd-holder
 	install -Dm644 -t $(DESTDIR)$(DATADIR)/dbus-1/interfaces dbus/org.tierd1.Manager.xml dbus/org.tierd1.Tenant.xml \
-		dbus/org.tierd1.Job.xml
+		dbus/org.tierd1.Job.xml dbus/org.tierd1.Container.xml
+	install -Dm644 contrib/oci/tierd-hook.json $(DESTDIR)$(DATADIR)/containers/oci/hooks.d/tierd.json
 	install -Dm644 contrib/dbus/org.tierd1.conf $(DESTDIR)$(DATADIR)/dbus-1/system.d/org.tierd1.conf
 	install -Dm644 contrib/systemd/tierd.service $(DESTDIR)$(SYSTEMDUNITDIR)/tierd.service
 

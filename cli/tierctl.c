@@ -242,7 +242,16 @@ static void usage(FILE *f) {
                    "                           policy file and applied\n"
                    "  metrics                  every counter, in the Prometheus text format\n"
                    "  monitor                  tierd's signals as they come (worker exits and starts,\n"
-                   "                           property changes), until interrupted\n\n"
+                   "                           property changes), until interrupted\n"
+                   "  container attach ID --tenant NAME --pid PID [--path /data] [--rootfs DIR]\n"
+                   "            [--namespace NS] [--read-only]\n"
+                   "                           place the tenant's view in a running container (its\n"
+                   "                           own root unless --rootfs) and give it a worker\n"
+                   "  container detach ID      undo it   container list   the attached containers\n"
+                   "  oci-hook [createRuntime|poststop]\n"
+                   "                           the OCI runtime hook: reads the container state on stdin\n"
+                   "                           and the bundle's annotations tierd.io/tenant,\n"
+                   "                           tierd.io/mount-path (default /data), tierd.io/read-only\n\n"
                    "File verbs run as tierd jobs; on a terminal they show a progress bar, and\n"
                    "Ctrl-C cancels what has not started.\n"
                    "Talks to tierd over the D-Bus system bus (DBUS_SYSTEM_BUS_ADDRESS).\n"
@@ -269,6 +278,9 @@ int main(int argc, char **argv) {
         verb = argv[1];
         argv += 2;
         argc -= 2;
+        /* Before any bus: a container without our annotation costs nothing. */
+        if (strcmp(verb, "oci-hook") == 0)
+                return verb_oci_hook(argc, argv);
         /* "--json" (status) and "--rehash" (archive) may stand anywhere
          * among the arguments. */
         bool rehash = false;
@@ -283,7 +295,7 @@ int main(int argc, char **argv) {
         }
         argc = n;
         bool known = strcmp(verb, "status") == 0 || strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0 ||
-                     strcmp(verb, "reload") == 0 || strcmp(verb, "tenant") == 0;
+                     strcmp(verb, "reload") == 0 || strcmp(verb, "tenant") == 0 || strcmp(verb, "container") == 0;
         for (size_t i = 0; i < ARRAY_SIZE(file_verbs); i++)
                 known = known || strcmp(verb, file_verbs[i].verb) == 0;
         if (!known) {
@@ -304,6 +316,8 @@ int main(int argc, char **argv) {
                 return verb_metrics(bus);
         if (strcmp(verb, "tenant") == 0)
                 return verb_tenant(bus, argc, argv);
+        if (strcmp(verb, "container") == 0)
+                return verb_container(bus, argc, argv);
         if (strcmp(verb, "reload") == 0)
                 return verb_reload(bus);
         if (strcmp(verb, "monitor") == 0)

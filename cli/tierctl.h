@@ -22,5 +22,11 @@ int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, c
 int verb_tenant(sd_bus *bus, int argc, char **argv);
 /* tierctl metrics: every counter in the Prometheus text format. */
 int verb_metrics(sd_bus *bus);
+/* tierctl oci-hook [STAGE]: the OCI runtime hook (state JSON on stdin);
+ * connects to the bus only for containers with a tierd.io/tenant
+ * annotation. cli/container.c. */
+int verb_oci_hook(int argc, char **argv);
+/* tierctl container attach|detach|list: argv starts after "container". */
+int verb_container(sd_bus *bus, int argc, char **argv);
 /* tierctl monitor: tierd's signals as they come, until interrupted. */
 int verb_monitor(sd_bus *bus);

@@ -30,6 +30,7 @@ static inline void closedirp(DIR **d) { if (*d) closedir(*d); }
 #define _cleanup_free_ _cleanup_(freep)
 /* Hands a pointer over: the variable forgets it (its cleanup does nothing). */
 #define TAKE_PTR(p) ({ typeof(p) _taken = (p); (p) = NULL; _taken; })
+#define TAKE_FD(fd) ({ int _taken = (fd); (fd) = -1; _taken; })
 #define _cleanup_close_ _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 #define _cleanup_closedir_ _cleanup_(closedirp)

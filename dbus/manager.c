@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "container.h"
 #include "job.h"
 #include "jobs.h"
 #include "reload.h"
@@ -350,6 +351,14 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("ReloadPolicy", "", "", method_reload_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("SetTenantPolicy", SD_BUS_ARGS("s", name, "s", settings), SD_BUS_NO_RESULT,
                                 method_set_tenant_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("AttachContainer",
+                                SD_BUS_ARGS("s", id, "s", tenant, "u", pid, "s", rootfs, "s", mount_path, "s",
+                                            kubernetes_namespace, "a{sv}", options),
+                                SD_BUS_RESULT("o", container), container_bus_method_attach, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("DetachContainer", SD_BUS_ARGS("s", id), SD_BUS_NO_RESULT, container_bus_method_detach,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListContainers", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ssuso)", containers),
+                                container_bus_method_list, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("PolicyReloaded", SD_BUS_ARGS("s", path), 0),
         SD_BUS_SIGNAL_WITH_ARGS("QuotaPressure",
                                 SD_BUS_ARGS("s", tenant, "o", path, "t", used, "t", quota, "t", need), 0),
@@ -357,6 +366,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_SIGNAL_WITH_ARGS("JobRemoved",
                                 SD_BUS_ARGS("u", id, "o", job, "s", operation, "s", result, "u", done, "u", failed,
                                             "a(uss)", errors), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("ContainerAttached", SD_BUS_ARGS("s", id, "s", tenant, "o", container), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("ContainerDetached", SD_BUS_ARGS("s", id, "s", tenant, "o", container, "s", reason), 0),
         SD_BUS_SIGNAL_WITH_ARGS("WorkerStarted", SD_BUS_ARGS("s", tenant, "o", path, "u", pid), 0),
         SD_BUS_SIGNAL_WITH_ARGS("WorkerExited", SD_BUS_ARGS("s", tenant, "o", path, "u", pid, "s", how, "i", status), 0),
         SD_BUS_VTABLE_END,
@@ -370,6 +381,8 @@ int manager_bus_open(struct tierd *t) {
         if (r < 0)
                 return log_error_errno(r, "cannot publish %s: %m", TIERD_BUS_PATH);
         r = tenant_bus_publish(t);
+        if (r >= 0)
+                r = container_bus_publish(t);
         if (r < 0)
                 return r;
         /* A predecessor's connection may take a moment to be dropped by

@@ -2,6 +2,7 @@
 #include "policy.h"
 
 #include <ctype.h>
+#include <fnmatch.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -51,7 +52,7 @@ static int fail(struct parse_ctx *c, const char *tenant, const char *key, const 
         "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size", \
         "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "pin", "restore", \
         "verify", "manifest_cache"
-static const char *const tenant_keys[] = { "name", "subvolume", "mount", SETTING_KEYS };
+static const char *const tenant_keys[] = { "name", "subvolume", "mount", "namespaces", "containers", SETTING_KEYS };
 static const char *const default_keys[] = { SETTING_KEYS };
 
 static bool key_known(const char *key, const char *const *keys, size_t n) {
@@ -145,24 +146,37 @@ static int get_fraction(struct parse_ctx *c, json_object *o, const char *tenant,
         return 1;
 }
 
-/* Globs relative to the subvolume, as fnmatch(FNM_PATHNAME) reads them. */
-static int check_pins(struct parse_ctx *c, const char *tenant, json_object *pin) {
-        if (!json_object_is_type(pin, json_type_array))
-                return fail(c, tenant, "pin", "must be an array of glob patterns such as \"models/**\" or \"*.db\"");
-        for (size_t i = 0; i < json_object_array_length(pin); i++) {
-                json_object *g = json_object_array_get_idx(pin, i);
+/* An array of non-empty strings without control characters; absolute
+ * (leading '/') entries are refused when relative_only. */
+static int check_string_list(struct parse_ctx *c, const char *tenant, const char *key, json_object *a, const char *example,
+                             bool relative_only) {
+        if (!json_object_is_type(a, json_type_array))
+                return fail(c, tenant, key, "must be an array of strings such as %s", example);
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                json_object *g = json_object_array_get_idx(a, i);
                 const char *s = json_object_get_string(g);
                 if (!json_object_is_type(g, json_type_string) || !*s)
-                        return fail(c, tenant, "pin", "entry #%zu must be a non-empty string", i);
-                if (s[0] == '/')
-                        return fail(c, tenant, "pin", "'%s' must be relative to the subvolume (no leading '/')", s);
+                        return fail(c, tenant, key, "entry #%zu must be a non-empty string", i);
+                if (relative_only && s[0] == '/')
+                        return fail(c, tenant, key, "'%s' must be relative to the subvolume (no leading '/')", s);
                 if (strlen(s) >= 4096)
-                        return fail(c, tenant, "pin", "entry #%zu is too long", i);
+                        return fail(c, tenant, key, "entry #%zu is too long", i);
                 for (const char *p = s; *p; p++)
                         if ((unsigned char)*p < 0x20)
-                                return fail(c, tenant, "pin", "entry #%zu has a control character", i);
+                                return fail(c, tenant, key, "entry #%zu has a control character", i);
         }
         return 0;
+}
+
+/* Kubernetes namespaces are DNS labels: what else is named cannot match. */
+static int check_namespaces(struct parse_ctx *c, const char *tenant, json_object *a) {
+        int r = check_string_list(c, tenant, "namespaces", a, "[\"team-a\"]", true);
+        for (size_t i = 0; r == 0 && i < json_object_array_length(a); i++) {
+                const char *s = json_object_get_string(json_object_array_get_idx(a, i));
+                if (strlen(s) > 63 || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(s) || s[0] == '-')
+                        return fail(c, tenant, "namespaces", "'%s' is not a Kubernetes namespace name", s);
+        }
+        return r;
 }
 
 static int get_duration(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, uint64_t *ret) {
@@ -272,7 +286,8 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
                 return r;
         if ((r = get_size(c, o, tenant, "archive_rate", &s->archive_rate)) < 0)
                 return r;
-        if (json_object_object_get_ex(o, "pin", &s->pin) && (r = check_pins(c, tenant, s->pin)) < 0)
+        if (json_object_object_get_ex(o, "pin", &s->pin) &&
+            (r = check_string_list(c, tenant, "pin", s->pin, "[\"models/**\", \"*.db\"] (globs)", true)) < 0)
                 return r;
         if ((r = get_string(c, o, tenant, "restore", &s->restore)) < 0)
                 return r;
@@ -367,6 +382,12 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 return r;
         if (path_is_under(mount, subvolume) || path_is_under(subvolume, mount))
                 return fail(c, name, "mount", "'%s' must not overlap the subvolume '%s'", mount, subvolume);
+        json_object *namespaces = NULL, *containers = NULL;
+        if (json_object_object_get_ex(o, "namespaces", &namespaces) && (r = check_namespaces(c, name, namespaces)) < 0)
+                return r;
+        if (json_object_object_get_ex(o, "containers", &containers) &&
+            (r = check_string_list(c, name, "containers", containers, "[\"build-*\"] (container id globs)", false)) < 0)
+                return r;
         if ((r = parse_settings(c, o, name, &s)) < 0)
                 return r;
         if (!s.backend)
@@ -405,9 +426,11 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .archive_after_usec = s.archive_after, .archive_min_size = s.archive_min_size,
                 .archive_rate = s.archive_rate, .pin = strings_to_strv(s.pin),
                 .restore_whole = s.restore && strcmp(s.restore, "whole") == 0, .verify = s.verify,
-                .manifest_cache = s.manifest_cache,
+                .manifest_cache = s.manifest_cache, .namespaces = strings_to_strv(namespaces),
+                .containers = strings_to_strv(containers),
         };
-        if (!t->name || !t->subvolume || !t->mount || !t->backend || !t->region || !t->headers || !t->pin)
+        if (!t->name || !t->subvolume || !t->mount || !t->backend || !t->region || !t->headers || !t->pin ||
+            !t->namespaces || !t->containers)
                 return -ENOMEM;
         return 0;
 }
@@ -603,6 +626,12 @@ int policy_load_file(const char *path, struct policy **ret, char **error) {
         return policy_parse(buf, n, path, ret, error);
 }
 
+static void strv_free(char **v) {
+        for (size_t k = 0; v && v[k]; k++)
+                free(v[k]);
+        free(v);
+}
+
 void policy_free(struct policy *p) {
         if (!p)
                 return;
@@ -618,12 +647,10 @@ void policy_free(struct policy *p) {
                 free(p->tenants[i].ca_file);
                 free(p->tenants[i].sse);
                 free(p->tenants[i].kms_key_id);
-                for (size_t k = 0; p->tenants[i].headers && p->tenants[i].headers[k]; k++)
-                        free(p->tenants[i].headers[k]);
-                free(p->tenants[i].headers);
-                for (size_t k = 0; p->tenants[i].pin && p->tenants[i].pin[k]; k++)
-                        free(p->tenants[i].pin[k]);
-                free(p->tenants[i].pin);
+                strv_free(p->tenants[i].headers);
+                strv_free(p->tenants[i].pin);
+                strv_free(p->tenants[i].namespaces);
+                strv_free(p->tenants[i].containers);
         }
         free(p->tenants);
         free(p);
@@ -675,4 +702,20 @@ bool policy_tenant_worker_equal(const struct policy_tenant *a, const struct poli
                 if (strcmp(a->headers[i], b->headers[i]) != 0)
                         return false;
         return (!a->headers || !a->headers[i]) && (!b->headers || !b->headers[i]);
+}
+
+bool policy_container_allowed(const struct policy_tenant *t, const char *container_id, const char *k8s_namespace,
+                              const char **why) {
+        if (k8s_namespace && *k8s_namespace) {
+                for (char **n = t->namespaces; n && *n; n++)
+                        if (strcmp(*n, k8s_namespace) == 0)
+                                return true;
+                *why = "the pod's Kubernetes namespace is not in the tenant's \"namespaces\"";
+                return false;
+        }
+        for (char **g = t->containers; g && *g; g++)
+                if (fnmatch(*g, container_id, 0) == 0)
+                        return true;
+        *why = "the container has no Kubernetes namespace and its id matches none of the tenant's \"containers\"";
+        return false;
 }

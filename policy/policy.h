@@ -17,6 +17,9 @@ struct policy_tenant {
         char *name;
         char *subvolume; /* absolute, normalized */
         char *mount;     /* absolute, normalized: the host view */
+        /* Containers (supervisor/containers.c): which may attach the tenant's view */
+        char **namespaces; /* Kubernetes namespaces, NULL-terminated */
+        char **containers; /* container id globs for containers outside Kubernetes, NULL-terminated */
         char *backend;   /* URL */
         uint64_t chunk;      /* fill granularity */
         uint64_t readahead;  /* added to sequential reads */
@@ -69,6 +72,11 @@ int policy_edit_tenant(const char *text, size_t len, const char *origin, const c
                        char **ret_text, char **error);
 void policy_free(struct policy *p);
 const struct policy_tenant *policy_find_tenant(const struct policy *p, const char *name);
+/* May a container attach the tenant's view? Inside Kubernetes (k8s_namespace
+ * not empty) its namespace must be in "namespaces"; outside, its id must
+ * match a glob of "containers". false: *why says what the policy lacks. */
+bool policy_container_allowed(const struct policy_tenant *t, const char *container_id, const char *k8s_namespace,
+                              const char **why);
 
 /* Can b replace a in a running tierd? The same tenants in the same order,
  * each on the same subvolume, view and backend, and the same worker uids:

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "containers.h"
 #include "fanotify-uapi.h"
 #include "fsgroup.h"
 #include "journal.h"
@@ -34,6 +35,7 @@ struct waiter {
         uint64_t want_end;   /* plus read-ahead */
         uint64_t parked_usec; /* when the reader started waiting (monotonic) */
         bool whole, dirty;
+        uint64_t route; /* the reader's container (its serial), 0: the host */
         int event_fd; /* a parked kernel event, or -1 */
         struct tiered_fs *event_fs;
         void (*callback)(void *userdata, int error);
@@ -49,6 +51,7 @@ struct fill {
         bool verify;         /* a PROTO_VERIFY of the whole file */
         uint64_t reserved;   /* counted against the tenant's quota until done */
         bool unverified;     /* a ranged fill no manifest checks (see struct tfile) */
+        uint64_t route;      /* the container whose worker runs it, 0: the host worker */
 };
 
 struct idle_callback {
@@ -224,7 +227,8 @@ static bool waiter_satisfied(const struct waiter *w, const struct stub *s) {
 
 static void on_fill_done(struct request *req, const struct proto_reply *rep);
 
-static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const struct stub *s, int type, bool whole) {
+static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const struct stub *s, int type, bool whole,
+                       uint64_t route) {
         struct fill *fl = calloc(1, sizeof(*fl));
         struct request *req;
 
@@ -241,7 +245,8 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
                              .verify = type == PROTO_VERIFY, .next = f->fills,
                              .reserved = type == PROTO_FILL ? end - start : 0,
                              .unverified = type == PROTO_FILL && !whole && !s->has_manifest &&
-                                           f->tenant->cfg->verify };
+                                           f->tenant->cfg->verify,
+                             .route = route };
         f->tenant->quota_reserved += fl->reserved;
         f->fills = fl;
         req->msg.offset = start;
@@ -258,7 +263,8 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
         memcpy(req->msg.sha256, s->sha256, 32);
         log_debug("tenant %s: %s %s [%llu, %llu)", f->tenant->cfg->name, type == PROTO_VERIFY ? "verify" : "fill",
                   s->key, (unsigned long long)start, (unsigned long long)end);
-        worker_submit(&f->tenant->worker, req);
+        /* The reader's container's worker: a crash there touches no one else. */
+        worker_submit(container_worker(f->tenant, route), req);
         return 0;
 }
 
@@ -301,7 +307,7 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
                 if (s->state == STUB_RELEASED && !f->fills) {
                         if ((r = quota_admit(f->tenant, f->fd, s->size)) < 0)
                                 return r;
-                        return fill_submit(f, 0, s->size, s, PROTO_FILL, true);
+                        return fill_submit(f, 0, s->size, s, PROTO_FILL, true, w->route);
                 }
                 start = 0;
                 end = s->size;
@@ -350,7 +356,7 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
                 for (uint64_t a = fresh.r[j].start; a < fresh.r[j].end;) {
                         /* Whole chunks: the manifest checks chunks. */
                         uint64_t b = MIN(fresh.r[j].end, round_up_u64(a + 1, MAX((uint64_t)FILL_PIECE, s->chunk)));
-                        if ((r = fill_submit(f, a, b, s, PROTO_FILL, false)) < 0)
+                        if ((r = fill_submit(f, a, b, s, PROTO_FILL, false, w->route)) < 0)
                                 return r;
                         a = b;
                 }
@@ -393,7 +399,7 @@ static void file_progress(struct tfile *f) {
         /* Every range in, by whatever reads: check the whole file once, so it
          * becomes archived and gets its ignore mark. */
         if (r == 0 && s.state == STUB_PARTIAL && !f->fills && all_in(f, &s)) {
-                int k = fill_submit(f, 0, s.size, &s, PROTO_VERIFY, false);
+                int k = fill_submit(f, 0, s.size, &s, PROTO_VERIFY, false, 0);
                 if (k < 0)
                         log_error_errno(k, "tenant %s: cannot start a verification: %m", f->tenant->cfg->name);
         }
@@ -518,6 +524,8 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep) {
                 c->fills++;
                 c->fill_bytes += rep->bytes;
         }
+        if (!fl->verify)
+                container_count_fill(f->tenant, fl->route, rep->bytes, r == 0);
         if (r == 0)
                 r = file_record_fill(f, fl);
         if (r == -PROTO_ENOMANIFEST && file_forget_manifest(f) == 0) {
@@ -687,6 +695,7 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
         w->event_fs = fs;
         w->parked_usec = now_usec();
         w->dirty = kind == ACCESS_CHANGE;
+        w->route = container_of_thread(tn, md->pid);
         w->whole = kind != ACCESS_READ || !fanotify_event_range(md, &offset, &count) || count == 0 ||
                    s.size < tn->cfg->small_file || (s.mode & 0111) || tn->cfg->restore_whole ||
                    /* No manifest (archived before them, or one chunk):

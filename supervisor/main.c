@@ -24,6 +24,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "containers.h"
 #include "dispatch.h"
 #include "fsgroup.h"
 #include "handover.h"
@@ -79,7 +80,7 @@ static bool tierd_idle(struct tierd *t) {
         for (size_t i = 0; i < t->n_tenants; i++)
                 if (!worker_idle(&t->tenants[i].worker))
                         return false;
-        return true;
+        return containers_idle(t);
 }
 
 void tierd_check_idle(struct tierd *t) {
@@ -350,6 +351,8 @@ static int run(struct tierd *t) {
 static void teardown(struct tierd *t) {
         policy_watch_stop(t);
         bus_jobs_abort_all(t);
+        /* Before the bus goes: DetachContainer's signals still reach it. */
+        containers_stop_all(t);
         t->bus = sd_bus_flush_close_unref(t->bus);
         for (size_t i = 0; i < t->n_tenants && !t->handing_over; i++)
                 view_remove(&t->tenants[i]);

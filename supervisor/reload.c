@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "containers.h"
 #include "log.h"
 #include "macro.h"
 #include "autoarchive.h"
@@ -65,8 +66,10 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                 /* Credentials and header files may be named anew. */
                 if (restart && (r = tenant_secrets_load(tn)) < 0)
                         log_error_errno(r, "tenant %s: keeping the credentials it had: %m", tn->cfg->name);
-                if (restart)
+                if (restart) {
                         worker_restart_planned(&tn->worker);
+                        containers_restart_workers(tn);
+                }
         }
         policy_free(old);
         return 0;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "credentials.h"
+#include "containers.h"
 #include "log.h"
 #include "macro.h"
 #include "workers.h"
@@ -85,6 +86,7 @@ static int on_secrets_check(sd_event_source *s, uint64_t usec, void *userdata) {
                         continue;
                 log_info("tenant %s: credentials changed, handing them to the worker", tn->cfg->name);
                 worker_send_credentials(&tn->worker);
+                containers_send_credentials(tn);
         }
         sd_event_source_set_time(s, usec + SECRETS_CHECK_USEC);
         return 0;

@@ -47,8 +47,11 @@ struct tiered_fs {
 
 enum worker_state { WORKER_STOPPED, WORKER_RUNNING, WORKER_RESTARTING, WORKER_FAILED };
 
+struct container;
+
 struct worker {
         struct tenant *tenant;
+        struct container *container; /* NULL: the tenant's host worker */
         pid_t pid;
         int sock;
         sd_event_source *io_src, *child_src, *restart_src, *fail_src, *stall_src;
@@ -94,6 +97,7 @@ struct tenant {
         char headers[PROTO_HEADERS_MAX]; /* http: configured headers, files read */
         struct worker worker;
         struct tenant_counters counters;
+        unsigned n_containers; /* attached, each with its own worker */
         struct usage *usage; /* the file table, with a quota or archive_after: usage.c */
         sd_event_source *quota_src, *archive_src, *usage_save_src;
         uint64_t quota_pressure_usec, quota_stuck_until, busy_cleared_usec;
@@ -101,6 +105,27 @@ struct tenant {
         unsigned auto_in_flight; /* background archives: autoarchive.c */
         double archive_tokens;   /* archive_rate's bucket, in bytes */
         uint64_t archive_tokens_usec;
+};
+
+/* A container the tenant's view is attached to (supervisor/containers.c):
+ * its view sits in the container's mount namespace and its own worker
+ * serves the container's readers. */
+struct container {
+        struct container *next;
+        struct tenant *tenant;
+        uint64_t serial; /* never reused: fills name their container by it */
+        char *id, *rootfs, *mount_path, *k8s_namespace;
+        char *cgroup;      /* its cgroup v2 path, if it has one of its own: routes events */
+        uint64_t mntns_id; /* NS_GET_MNTNS_ID of its init: routes events without a cgroup */
+        pid_t pid;
+        int pidfd, mntns_fd;
+        sd_event_source *exit_src;
+        uint64_t view_mnt_id; /* the placed view, to unmount only it */
+        bool read_only, idmapped;
+        uint64_t attached_usec;     /* CLOCK_REALTIME */
+        uint64_t attach_took_usec;  /* from the request to the view served */
+        uint64_t fills, fill_bytes, fill_errors;
+        struct worker worker;
 };
 
 struct tfile;   /* a file with fills or waiters in flight: dispatch.c */
@@ -128,6 +153,8 @@ struct tierd {
         unsigned fds_in_flight;  /* event fds and fill fds held */
         unsigned fd_budget;      /* stop reading events beyond this */
         bool reading_paused;
+        struct container *containers; /* attached: supervisor/containers.c */
+        uint64_t last_container_serial;
         struct bus_job *jobs; /* in the order they run */
         uint32_t last_job_id;
         unsigned job_files_running;

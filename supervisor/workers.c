@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "container.h"
 #include "log.h"
 #include "tenant.h"
 #include "macro.h"
@@ -38,6 +39,14 @@ static const char *const state_names[] = {
 };
 
 const char *worker_state_to_string(enum worker_state s) { return state_names[s]; }
+
+/* The D-Bus object that shows this worker: its container's, or its tenant's. */
+static void worker_announce_changed(struct worker *w) {
+        if (w->container)
+                container_bus_worker_changed(w->container);
+        else
+                tenant_bus_worker_changed(w->tenant);
+}
 
 static uint64_t now_usec(struct worker *w) {
         uint64_t u = 0;
@@ -196,7 +205,7 @@ static int worker_restart_timer(sd_event_source *s, uint64_t usec, void *userdat
         if (worker_start(w) < 0) {
                 w->state = WORKER_FAILED;
                 worker_fail_all(w, -EIO);
-                tenant_bus_worker_changed(w->tenant);
+                worker_announce_changed(w);
         }
         return 0;
 }
@@ -286,7 +295,10 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdat
         struct worker *w = userdata;
         (void)s;
         worker_handle_exit(w, si);
-        tenant_bus_worker_exited(w->tenant, si->si_pid, si->si_code != CLD_EXITED, si->si_status);
+        if (w->container)
+                container_bus_worker_changed(w->container);
+        else
+                tenant_bus_worker_exited(w->tenant, si->si_pid, si->si_code != CLD_EXITED, si->si_status);
         return 0;
 }
 
@@ -471,8 +483,13 @@ int worker_start(struct worker *w) {
             sd_event_add_time_relative(tn->t->event, &w->stall_src, CLOCK_MONOTONIC, STALL_CHECK_USEC, 0, on_stall_check, w) >= 0)
                 sd_event_source_set_enabled(w->stall_src, SD_EVENT_ON);
         w->state = WORKER_RUNNING;
-        log_info("tenant %s: worker %d started", tn->cfg->name, (int)pid);
-        tenant_bus_worker_started(tn);
+        if (w->container) {
+                log_info("tenant %s: worker %d started for container %s", tn->cfg->name, (int)pid, w->container->id);
+                container_bus_worker_changed(w->container);
+        } else {
+                log_info("tenant %s: worker %d started", tn->cfg->name, (int)pid);
+                tenant_bus_worker_started(tn);
+        }
         /* A replacement gets everything its predecessor left unanswered. */
         worker_send_pending(w);
         return 0;
@@ -531,6 +548,15 @@ void worker_abandon(struct worker *w) {
         }
         w->pid = 0;
         w->state = WORKER_STOPPED;
+}
+
+void worker_hand_over(struct worker *from, struct worker *to) {
+        worker_abandon(from);
+        for (struct request *req; (req = from->requests);) {
+                from->requests = req->next;
+                req->sent = req->started = req->suspect = false;
+                worker_submit(to, req);
+        }
 }
 
 void worker_stop(struct worker *w) {

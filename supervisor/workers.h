@@ -11,6 +11,9 @@ void worker_stop(struct worker *w);
 void worker_restart_planned(struct worker *w);
 /* Handover: kills it at once and answers nothing. */
 void worker_abandon(struct worker *w);
+/* Kills from at once and gives what it had in flight to to (a container's
+ * worker going away: the tenant's host worker finishes its work). */
+void worker_hand_over(struct worker *from, struct worker *to);
 /* Takes ownership of req (and req->fd). On a failed worker, or if it cannot
  * be sent, req->done runs at once with -EIO. */
 void worker_submit(struct worker *w, struct request *req);

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tierctl oci-hook: the OCI runtime hook (createRuntime and poststop) that
+ * attaches a tenant's view to a container, and tierctl container
+ * attach/detach/list for hosts that start containers some other way.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "tierctl.h"
+
+#define ANNOTATION_TENANT "tierd.io/tenant"
+#define ANNOTATION_MOUNT_PATH "tierd.io/mount-path"
+#define ANNOTATION_READ_ONLY "tierd.io/read-only"
+#define DEFAULT_MOUNT_PATH "/data"
+#define STATE_MAX (1 << 20)
+#define CONFIG_MAX (16 << 20)
+#define HOOK_CALL_TIMEOUT_USEC (20 * 1000 * 1000ull)
+#define ERROR_NO_SUCH_CONTAINER "org.tierd1.Error.NoSuchContainer"
+
+static void json_putp(json_object **o) {
+        if (*o)
+                json_object_put(*o);
+}
+
+/* All of fd, at most max bytes, NUL-terminated. */
+static char *read_all(int fd, size_t max, size_t *ret_len) {
+        size_t n = 0, cap = 4096;
+        char *buf = malloc(cap);
+        while (buf) {
+                if (n + 1 >= cap) {
+                        char *grown = cap >= max ? NULL : realloc(buf, cap * 2);
+                        if (!grown) {
+                                free(buf);
+                                return NULL;
+                        }
+                        buf = grown;
+                        cap *= 2;
+                }
+                ssize_t k = read(fd, buf + n, cap - n - 1);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        free(buf);
+                        return NULL;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t)k;
+        }
+        if (buf) {
+                buf[n] = 0;
+                *ret_len = n;
+        }
+        return buf;
+}
+
+static json_object *parse_json(const char *text, size_t len) {
+        json_tokener *tok = json_tokener_new();
+        json_object *o = NULL;
+        if (!tok)
+                return NULL;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        o = json_tokener_parse_ex(tok, text, (int)len);
+        if (json_tokener_get_error(tok) != json_tokener_success || !json_object_is_type(o, json_type_object)) {
+                json_object_put(o);
+                o = NULL;
+        }
+        json_tokener_free(tok);
+        return o;
+}
+
+/* A string member, or NULL if absent or not a string. */
+static const char *get_str(json_object *o, const char *key) {
+        json_object *v;
+        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static json_object *get_obj(json_object *o, const char *key) {
+        json_object *v;
+        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_object))
+                return NULL;
+        return v;
+}
+
+static int hook_fail(const char *id, const char *fmt, const char *arg) {
+        fprintf(stderr, "tierctl oci-hook: container %s: ", id ?: "?");
+        fprintf(stderr, fmt, arg);
+        fputc('\n', stderr);
+        return EXIT_FAILED;
+}
+
+static double elapsed_ms(const struct timespec *start) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (double)(now.tv_sec - start->tv_sec) * 1e3 + (double)(now.tv_nsec - start->tv_nsec) / 1e6;
+}
+
+static int open_bus(sd_bus **bus) {
+        int r = sd_bus_open_system(bus);
+        if (r < 0)
+                fprintf(stderr, "tierctl: cannot connect to the system bus (DBUS_SYSTEM_BUS_ADDRESS?): %s\n",
+                        strerror(-r));
+        return r;
+}
+
+struct attach_args {
+        const char *id, *tenant, *rootfs, *mount_path, *k8s_namespace;
+        uint32_t pid;
+        bool read_only;
+};
+
+static int call_attach(sd_bus *bus, const struct attach_args *a, char **ret_path, sd_bus_error *e) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        const char *path;
+        int r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER, "AttachContainer");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "ssusss", a->id, a->tenant, a->pid, a->rootfs, a->mount_path,
+                                          a->k8s_namespace);
+        if (r >= 0)
+                r = a->read_only ? sd_bus_message_append(m, "a{sv}", 1, "ReadOnly", "b", 1)
+                                 : sd_bus_message_append(m, "a{sv}", 0);
+        if (r >= 0)
+                r = sd_bus_call(bus, m, HOOK_CALL_TIMEOUT_USEC, e, &reply);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "o", &path);
+        if (r >= 0 && !(*ret_path = strdup(path)))
+                r = -ENOMEM;
+        return r;
+}
+
+/* The pod's namespace as the runtime wrote it. Two runtimes' keys that
+ * disagree mean someone set one of them by hand: refused. */
+static int pod_namespace(json_object *ann, const char **ret) {
+        const char *crio = get_str(ann, "io.kubernetes.pod.namespace");
+        const char *containerd = get_str(ann, "io.kubernetes.cri.sandbox-namespace");
+        if (crio && containerd && strcmp(crio, containerd) != 0)
+                return -EINVAL;
+        *ret = containerd ?: crio ?: "";
+        return 0;
+}
+
+int verb_oci_hook(int argc, char **argv) {
+        _cleanup_(json_putp) json_object *state = NULL, *config = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_free_ char *state_text = NULL, *config_text = NULL, *config_path = NULL, *rootfs = NULL,
+                            *object = NULL;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        struct timespec start;
+        size_t len;
+        int r;
+
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        if (argc > 1) {
+                fprintf(stderr, "tierctl: usage: tierctl oci-hook [createRuntime|poststop] < STATE\n");
+                return EXIT_USAGE;
+        }
+        if (!(state_text = read_all(STDIN_FILENO, STATE_MAX, &len)) || !(state = parse_json(state_text, len)))
+                return hook_fail(NULL, "the container state on stdin is not a JSON object%s", "");
+        const char *id = get_str(state, "id"), *bundle = get_str(state, "bundle"), *status = get_str(state, "status");
+        if (!id || !bundle || bundle[0] != '/')
+                return hook_fail(id, "the container state lacks \"id\" or an absolute \"bundle\"%s", "");
+        if (asprintf(&config_path, "%s/config.json", bundle) < 0)
+                return EXIT_FAILED;
+        _cleanup_close_ int cfd = open(config_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (cfd < 0 || !(config_text = read_all(cfd, CONFIG_MAX, &len)) || !(config = parse_json(config_text, len)))
+                return hook_fail(id, "cannot read the bundle's config.json: %s", cfd < 0 ? strerror(errno) : "not a JSON object");
+        /* The bundle's annotations; the state's are the same set, as the
+         * runtime saw them. */
+        json_object *ann = get_obj(config, "annotations") ?: get_obj(state, "annotations");
+        const char *tenant = get_str(ann, ANNOTATION_TENANT);
+        if (!tenant)
+                return EXIT_OK; /* not ours: no bus, no cost */
+
+        const char *stage = argc == 1 ? argv[0] : status && strcmp(status, "stopped") == 0 ? "poststop" : "createRuntime";
+        if ((r = open_bus(&bus)) < 0)
+                return EXIT_FAILED;
+        if (strcmp(stage, "poststop") == 0) {
+                r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "DetachContainer", &e, NULL, "s", id);
+                /* Already detached when its init died, or by a tierd restart. */
+                if (r < 0 && !sd_bus_error_has_name(&e, ERROR_NO_SUCH_CONTAINER)) {
+                        r = call_failed("oci-hook poststop", &e, r);
+                        sd_bus_error_free(&e);
+                        return r;
+                }
+                sd_bus_error_free(&e);
+                return EXIT_OK;
+        }
+        if (strcmp(stage, "createRuntime") != 0)
+                return hook_fail(id, "unknown hook stage '%s' (createRuntime or poststop)", stage);
+
+        json_object *root = get_obj(config, "root");
+        const char *root_path = get_str(root, "path");
+        json_object *pid_v;
+        if (!root_path)
+                return hook_fail(id, "config.json has no root.path%s", "");
+        if (!json_object_object_get_ex(state, "pid", &pid_v) || !json_object_is_type(pid_v, json_type_int) ||
+            json_object_get_int64(pid_v) <= 1 || json_object_get_int64(pid_v) > INT32_MAX)
+                return hook_fail(id, "the container state has no valid \"pid\"%s", "");
+        if (root_path[0] == '/' ? !(rootfs = strdup(root_path)) : asprintf(&rootfs, "%s/%s", bundle, root_path) < 0)
+                return EXIT_FAILED;
+        struct attach_args a = {
+                .id = id, .tenant = tenant, .rootfs = rootfs, .pid = (uint32_t)json_object_get_int64(pid_v),
+                .mount_path = get_str(ann, ANNOTATION_MOUNT_PATH) ?: DEFAULT_MOUNT_PATH,
+        };
+        const char *ro = get_str(ann, ANNOTATION_READ_ONLY);
+        a.read_only = ro && strcmp(ro, "true") == 0;
+        if (ro && !a.read_only && strcmp(ro, "false") != 0)
+                return hook_fail(id, "annotation " ANNOTATION_READ_ONLY " must be \"true\" or \"false\", not '%s'", ro);
+        if (pod_namespace(ann, &a.k8s_namespace) < 0)
+                return hook_fail(id, "the pod namespace annotations disagree%s: refused", "");
+        r = call_attach(bus, &a, &object, &e);
+        if (r < 0) {
+                /* Non-zero: the runtime refuses to start a container whose data is missing. */
+                r = call_failed("oci-hook createRuntime", &e, r);
+                sd_bus_error_free(&e);
+                return r;
+        }
+        fprintf(stderr, "tierctl oci-hook: container %s: tenant %s at %s (%.1f ms)\n", id, tenant, a.mount_path,
+                elapsed_ms(&start));
+        return EXIT_OK;
+}
+
+static int container_attach_verb(sd_bus *bus, int argc, char **argv) {
+        static const struct option options[] = {
+                { "tenant", required_argument, NULL, 't' }, { "pid", required_argument, NULL, 'p' },
+                { "path", required_argument, NULL, 'P' },   { "rootfs", required_argument, NULL, 'r' },
+                { "namespace", required_argument, NULL, 'n' }, { "read-only", no_argument, NULL, 'R' },
+                {},
+        };
+        struct attach_args a = { .rootfs = "", .mount_path = DEFAULT_MOUNT_PATH, .k8s_namespace = "" };
+        _cleanup_free_ char *object = NULL;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 't': a.tenant = optarg; break;
+                case 'p': a.pid = (uint32_t)strtoul(optarg, NULL, 10); break;
+                case 'P': a.mount_path = optarg; break;
+                case 'r': a.rootfs = optarg; break;
+                case 'n': a.k8s_namespace = optarg; break;
+                case 'R': a.read_only = true; break;
+                default: return EXIT_USAGE;
+                }
+        if (optind + 1 != argc || !a.tenant || !a.pid) {
+                fprintf(stderr, "tierctl: usage: tierctl container attach ID --tenant NAME --pid PID [--path /data] "
+                                "[--rootfs DIR] [--namespace NS] [--read-only]\n");
+                return EXIT_USAGE;
+        }
+        a.id = argv[optind];
+        r = call_attach(bus, &a, &object, &e);
+        if (r < 0) {
+                r = call_failed("container attach", &e, r);
+                sd_bus_error_free(&e);
+                return r;
+        }
+        printf("container %s: tenant %s's view at %s (%s)\n", a.id, a.tenant, a.mount_path, object);
+        return EXIT_OK;
+}
+
+static int container_list_verb(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        const char *id, *tenant, *path, *object;
+        uint32_t pid;
+        int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ListContainers", &e, &reply, "");
+
+        if (r < 0) {
+                r = call_failed("container list", &e, r);
+                sd_bus_error_free(&e);
+                return r;
+        }
+        printf("%-24s %-16s %8s  %s\n", "CONTAINER", "TENANT", "PID", "VIEW");
+        if ((r = sd_bus_message_enter_container(reply, 'a', "(ssuso)")) < 0)
+                return EXIT_FAILED;
+        while ((r = sd_bus_message_read(reply, "(ssuso)", &id, &tenant, &pid, &path, &object)) > 0)
+                printf("%-24s %-16s %8u  %s\n", id, tenant, pid, path);
+        return r < 0 ? EXIT_FAILED : EXIT_OK;
+}
+
+int verb_container(sd_bus *bus, int argc, char **argv) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r;
+
+        if (argc >= 1 && strcmp(argv[0], "attach") == 0)
+                return container_attach_verb(bus, argc, argv);
+        if (argc == 1 && strcmp(argv[0], "list") == 0)
+                return container_list_verb(bus);
+        if (argc == 2 && strcmp(argv[0], "detach") == 0) {
+                r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "DetachContainer", &e, NULL, "s", argv[1]);
+                if (r < 0) {
+                        r = call_failed("container detach", &e, r);
+                        sd_bus_error_free(&e);
+                        return r;
+                }
+                return EXIT_OK;
+        }
+        fprintf(stderr, "tierctl: usage: tierctl container attach|detach|list ...\n");
+        return EXIT_USAGE;
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * org.tierd1.Container, one object per attached container
+ * (dbus/org.tierd1.Container.xml), and the manager's AttachContainer,
+ * DetachContainer and ListContainers. The OCI hook (tierctl oci-hook) is
+ * the usual caller.
+ */
+#include "container.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "access.h"
+#include "containers.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "workers.h"
+
+#define ERROR_NO_SUCH_TENANT "org.tierd1.Error.NoSuchTenant"
+#define ERROR_INVALID_ARGS "org.tierd1.Error.InvalidArguments"
+#define ERROR_CONTAINER_REFUSED "org.tierd1.Error.ContainerRefused"
+#define ERROR_CONTAINER_EXISTS "org.tierd1.Error.ContainerExists"
+#define ERROR_NO_SUCH_CONTAINER "org.tierd1.Error.NoSuchContainer"
+#define ERROR_NO_SUCH_PROCESS "org.tierd1.Error.NoSuchProcess"
+#define ERROR_ATTACH_FAILED "org.tierd1.Error.AttachFailed"
+#define ERROR_SHUTTING_DOWN "org.tierd1.Error.ShuttingDown"
+
+char *container_bus_path(const struct container *c) {
+        char *path = NULL;
+        return sd_bus_path_encode(TIERD_BUS_CONTAINER_PREFIX, c->id, &path) < 0 ? NULL : path;
+}
+
+static int container_find_object(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
+                                 sd_bus_error *error) {
+        _cleanup_free_ char *id = NULL;
+        struct container *c;
+        (void)bus, (void)interface, (void)error;
+
+        if (sd_bus_path_decode(path, TIERD_BUS_CONTAINER_PREFIX, &id) <= 0 || !(c = container_find(userdata, id)))
+                return 0;
+        *found = c;
+        return 1;
+}
+
+static int container_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        size_t n = 0, i = 0;
+        (void)bus, (void)prefix, (void)error;
+
+        for (struct container *c = t->containers; c; c = c->next)
+                n++;
+        char **v = calloc(n + 1, sizeof(char *));
+        if (!v)
+                return -ENOMEM;
+        for (struct container *c = t->containers; c; c = c->next)
+                if (!(v[i++] = container_bus_path(c))) {
+                        for (size_t j = 0; j < i; j++)
+                                free(v[j]);
+                        free(v);
+                        return -ENOMEM;
+                }
+        *nodes = v;
+        return 0;
+}
+
+#define GETTER(fn) \
+        static int fn(sd_bus *bus, const char *path, const char *interface, const char *property, \
+                      sd_bus_message *reply, void *userdata, sd_bus_error *error)
+
+GETTER(get_string) {
+        const struct container *c = userdata;
+        const char *v = strcmp(property, "Id") == 0                    ? c->id
+                        : strcmp(property, "Tenant") == 0              ? c->tenant->cfg->name
+                        : strcmp(property, "MountPath") == 0           ? c->mount_path
+                        : strcmp(property, "Rootfs") == 0              ? c->rootfs
+                        : strcmp(property, "KubernetesNamespace") == 0 ? c->k8s_namespace
+                        : strcmp(property, "Cgroup") == 0              ? (c->cgroup ?: "")
+                                                                       : worker_state_to_string(c->worker.state);
+        (void)bus, (void)path, (void)interface, (void)error;
+        return sd_bus_message_append(reply, "s", v);
+}
+
+GETTER(get_u32) {
+        const struct container *c = userdata;
+        uint32_t v = strcmp(property, "Pid") == 0         ? (uint32_t)c->pid
+                     : strcmp(property, "WorkerPid") == 0 ? (uint32_t)(c->worker.pid > 0 ? c->worker.pid : 0)
+                     : strcmp(property, "WorkerRestarts") == 0 ? c->worker.restarts
+                                                               : 0;
+        if (strcmp(property, "InFlightRequests") == 0)
+                for (const struct request *q = c->worker.requests; q; q = q->next)
+                        v++;
+        (void)bus, (void)path, (void)interface, (void)error;
+        return sd_bus_message_append(reply, "u", v);
+}
+
+GETTER(get_u64) {
+        const struct container *c = userdata;
+        uint64_t v = strcmp(property, "MountNamespaceId") == 0 ? c->mntns_id
+                     : strcmp(property, "AttachedAt") == 0     ? c->attached_usec
+                     : strcmp(property, "AttachMicroseconds") == 0 ? c->attach_took_usec
+                     : strcmp(property, "Fills") == 0              ? c->fills
+                     : strcmp(property, "BytesFetched") == 0       ? c->fill_bytes
+                                                                   : c->fill_errors;
+        (void)bus, (void)path, (void)interface, (void)error;
+        return sd_bus_message_append(reply, "t", v);
+}
+
+GETTER(get_bool) {
+        const struct container *c = userdata;
+        (void)bus, (void)path, (void)interface, (void)error;
+        return sd_bus_message_append(reply, "b", strcmp(property, "ReadOnly") == 0 ? c->read_only : c->idmapped);
+}
+
+#define CONST_PROPERTY(name, type, getter) SD_BUS_PROPERTY(name, type, getter, 0, SD_BUS_VTABLE_PROPERTY_CONST)
+
+static const sd_bus_vtable container_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        CONST_PROPERTY("Id", "s", get_string),
+        CONST_PROPERTY("Tenant", "s", get_string),
+        CONST_PROPERTY("Pid", "u", get_u32),
+        CONST_PROPERTY("MountNamespaceId", "t", get_u64),
+        CONST_PROPERTY("Cgroup", "s", get_string),
+        CONST_PROPERTY("MountPath", "s", get_string),
+        CONST_PROPERTY("Rootfs", "s", get_string),
+        CONST_PROPERTY("KubernetesNamespace", "s", get_string),
+        CONST_PROPERTY("ReadOnly", "b", get_bool),
+        CONST_PROPERTY("Idmapped", "b", get_bool),
+        CONST_PROPERTY("AttachedAt", "t", get_u64),
+        CONST_PROPERTY("AttachMicroseconds", "t", get_u64),
+        SD_BUS_PROPERTY("WorkerState", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("WorkerPid", "u", get_u32, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("WorkerRestarts", "u", get_u32, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("InFlightRequests", "u", get_u32, 0, 0),
+        SD_BUS_PROPERTY("Fills", "t", get_u64, 0, 0),
+        SD_BUS_PROPERTY("BytesFetched", "t", get_u64, 0, 0),
+        SD_BUS_PROPERTY("FillErrors", "t", get_u64, 0, 0),
+        SD_BUS_VTABLE_END,
+};
+
+int container_bus_publish(struct tierd *t) {
+        int r = sd_bus_add_fallback_vtable(t->bus, NULL, TIERD_BUS_CONTAINER_PREFIX, TIERD_BUS_CONTAINER,
+                                           container_vtable, container_find_object, t);
+        if (r >= 0)
+                r = sd_bus_add_node_enumerator(t->bus, NULL, TIERD_BUS_CONTAINER_PREFIX, container_enumerate, t);
+        if (r < 0)
+                return log_error_errno(r, "cannot publish the container objects: %m");
+        return 0;
+}
+
+void container_bus_attached(struct container *c) {
+        sd_bus *bus = c->tenant->t->bus;
+        _cleanup_free_ char *path = NULL;
+        if (!bus || !(path = container_bus_path(c)))
+                return;
+        sd_bus_emit_object_added(bus, path);
+        sd_bus_emit_signal(bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "ContainerAttached", "sso", c->id,
+                           c->tenant->cfg->name, path);
+}
+
+void container_bus_detached(struct container *c, const char *reason) {
+        sd_bus *bus = c->tenant->t->bus;
+        _cleanup_free_ char *path = NULL;
+        if (!bus || !(path = container_bus_path(c)))
+                return;
+        sd_bus_emit_object_removed(bus, path);
+        sd_bus_emit_signal(bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "ContainerDetached", "ssos", c->id,
+                           c->tenant->cfg->name, path, reason);
+}
+
+void container_bus_worker_changed(struct container *c) {
+        sd_bus *bus = c->tenant->t->bus;
+        _cleanup_free_ char *path = NULL;
+        /* Not before it is published: its first worker starts in attach. */
+        if (!bus || !c->serial || !(path = container_bus_path(c)))
+                return;
+        sd_bus_emit_properties_changed(bus, path, TIERD_BUS_CONTAINER, "WorkerState", "WorkerPid", "WorkerRestarts",
+                                       NULL);
+}
+
+/* Options: "ReadOnly" (b). Anything else is refused, not ignored. */
+static int read_options(sd_bus_message *m, bool *read_only, sd_bus_error *error) {
+        int r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        while (r >= 0) {
+                const char *key;
+                if ((r = sd_bus_message_enter_container(m, 'e', "sv")) <= 0)
+                        break;
+                if ((r = sd_bus_message_read(m, "s", &key)) < 0)
+                        return r;
+                if (strcmp(key, "ReadOnly") != 0)
+                        return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "unknown option \"%.64s\"", key);
+                int v;
+                if ((r = sd_bus_message_read(m, "v", "b", &v)) < 0)
+                        return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "option ReadOnly must be a boolean");
+                *read_only = v;
+                r = sd_bus_message_exit_container(m);
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(m);
+}
+
+static const char *attach_error_name(int r) {
+        switch (r) {
+        case -ENOENT: return ERROR_NO_SUCH_TENANT;
+        case -EPERM: return ERROR_CONTAINER_REFUSED;
+        case -EEXIST: return ERROR_CONTAINER_EXISTS;
+        case -ESRCH: return ERROR_NO_SUCH_PROCESS;
+        case -EINVAL: return ERROR_INVALID_ARGS;
+        default: return ERROR_ATTACH_FAILED;
+        }
+}
+
+int container_bus_method_attach(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        struct container_request req = {};
+        _cleanup_free_ char *path = NULL;
+        struct container *c;
+        const char *why = NULL;
+        uint32_t pid;
+        int r;
+
+        r = sd_bus_message_read(m, "ssusss", &req.id, &req.tenant, &pid, &req.rootfs, &req.mount_path,
+                                &req.k8s_namespace);
+        if (r < 0)
+                return r;
+        if ((r = read_options(m, &req.read_only, error)) < 0)
+                return r;
+        req.pid = (pid_t)pid;
+        if ((r = bus_check_admin(t, m, error)) < 0)
+                return r;
+        if (t->stopping)
+                return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is stopping");
+        r = container_attach(t, &req, &c, &why);
+        if (r < 0) {
+                const char *name = attach_error_name(r);
+                bool cause = strcmp(name, ERROR_ATTACH_FAILED) == 0 && why; /* the step, then the kernel's word */
+                return sd_bus_error_setf(error, name, "container %.128s, tenant %.64s: %s%s%s", req.id, req.tenant,
+                                         why ?: strerror(-r), cause ? ": " : "", cause ? strerror(-r) : "");
+        }
+        if (!(path = container_bus_path(c)))
+                return -ENOMEM;
+        return sd_bus_reply_method_return(m, "o", path);
+}
+
+int container_bus_method_detach(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        struct container *c;
+        const char *id;
+        int r = sd_bus_message_read(m, "s", &id);
+
+        if (r < 0)
+                return r;
+        if ((r = bus_check_admin(t, m, error)) < 0)
+                return r;
+        if (!(c = container_find(t, id)))
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_CONTAINER, "no container \"%.128s\" is attached", id);
+        container_detach(c, "DetachContainer");
+        return sd_bus_reply_method_return(m, "");
+}
+
+int container_bus_method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(m, &reply);
+        (void)error;
+
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ssuso)");
+        for (struct container *c = t->containers; r >= 0 && c; c = c->next) {
+                _cleanup_free_ char *path = container_bus_path(c);
+                r = path ? sd_bus_message_append(reply, "(ssuso)", c->id, c->tenant->cfg->name, (uint32_t)c->pid,
+                                                 c->mount_path, path)
+                         : -ENOMEM;
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Containers: a tenant's view inside a container's mount namespace and a
+ * worker of its own for the container's readers. A crash of that worker
+ * touches no other container; its work goes to a replacement like any
+ * worker's, and to the tenant's host worker when the container goes.
+ */
+#include "containers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "container.h"
+#include "log.h"
+#include "macro.h"
+#include "nsfs-uapi.h"
+#include "nsmount.h"
+#include "workers.h"
+
+#define CONTAINER_ID_MAX 128
+#define MOUNT_PATH_MAX 1024
+
+static uint64_t now(clockid_t clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* The "0::" line of /proc/PID/cgroup: the cgroup v2 path. */
+static int read_cgroup(pid_t pid, char *buf, size_t size) {
+        char p[64], text[4096];
+        snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)pid);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, text, sizeof(text) - 1);
+        if (n < 0)
+                return -errno;
+        text[n] = 0;
+        for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                if (strncmp(line, "0::", 3) == 0) {
+                        size_t len = strcspn(line + 3, "\n");
+                        if (len >= size)
+                                return -ENAMETOOLONG;
+                        memcpy(buf, line + 3, len);
+                        buf[len] = 0;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+static bool cgroup_under(const char *cg, const char *base) {
+        size_t n = strlen(base);
+        return strncmp(cg, base, n) == 0 && (cg[n] == '/' || cg[n] == 0);
+}
+
+static bool same_namespace(pid_t pid, const char *type) {
+        char p[64], self[64];
+        struct stat a, b;
+        snprintf(p, sizeof(p), "/proc/%d/ns/%s", (int)pid, type);
+        snprintf(self, sizeof(self), "/proc/self/ns/%s", type);
+        return stat(p, &a) == 0 && stat(self, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
+static bool process_alive(int pidfd) { return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0; }
+
+static bool id_valid(const char *id) {
+        size_t n = strlen(id);
+        if (n == 0 || n > CONTAINER_ID_MAX)
+                return false;
+        for (const char *p = id; *p; p++)
+                if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') && !(*p >= '0' && *p <= '9') &&
+                    !strchr("_.+-", *p))
+                        return false;
+        return true;
+}
+
+/* Absolute, normalized, not "/": no "." or ".." components, no "//". */
+static bool mount_path_valid(const char *p) {
+        size_t n = strlen(p);
+        if (p[0] != '/' || n < 2 || n > MOUNT_PATH_MAX || p[n - 1] == '/')
+                return false;
+        for (const char *c = p; *c; c++) {
+                if ((unsigned char)*c < 0x20)
+                        return false;
+                if (c[0] == '/' && (c[1] == '/' || (c[1] == '.' && (c[2] == '/' || c[2] == 0)) ||
+                                    (c[1] == '.' && c[2] == '.' && (c[3] == '/' || c[3] == 0))))
+                        return false;
+        }
+        return true;
+}
+
+static int check_request(const struct container_request *req, const char **why) {
+        if (!id_valid(req->id))
+                return *why = "the container id must have 1 to 128 letters, digits, '_', '.', '+' or '-'", -EINVAL;
+        if (req->pid <= 1)
+                return *why = "the container's pid must be above 1", -EINVAL;
+        if (!mount_path_valid(req->mount_path))
+                return *why = "the mount path must be absolute and normalized (no '.', '..' or '//'), not '/'",
+                       -EINVAL;
+        if (req->rootfs[0] && (req->rootfs[0] != '/' || strlen(req->rootfs) >= 4096))
+                return *why = "the rootfs must be an absolute path, or empty for a running container's root",
+                       -EINVAL;
+        return 0;
+}
+
+struct container *container_find(struct tierd *t, const char *id) {
+        for (struct container *c = t->containers; c; c = c->next)
+                if (strcmp(c->id, id) == 0)
+                        return c;
+        return NULL;
+}
+
+static int on_container_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        (void)s, (void)fd, (void)revents;
+        container_detach(userdata, "its init exited");
+        return 0;
+}
+
+static void container_free(struct container *c) {
+        if (!c)
+                return;
+        c->exit_src = sd_event_source_disable_unref(c->exit_src);
+        safe_close(c->pidfd);
+        safe_close(c->mntns_fd);
+        free(c->id);
+        free(c->rootfs);
+        free(c->mount_path);
+        free(c->k8s_namespace);
+        free(c->cgroup);
+        free(c);
+}
+
+/* What identifies the container's processes: its cgroup when it has its
+ * own (a process that unshares its mount namespace keeps it), and its
+ * mount namespace id. */
+static int container_identify(struct container *c, const char **why) {
+        char p[64], cg[1024], own[1024];
+
+        snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)c->pid);
+        if ((c->pidfd = pidfd_open(c->pid, 0)) < 0)
+                return *why = "no such process", -ESRCH;
+        if ((c->mntns_fd = open(p, O_RDONLY | O_CLOEXEC)) < 0 || ioctl(c->mntns_fd, NS_GET_MNTNS_ID, &c->mntns_id) < 0)
+                return *why = "cannot open the process's mount namespace", -errno;
+        /* Opened after the pidfd: if the process still lives, the namespace
+         * was its, not a successor's with the same pid. */
+        if (!process_alive(c->pidfd))
+                return *why = "the process exited", -ESRCH;
+        if (same_namespace(c->pid, "mnt"))
+                return *why = "the process shares tierd's mount namespace: not a container", -EINVAL;
+        if (read_cgroup(c->pid, cg, sizeof(cg)) == 0 && read_cgroup(getpid(), own, sizeof(own)) == 0 &&
+            strcmp(cg, "/") != 0 && strcmp(cg, own) != 0 && !(c->cgroup = strdup(cg)))
+                return -ENOMEM;
+        return 0;
+}
+
+static int container_place_view(struct container *c, const char **why) {
+        struct tenant *tn = c->tenant;
+        char p[64];
+        struct nsmount_options o = { .read_only = c->read_only, .userns_fd = -1 };
+
+        /* A user-namespace container sees owners through its mapping: an
+         * idmapped clone shows them as they are on disk. */
+        if (!same_namespace(c->pid, "user")) {
+                snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)c->pid);
+                if ((o.userns_fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+                        return *why = "cannot open the container's user namespace", -errno;
+                c->idmapped = true;
+        }
+        int clone = nsmount_clone(tn->cfg->subvolume, &o, &c->view_mnt_id);
+        safe_close(o.userns_fd);
+        if (clone < 0)
+                return *why = "cannot clone the tenant's subvolume mount", clone;
+        int r = nsmount_place(clone, c->mntns_fd, c->rootfs, c->mount_path, why);
+        close(clone);
+        return r;
+}
+
+int container_attach(struct tierd *t, const struct container_request *req, struct container **ret, const char **why) {
+        uint64_t start = now(CLOCK_MONOTONIC);
+        struct container *c, *old;
+        struct tenant *tn;
+        int r;
+
+        if ((r = check_request(req, why)) < 0)
+                return r;
+        if (!(tn = tierd_find_tenant(t, req->tenant)))
+                return *why = "no such tenant in the policy", -ENOENT;
+        if (!policy_container_allowed(tn->cfg, req->id, req->k8s_namespace, why)) {
+                log_warning("container %s (pod namespace '%s'): refused the view of tenant %s: %s", req->id,
+                            req->k8s_namespace, tn->cfg->name, *why);
+                return -EPERM;
+        }
+        if ((old = container_find(t, req->id))) {
+                if (old->pid == req->pid && old->tenant == tn && strcmp(old->mount_path, req->mount_path) == 0) {
+                        *ret = old; /* the hook ran twice: nothing more to do */
+                        return 0;
+                }
+                return *why = "a container with this id is attached already (another pid, tenant or mount path)",
+                       -EEXIST;
+        }
+        if (!(c = calloc(1, sizeof(*c))))
+                return -ENOMEM;
+        *c = (struct container){ .tenant = tn, .pid = req->pid, .pidfd = -1, .mntns_fd = -1, .read_only = req->read_only,
+                                 .id = strdup(req->id), .rootfs = strdup(req->rootfs),
+                                 .mount_path = strdup(req->mount_path), .k8s_namespace = strdup(req->k8s_namespace),
+                                 .worker = { .tenant = tn, .sock = -1, .state = WORKER_STOPPED } };
+        c->worker.container = c;
+        if (!c->id || !c->rootfs || !c->mount_path || !c->k8s_namespace)
+                r = -ENOMEM;
+        else if ((r = container_identify(c, why)) < 0)
+                ;
+        else if ((r = container_place_view(c, why)) < 0)
+                log_error_errno(r, "container %s: tenant %s's view at %s: %s: %m", c->id, tn->cfg->name, c->mount_path,
+                                *why);
+        else if ((r = worker_start(&c->worker)) < 0) {
+                *why = "cannot start the container's worker";
+                nsmount_remove(c->mntns_fd, c->rootfs, c->mount_path, c->view_mnt_id);
+        } else if ((r = sd_event_add_io(t->event, &c->exit_src, c->pidfd, EPOLLIN, on_container_exit, c)) < 0) {
+                *why = "cannot watch the container's init";
+                worker_stop(&c->worker);
+                nsmount_remove(c->mntns_fd, c->rootfs, c->mount_path, c->view_mnt_id);
+        }
+        if (r < 0) {
+                container_free(c);
+                return r;
+        }
+        c->serial = ++t->last_container_serial;
+        c->attached_usec = now(CLOCK_REALTIME);
+        c->attach_took_usec = now(CLOCK_MONOTONIC) - start;
+        c->next = t->containers;
+        t->containers = c;
+        tn->n_containers++;
+        log_info("container %s (pid %d%s%s): tenant %s's view at %s%s, worker %d, routed by %s (%.1f ms)", c->id,
+                 (int)c->pid, c->k8s_namespace[0] ? ", pod namespace " : "", c->k8s_namespace, tn->cfg->name,
+                 c->mount_path, c->idmapped ? " (idmapped)" : "", (int)c->worker.pid,
+                 c->cgroup ? "cgroup" : "mount namespace", (double)c->attach_took_usec / 1000.0);
+        container_bus_attached(c);
+        *ret = c;
+        return 0;
+}
+
+void container_detach(struct container *c, const char *reason) {
+        struct tierd *t = c->tenant->t;
+
+        for (struct container **p = &t->containers; *p; p = &(*p)->next)
+                if (*p == c) {
+                        *p = c->next;
+                        break;
+                }
+        c->tenant->n_containers--;
+        c->exit_src = sd_event_source_disable_unref(c->exit_src);
+        /* A container still running keeps no view of a tenant it left. */
+        if (process_alive(c->pidfd)) {
+                int r = nsmount_remove(c->mntns_fd, c->rootfs, c->mount_path, c->view_mnt_id);
+                if (r < 0)
+                        log_error_errno(r, "container %s: cannot unmount the view at %s: %m", c->id, c->mount_path);
+        }
+        /* Its readers' fills finish on the host worker: none waits forever. */
+        worker_hand_over(&c->worker, &c->tenant->worker);
+        log_info("container %s: detached from tenant %s (%s)", c->id, c->tenant->cfg->name, reason);
+        container_bus_detached(c, reason);
+        container_free(c);
+        tierd_check_idle(t);
+}
+
+void containers_stop_all(struct tierd *t) {
+        while (t->containers) {
+                struct container *c = t->containers;
+                if (!t->handing_over) {
+                        container_detach(c, "tierd stopped");
+                        continue;
+                }
+                /* Handover: the view stays (readers may be in it), the
+                 * worker's events stay pending for the successor. */
+                t->containers = c->next;
+                c->tenant->n_containers--;
+                worker_abandon(&c->worker);
+                container_free(c);
+        }
+}
+
+uint64_t container_of_thread(struct tenant *tn, pid_t tid) {
+        char cg[1024];
+        uint64_t mntns = 0;
+
+        if (!tn->n_containers || tid <= 0)
+                return 0;
+        bool have_cg = read_cgroup(tid, cg, sizeof(cg)) == 0;
+        for (struct container *c = tn->t->containers; c; c = c->next) {
+                if (c->tenant != tn)
+                        continue;
+                if (c->cgroup && have_cg && cgroup_under(cg, c->cgroup))
+                        return c->serial;
+                if (!mntns)
+                        mntns = nsmount_mntns_id(tid);
+                if (mntns && mntns == c->mntns_id)
+                        return c->serial;
+        }
+        return 0;
+}
+
+static struct container *container_by_serial(struct tenant *tn, uint64_t serial) {
+        for (struct container *c = serial ? tn->t->containers : NULL; c; c = c->next)
+                if (c->serial == serial)
+                        return c->tenant == tn ? c : NULL;
+        return NULL;
+}
+
+struct worker *container_worker(struct tenant *tn, uint64_t serial) {
+        struct container *c = container_by_serial(tn, serial);
+        return c ? &c->worker : &tn->worker;
+}
+
+void container_count_fill(struct tenant *tn, uint64_t serial, uint64_t bytes, bool ok) {
+        struct container *c = container_by_serial(tn, serial);
+        if (!c)
+                return;
+        if (ok) {
+                c->fills++;
+                c->fill_bytes += bytes;
+        } else
+                c->fill_errors++;
+}
+
+void containers_restart_workers(struct tenant *tn) {
+        for (struct container *c = tn->t->containers; c; c = c->next)
+                if (c->tenant == tn)
+                        worker_restart_planned(&c->worker);
+}
+
+void containers_send_credentials(struct tenant *tn) {
+        for (struct container *c = tn->t->containers; c; c = c->next)
+                if (c->tenant == tn)
+                        worker_send_credentials(&c->worker);
+}
+
+bool containers_idle(struct tierd *t) {
+        for (struct container *c = t->containers; c; c = c->next)
+                if (!worker_idle(&c->worker))
+                        return false;
+        return true;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Containers: AttachContainer places a tenant's view inside a container and
+ * starts a worker for it; the container's readers are routed to that worker
+ * (by cgroup, or by mount namespace id). DetachContainer, or the death of the
+ * container's init, undoes it all.
+ */
+#pragma once
+
+#include "tierd.h"
+
+struct container_request {
+        const char *id;
+        const char *tenant;
+        pid_t pid;               /* the container's init, host numbering */
+        const char *rootfs;      /* its root before pivot_root (the OCI hook's), or "" once it runs */
+        const char *mount_path;  /* where the view appears inside, such as /data */
+        const char *k8s_namespace; /* the pod's namespace, or "" outside Kubernetes */
+        bool read_only;
+};
+
+/* 0 and *ret on success (also when the same container is attached already).
+ * -ENOENT no such tenant, -EPERM the policy refuses it, -EEXIST the id is
+ * attached to another pid or tenant, -ESRCH no such process, -EINVAL a bad
+ * argument, other errors from the kernel; *why says what (static). */
+int container_attach(struct tierd *t, const struct container_request *req, struct container **ret, const char **why);
+/* Stops its worker (what it had in flight goes to the tenant's host
+ * worker: no reader is left waiting), unmounts the view if the container
+ * still runs, and frees it. */
+void container_detach(struct container *c, const char *reason);
+struct container *container_find(struct tierd *t, const char *id);
+/* tierd stops: containers are detached (views removed) unless it hands
+ * over, when views and readers stay for the successor. */
+void containers_stop_all(struct tierd *t);
+
+/* Which container the thread tid belongs to: its serial, 0 for the host. */
+uint64_t container_of_thread(struct tenant *tn, pid_t tid);
+/* The worker that serves serial's readers: the container's, or the host
+ * worker if it is gone. */
+struct worker *container_worker(struct tenant *tn, uint64_t serial);
+void container_count_fill(struct tenant *tn, uint64_t serial, uint64_t bytes, bool ok);
+
+/* Every container worker of the tenant: new settings, new credentials. */
+void containers_restart_workers(struct tenant *tn);
+void containers_send_credentials(struct tenant *tn);
+bool containers_idle(struct tierd *t);

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Views inside containers, with the new mount API (shared/DESIGN.md,
+ * "Containers"): the old mount(2) cannot bind into another namespace, and
+ * setns(CLONE_NEWNS) fails in a multithreaded process, so the steps inside
+ * the container's namespace run in a forked child that reports back the
+ * step it failed at.
+ */
+#include "nsmount.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "nsfs-uapi.h"
+
+uint64_t nsmount_mntns_id(pid_t pid) {
+        char p[64];
+        uint64_t id = 0;
+        snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)pid);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || ioctl(fd, NS_GET_MNTNS_ID, &id) < 0)
+                return 0;
+        return id;
+}
+
+int nsmount_clone(const char *source, const struct nsmount_options *o, uint64_t *ret_mnt_id) {
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        struct statx stx;
+
+        /* Not AT_RECURSIVE: mounts the admin placed under the subvolume
+         * are not the tenant's data. */
+        _cleanup_close_ int fd = open_tree(AT_FDCWD, source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "open_tree(%s): %m", source);
+        if (o->read_only)
+                attr.attr_set |= MOUNT_ATTR_RDONLY;
+        if (o->userns_fd >= 0) {
+                attr.attr_set |= MOUNT_ATTR_IDMAP;
+                attr.userns_fd = (uint64_t)o->userns_fd;
+        }
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return log_error_errno(errno, "mount_setattr(%s%s): %m", source,
+                                       o->userns_fd >= 0 ? ", idmapped" : "");
+        if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
+                return log_error_errno(errno ?: EIO, "statx(%s): no mount id: %m", source);
+        *ret_mnt_id = stx.stx_mnt_id;
+        return TAKE_FD(fd);
+}
+
+static int open_in_root(int root_fd, const char *path) {
+        struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        long fd = syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+        return fd < 0 ? -errno : (int)fd;
+}
+
+/* Opens path under root_fd as if root_fd were "/", creating missing
+ * directories one component at a time, each inside the root. */
+static int open_or_create_in_root(int root_fd, const char *path) {
+        char prefix[4096];
+        size_t n = strlen(path);
+        int fd = open_in_root(root_fd, path);
+
+        if (fd != -ENOENT)
+                return fd;
+        if (n >= sizeof(prefix))
+                return -ENAMETOOLONG;
+        for (size_t i = 1; i <= n; i++) {
+                if (path[i] != '/' && path[i] != 0)
+                        continue;
+                memcpy(prefix, path, i);
+                prefix[i] = 0;
+                char *slash = strrchr(prefix, '/');
+                *slash = 0;
+                _cleanup_close_ int parent = open_in_root(root_fd, prefix[0] ? prefix : "/");
+                if (parent < 0)
+                        return parent;
+                if (mkdirat(parent, slash + 1, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+        }
+        return open_in_root(root_fd, path);
+}
+
+enum { STEP_SETNS = 1, STEP_ROOT, STEP_TARGET, STEP_MOVE, STEP_UNMOUNT };
+static const char *const step_names[] = {
+        [STEP_SETNS] = "entering the container's mount namespace",
+        [STEP_ROOT] = "opening the container's root",
+        [STEP_TARGET] = "resolving the mount path inside the container's root",
+        [STEP_MOVE] = "moving the view into place",
+        [STEP_UNMOUNT] = "unmounting the view",
+};
+
+struct child_result {
+        int error; /* positive errno */
+        int step;
+};
+
+/* Runs fn in a child inside mntns_fd; its result comes back on a pipe. */
+static int run_in_namespace(int mntns_fd, int (*fn)(void *data, int *step), void *data, const char **why) {
+        struct child_result res = { .error = EIO, .step = STEP_SETNS };
+        int pipefd[2];
+        pid_t pid;
+
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return -errno;
+        pid = fork();
+        if (pid < 0) {
+                int r = -errno;
+                close(pipefd[0]);
+                close(pipefd[1]);
+                return r;
+        }
+        if (pid == 0) {
+                int step = STEP_SETNS, r = setns(mntns_fd, CLONE_NEWNS) < 0 ? -errno : fn(data, &step);
+                struct child_result out = { .error = -r, .step = step };
+                (void)!write(pipefd[1], &out, sizeof(out));
+                _exit(r < 0 ? 1 : 0);
+        }
+        close(pipefd[1]);
+        ssize_t got = read(pipefd[0], &res, sizeof(res));
+        close(pipefd[0]);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        if (got != (ssize_t)sizeof(res))
+                res = (struct child_result){ .error = EIO, .step = STEP_SETNS };
+        if (res.error && why)
+                *why = step_names[res.step >= STEP_SETNS && res.step <= STEP_UNMOUNT ? res.step : STEP_SETNS];
+        return -res.error;
+}
+
+struct place_args {
+        int clone_fd;
+        const char *root, *path;
+};
+
+static int place_in_child(void *data, int *step) {
+        struct place_args *a = data;
+        /* After setns our root is the namespace's: the container's own once
+         * it pivoted, the host-like tree (holding rootfs) before. */
+        *step = STEP_ROOT;
+        _cleanup_close_ int root = open(a->root[0] ? a->root : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return -errno;
+        *step = STEP_TARGET;
+        _cleanup_close_ int target = open_or_create_in_root(root, a->path);
+        if (target < 0)
+                return target;
+        *step = STEP_MOVE;
+        if (move_mount(a->clone_fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return -errno;
+        return 0;
+}
+
+int nsmount_place(int clone_fd, int mntns_fd, const char *root, const char *path, const char **why) {
+        struct place_args a = { .clone_fd = clone_fd, .root = root, .path = path };
+        return run_in_namespace(mntns_fd, place_in_child, &a, why);
+}
+
+struct remove_args {
+        const char *root, *path;
+        uint64_t mnt_id;
+};
+
+static bool is_our_mount(int dir_fd, const char *path, uint64_t mnt_id) {
+        struct statx stx;
+        return statx(dir_fd, path, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) == 0 && (stx.stx_mask & STATX_MNT_ID) &&
+               stx.stx_mnt_id == mnt_id;
+}
+
+static int remove_in_child(void *data, int *step) {
+        struct remove_args *a = data;
+        char full[8192];
+
+        *step = STEP_UNMOUNT;
+        /* Where the container sees it, or still under rootfs if it never
+         * pivoted. Only ever the mount we placed. */
+        if (is_our_mount(AT_FDCWD, a->path, a->mnt_id))
+                return umount2(a->path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 ? -errno : 0;
+        snprintf(full, sizeof(full), "%s%s", a->root, a->path);
+        if (a->root[0] && is_our_mount(AT_FDCWD, full, a->mnt_id))
+                return umount2(full, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 ? -errno : 0;
+        return 0; /* gone already, or the container unmounted it */
+}
+
+int nsmount_remove(int mntns_fd, const char *root, const char *path, uint64_t mnt_id) {
+        struct remove_args a = { .root = root, .path = path, .mnt_id = mnt_id };
+        return run_in_namespace(mntns_fd, remove_in_child, &a, NULL);
+}

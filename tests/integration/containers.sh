@@ -1,0 +1,222 @@
+#!/bin/bash
+# Containers, for real: runc with a busybox rootfs and tierd's OCI hook
+# (tierctl oci-hook) in config.json. Two containers of tenant alpha, one of
+# beta, one without the annotation, one whose pod namespace may not use the
+# tenant; reads of released files inside them, by a process in a mount
+# namespace of its own too; a container's worker killed while the others
+# read; detach by poststop, by DetachContainer on a running container and by
+# the death of the container's init; nothing left behind.
+set -u
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+TIERCTL=$BUILD/tierctl
+BUSCTL="busctl --system"
+AWK="$TL_ROOT/tests/lib/introspect.awk"
+P=tt$$ # container ids: unique to this run
+IDS=()
+
+containers_cleanup() {
+	for id in "${IDS[@]}"; do runc delete --force "$id" >/dev/null 2>&1; done
+	tl_cleanup
+}
+trap containers_cleanup EXIT
+
+if ! command -v runc >/dev/null || ! [ -x /bin/busybox ]; then
+	skip "runc or busybox-static missing (make deps installs them)"
+	tl_summary
+	exit 0
+fi
+
+tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
+for t in alpha beta; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
+mkdir -p "$TL_DIR/store" "$TL_DIR/etc"
+cat >"$TL_DIR/etc/policy.json" <<EOF
+{"tenants": [
+  {"name": "alpha", "subvolume": "$TL_DIR/fs/alpha", "mount": "$TL_DIR/views/alpha",
+   "backend": "file://$TL_DIR/store/alpha", "chunk": "64K", "namespaces": ["team-a"], "containers": ["$P-plain-*"]},
+  {"name": "beta", "subvolume": "$TL_DIR/fs/beta", "mount": "$TL_DIR/views/beta",
+   "backend": "file://$TL_DIR/store/beta", "namespaces": ["team-b"]}]}
+EOF
+tl_dbus_start
+check "tierd starts" tl_tierd_start "$TL_DIR/etc/policy.json" || { tl_summary; exit 1; }
+
+# Files: a released one per reader, so that every read below needs a fill.
+VA=$TL_DIR/views/alpha VB=$TL_DIR/views/beta
+for i in $(seq 1 12); do head -c $((3 * 1024 * 1024 + i * 4099)) /dev/urandom >"$VA/f$i"; done
+head -c 64M /dev/urandom >"$VA/big"
+echo "beta's own" >"$VB/only-beta"
+head -c 1M /dev/urandom >"$VB/b1"
+sum() { sha256sum "$1" | cut -d' ' -f1; }
+declare -A SUM
+for f in "$VA"/* "$VB"/*; do SUM[$f]=$(sum "$f"); done
+check "archive and release both tenants' files" bash -c "
+	$TIERCTL archive $VA/* $VB/* >/dev/null && $TIERCTL release $VA/* $VB/* >/dev/null"
+check "... released: no blocks left" test "$(tl_allocated "$VA/f1")" = 0
+
+# A busybox rootfs and a bundle per container.
+BASE=$TL_DIR/rootfs
+mkdir -p "$BASE/bin" "$BASE/proc" "$BASE/sys" "$BASE/dev" "$BASE/tmp"
+cp /bin/busybox "$BASE/bin/"
+for c in sh cat ls sleep sha256sum stat unshare mount head dd wc; do ln -s busybox "$BASE/bin/$c"; done
+BUS_ENV="DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS"
+
+# bundle ID TENANT NAMESPACE [userns]: a bundle whose config.json carries the
+# hooks and (if TENANT is not "-") tierd's annotations.
+bundle() {
+	local id=$1 tenant=$2 ns=$3 userns=${4:-} b=$TL_DIR/bundles/$1
+	mkdir -p "$b"
+	cp -a "$BASE" "$b/rootfs"
+	(cd "$b" && runc spec)
+	python3 - "$b/config.json" "$tenant" "$ns" "$BUILD/tierctl" "$BUS_ENV" "$userns" <<'PY'
+import json, sys
+path, tenant, ns, tierctl, env, userns = sys.argv[1:]
+c = json.load(open(path))
+c["process"]["terminal"] = False
+c["process"]["args"] = ["sleep", "100000"]
+c["root"]["readonly"] = False
+ann = {}
+if tenant != "-":
+    ann = {"tierd.io/tenant": tenant, "tierd.io/mount-path": "/data"}
+    if ns:
+        ann["io.kubernetes.pod.namespace"] = ns
+c["annotations"] = ann
+hook = lambda stage: [{"path": tierctl, "args": ["tierctl", "oci-hook", stage], "env": [env], "timeout": 10}]
+c["hooks"] = {"createRuntime": hook("createRuntime"), "poststop": hook("poststop")}
+if userns:
+    c["linux"]["namespaces"].append({"type": "user"})
+    c["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+    c["linux"]["gidMappings"] = [{"containerID": 0, "hostID": 100000, "size": 65536}]
+json.dump(c, open(path, "w"), indent=1)
+PY
+	[ -z "$userns" ] || chown -R 100000:100000 "$b/rootfs"
+}
+
+# start ID: runc run -d; prints how long it took (the hook included).
+start() {
+	local t0 t1
+	IDS+=("$1")
+	t0=$(date +%s%N)
+	runc run -d --bundle "$TL_DIR/bundles/$1" "$1" </dev/null >"$TL_DIR/runc-$1.log" 2>&1 || return 1
+	t1=$(date +%s%N)
+	echo "# runc run -d $1, the hook included: $(((t1 - t0) / 1000000)) ms"
+}
+in_c() { local id=$1; shift; runc exec "$id" "$@" </dev/null; }
+workers() { pgrep -c -P "$TL_TIERD_PID" tierd-worker; }
+cobj() { echo "/org/tierd1/container/$(echo "$1" | sed 's/-/_2d/g; s/\./_2e/g')"; }
+cprop() { $BUSCTL get-property org.tierd1 "$(cobj "$1")" org.tierd1.Container "$2" | cut -d' ' -f2- | tr -d '"'; }
+reads_right() { # ID FILE: the container reads the released file's exact bytes
+	[ "$(in_c "$1" sha256sum "/data/$2" | cut -d' ' -f1)" = "${SUM[$VA/$2]}" ]
+}
+
+FDS0=$(ls /proc/"$TL_TIERD_PID"/fd | wc -l)
+W0=$(workers)
+for id in a1 a2; do bundle $P-$id alpha team-a; done
+bundle $P-b1 beta team-b
+bundle $P-plain - ""
+bundle $P-bad alpha team-b
+bundle $P-plain-1 - ""
+
+check "a container of tenant alpha starts (createRuntime hook)" start $P-a1
+check "... and a second one" start $P-a2
+check "one of tenant beta starts" start $P-b1
+check "a container without the annotation starts" start $P-plain
+check "ListContainers: the three attached ones" test "$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ListContainers | cut -d' ' -f2)" = 3
+ATTACH_US=$(cprop $P-a1 AttachMicroseconds)
+echo "# attach inside tierd (AttachMicroseconds of $P-a1): $((ATTACH_US / 1000)).$((ATTACH_US % 1000 / 100)) ms"
+check "the running daemon's org.tierd1.Container is dbus/org.tierd1.Container.xml" bash -c "
+	diff <($BUSCTL introspect --xml-interface org.tierd1 $(cobj $P-a1) | awk -v IFACE=org.tierd1.Container -f $AWK | sort) \
+		<(awk -v IFACE=org.tierd1.Container -f $AWK $TL_ROOT/dbus/org.tierd1.Container.xml | sort)"
+check "one worker per attached container, none for the plain one" test "$(workers)" = $((W0 + 3))
+check "... each container's worker is its own" bash -c "
+	a=\$($BUSCTL get-property org.tierd1 $(cobj $P-a1) org.tierd1.Container WorkerPid); b=\$($BUSCTL get-property org.tierd1 $(cobj $P-a2) org.tierd1.Container WorkerPid)
+	[ \"\$a\" != \"\$b\" ] && [ \"\$a\" != 'u 0' ]"
+check "container a1 reads a released file through /data: the right bytes" reads_right $P-a1 f1
+check "container a2 too" reads_right $P-a2 f2
+check "... the fills ran on each container's own worker" bash -c "
+	[ \$($BUSCTL get-property org.tierd1 $(cobj $P-a1) org.tierd1.Container Fills | cut -d' ' -f2) -gt 0 ] &&
+	[ \$($BUSCTL get-property org.tierd1 $(cobj $P-a2) org.tierd1.Container Fills | cut -d' ' -f2) -gt 0 ]"
+check "the view in the container is nosuid,nodev" bash -c "runc exec $P-a1 cat /proc/self/mountinfo | grep ' /data ' | grep -q 'nosuid,nodev'"
+check "container b1 sees beta's files" test "$(in_c $P-b1 cat /data/only-beta)" = "beta's own"
+check "... and none of alpha's" test "$(in_c $P-b1 ls /data | sort | tr '\n' ' ')" = "b1 only-beta "
+check_fails "... nor alpha's subvolume by any path" bash -c "runc exec $P-b1 ls /data/../alpha /alpha 2>/dev/null | grep -q f1"
+check_fails "the container without the annotation has no view" in_c $P-plain ls /data
+check_fails "an annotation naming a tenant its pod namespace may not use: the container does not start" start $P-bad
+check "... refused with a clear reason" grep -q "namespace is not in the tenant's" "$TL_DIR/runc-$P-bad.log"
+check "... and tierd logged it" grep -q "container $P-bad (pod namespace 'team-b'): refused the view of tenant alpha" "$TL_TIERD_LOG"
+runc delete --force $P-bad >/dev/null 2>&1
+
+BEFORE=$(cprop $P-a1 Fills)
+check "a process that unshares its mount namespace reads through its copy of /data: the right bytes" bash -c "
+	[ \"\$(runc exec --cap CAP_SYS_ADMIN $P-a1 unshare -m sh -c 'sha256sum /data/f3' </dev/null | cut -d' ' -f1)\" = '${SUM[$VA/f3]}' ]"
+check "... served by its container's worker (the cgroup tells)" test "$(cprop $P-a1 Fills)" -gt "$BEFORE"
+
+check "attach is idempotent: the same object, no new worker" bash -c "
+	[ \"\$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager AttachContainer ssusssa{sv} $P-a2 alpha \
+		$(cprop $P-a2 Pid) $(cprop $P-a2 Rootfs) /data team-a 0)\" = 'o \"$(cobj $P-a2)\"' ] && [ \$(pgrep -c -P $TL_TIERD_PID tierd-worker) = $((W0 + 3)) ]"
+check "AttachContainer from an unprivileged caller: AccessDenied" bash -c "
+	setpriv --reuid=65534 --regid=65534 --clear-groups $BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager AttachContainer \
+	ssusssa{sv} $P-x alpha $(cprop $P-a1 Pid) / /data team-a 0 2>&1 | grep -q 'only root may change files'"
+
+# SIGKILL a1's worker while a2 reads: a2 keeps going, a1's worker comes back.
+KW=$(cprop $P-a1 WorkerPid)
+kill -KILL "$KW"
+t0=$(date +%s%N)
+check "a1's worker killed: a2 reads 64 MiB at once, the right bytes" reads_right $P-a2 big
+echo "# a2's 64 MiB read right after a1's worker died: $((($(date +%s%N) - t0) / 1000000)) ms"
+check "... a1's worker is replaced and a1 reads again" bash -c "
+	for _ in \$(seq 50); do p=\$($BUSCTL get-property org.tierd1 $(cobj $P-a1) org.tierd1.Container WorkerPid | cut -d' ' -f2)
+		[ \"\$p\" != 0 ] && [ \"\$p\" != $KW ] && break; sleep 0.1; done
+	[ \"\$(runc exec $P-a1 sha256sum /data/f4 </dev/null | cut -d' ' -f1)\" = '${SUM[$VA/f4]}' ]"
+check "... the host sees nothing of it: a host read of alpha is right" test "$(sum "$VA/f5")" = "${SUM[$VA/f5]}"
+
+# A user-namespace container: the view is an idmapped clone.
+bundle $P-u1 alpha team-a userns
+if start $P-u1; then
+	ok "a user-namespace container starts"
+	check "... its view is idmapped" test "$(cprop $P-u1 Idmapped)" = true
+	check "... owners show as on disk (root is its root)" test "$(in_c $P-u1 stat -c %u /data/f6)" = 0
+	check "... and it reads the right bytes" reads_right $P-u1 f6
+	runc delete --force $P-u1 >/dev/null 2>&1
+else
+	not_ok "a user-namespace container starts: $(cat "$TL_DIR/runc-$P-u1.log")"
+fi
+
+# DetachContainer on a running container (attached by id, outside
+# Kubernetes): its view goes from inside it.
+check "a plain container is attached by id (tierctl container attach)" start $P-plain-1
+check "... tierctl container attach, its running root" "$TIERCTL" container attach $P-plain-1 --tenant alpha \
+	--pid "$(runc state $P-plain-1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')" --path /data
+check "... it reads through the view" reads_right $P-plain-1 f7
+check "... tierctl container list shows it" bash -c "$TIERCTL container list | grep -q '^$P-plain-1 .* alpha '"
+check_fails "... an id matching no \"containers\" glob outside Kubernetes: refused" "$TIERCTL" container attach $P-other \
+	--tenant alpha --pid "$(cprop $P-a1 Pid)"
+check "tierctl container detach" "$TIERCTL" container detach $P-plain-1
+check "... the view is gone from inside the running container (an empty /data is left)" \
+	test "$(in_c $P-plain-1 ls -A /data)" = ""
+
+# A detach while a fill is in flight: the event is answered anyway.
+SW=$(cprop $P-a2 WorkerPid)
+kill -STOP "$SW"
+runc exec $P-a2 cat /data/f8 </dev/null >/dev/null 2>&1 &
+READER=$!
+sleep 0.5
+check "a2's reader waits on its stopped worker" kill -0 $READER
+runc kill $P-a2 KILL >/dev/null 2>&1
+for _ in $(seq 50); do [ "$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ListContainers | grep -c "\"$P-a2\"")" = 0 ] && break; sleep 0.1; done
+check "the death of a2's init detaches it (no poststop yet)" test "$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ListContainers | grep -c "\"$P-a2\"")" = 0
+check "... its stopped worker is gone" bash -c "! kill -0 $SW 2>/dev/null"
+check "... its in-flight fill was finished by the host worker: nothing left in flight" bash -c "
+	for _ in \$(seq 50); do [ \"\$($BUSCTL get-property org.tierd1 /org/tierd1/tenant/alpha org.tierd1.Tenant InFlightRequests)\" = 'u 0' ] && exit 0; sleep 0.1; done; exit 1"
+wait $READER 2>/dev/null
+check "... and f8 is right on the host" test "$(sum "$VA/f8")" = "${SUM[$VA/f8]}"
+
+# Stop everything: poststop detaches, nothing stays.
+for id in a1 a2 b1 plain plain-1; do runc kill $P-$id KILL >/dev/null 2>&1; done
+sleep 0.3
+check "the containers are deleted (poststop hook runs)" bash -c "for id in a1 a2 b1 plain plain-1; do runc delete $P-\$id || exit 1; done"
+check "no container is attached" test "$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ListContainers)" = "a(ssuso) 0"
+check "no container worker is left" test "$(workers)" = "$W0"
+check "tierd holds no more fds than before the containers" test "$(ls /proc/"$TL_TIERD_PID"/fd | wc -l)" -le "$FDS0"
+check "tierd is still serving: a host read of alpha is right" test "$(sum "$VA/f9")" = "${SUM[$VA/f9]}"
+check "tierd stops cleanly" tl_tierd_stop
+tl_summary
