@@ -15,8 +15,6 @@
 #include "json-strict.h"
 #include "macro.h"
 
-static void json_putp(json_object **o) { if (*o) json_object_put(*o); }
-#define _cleanup_json_ _cleanup_(json_putp)
 
 static int say(char **error, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int say(char **error, int r, const char *fmt, ...) {

@@ -4,6 +4,14 @@
 #include <json-c/json.h>
 #include <stddef.h>
 
+#include "macro.h"
+
+static inline void json_putp(json_object **o) {
+        if (*o)
+                json_object_put(*o);
+}
+#define _cleanup_json_ _cleanup_(json_putp)
+
 /* json-c keeps the last of duplicate keys silently, even in strict mode.
  * Given JSON text that json-c already accepted, finds the first object key
  * that appears twice in one object. Returns 1 and the key (malloc'd, in

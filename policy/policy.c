@@ -20,8 +20,6 @@
 
 #define POLICY_FILE_MAX (4u << 20)
 
-static void json_putp(json_object **o) { if (*o) json_object_put(*o); }
-#define _cleanup_json_ _cleanup_(json_putp)
 
 struct parse_ctx {
         const char *origin;
@@ -454,6 +452,60 @@ static int check_tenants_distinct(struct parse_ctx *c, const struct policy *p) {
         return 0;
 }
 
+static int parse_filesystem(struct parse_ctx *c, json_object *o, const char *label, struct policy_filesystem *f) {
+        static const char *const keys[] = { "source", "mountpoint", "type", "options" };
+        static const char *const sources[] = { "/dev/", "UUID=", "LABEL=", "PARTUUID=" };
+        const char *source = NULL, *mountpoint = NULL, *type = NULL, *options = NULL;
+        int r;
+
+        if (!json_object_is_type(o, json_type_object))
+                return fail(c, label, NULL, "must be an object");
+        if ((r = check_keys(c, o, label, keys, ARRAY_SIZE(keys))) < 0 ||
+            (r = get_string(c, o, label, "source", &source)) < 0 ||
+            (r = get_string(c, o, label, "mountpoint", &mountpoint)) < 0 ||
+            (r = get_string(c, o, label, "type", &type)) < 0 || (r = get_string(c, o, label, "options", &options)) < 0)
+                return r;
+        if (!source || !mountpoint || !type)
+                return fail(c, label, !source ? "source" : !mountpoint ? "mountpoint" : "type", "missing");
+        bool known = false;
+        for (size_t i = 0; i < ARRAY_SIZE(sources); i++)
+                known = known || (strncmp(source, sources[i], strlen(sources[i])) == 0 && source[strlen(sources[i])]);
+        if (!known || strlen(source) >= 4096 || strpbrk(source, "\n\t "))
+                return fail(c, label, "source", "'%s' must be a device (/dev/...), UUID=..., LABEL=... or PARTUUID=...",
+                            source);
+        if ((r = check_abs_path(c, label, "mountpoint", mountpoint)) < 0)
+                return r;
+        if (strcmp(type, "btrfs") != 0 && strcmp(type, "xfs") != 0 && strcmp(type, "ext4") != 0)
+                return fail(c, label, "type", "must be \"btrfs\", \"xfs\" or \"ext4\"");
+        if (options && (strlen(options) > 1024 || strpbrk(options, " \t\n")))
+                return fail(c, label, "options", "must be comma-separated mount options, such as \"noatime\"");
+        *f = (struct policy_filesystem){ .source = strdup(source), .mountpoint = strdup(mountpoint),
+                                         .type = strdup(type), .options = strdup_or_null(options) };
+        return f->source && f->mountpoint && f->type && (f->options || !options) ? 0 : -ENOMEM;
+}
+
+static int parse_filesystems(struct parse_ctx *c, json_object *a, struct policy *p) {
+        char label[48];
+        if (!json_object_is_type(a, json_type_array))
+                return fail(c, NULL, "filesystems", "must be an array of {source, mountpoint, type}");
+        size_t n = json_object_array_length(a);
+        if (!(p->filesystems = calloc(n ?: 1, sizeof(*p->filesystems))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                snprintf(label, sizeof(label), "filesystems #%zu", i);
+                int r = parse_filesystem(c, json_object_array_get_idx(a, i), label, &p->filesystems[i]);
+                p->n_filesystems = i + 1;
+                if (r < 0)
+                        return r;
+                for (size_t j = 0; j < i; j++)
+                        if (path_is_under(p->filesystems[i].mountpoint, p->filesystems[j].mountpoint) ||
+                            path_is_under(p->filesystems[j].mountpoint, p->filesystems[i].mountpoint))
+                                return fail(c, label, "mountpoint", "'%s' overlaps filesystems #%zu",
+                                            p->filesystems[i].mountpoint, j);
+        }
+        return 0;
+}
+
 static bool group_name_valid(const char *name) {
         size_t n = strlen(name);
         if (n == 0 || n > 32 || name[0] == '-')
@@ -466,7 +518,8 @@ static bool group_name_valid(const char *name) {
 
 int policy_parse(const char *text, size_t len, const char *origin, struct policy **ret, char **error) {
         struct parse_ctx c = { .origin = origin ? origin : "policy", .error = error };
-        static const char *const top_keys[] = { "version", "defaults", "tenants", "worker_uids", "admin_group" };
+        static const char *const top_keys[] = { "version", "defaults", "tenants", "worker_uids", "admin_group",
+                                                "filesystems" };
         struct tenant_settings defaults = {
                 .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
@@ -559,6 +612,8 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 return fail(&c, NULL, "worker_uids", "has fewer uids than there are tenants");
         }
         r = check_tenants_distinct(&c, p);
+        if (r >= 0 && json_object_object_get_ex(root, "filesystems", &v))
+                r = parse_filesystems(&c, v, p);
         if (r < 0) {
                 policy_free(p);
                 return r;
@@ -636,6 +691,13 @@ void policy_free(struct policy *p) {
         if (!p)
                 return;
         free(p->admin_group);
+        for (size_t i = 0; i < p->n_filesystems; i++) {
+                free(p->filesystems[i].source);
+                free(p->filesystems[i].mountpoint);
+                free(p->filesystems[i].type);
+                free(p->filesystems[i].options);
+        }
+        free(p->filesystems);
         for (size_t i = 0; i < p->n_tenants; i++) {
                 free(p->tenants[i].name);
                 free(p->tenants[i].subvolume);
@@ -672,6 +734,16 @@ bool policy_same_places(const struct policy *a, const struct policy *b, const ch
         }
         if (a->worker_uid_first != b->worker_uid_first || a->worker_uid_count != b->worker_uid_count) {
                 *why = "worker_uids changed";
+                return false;
+        }
+        bool same_fs = a->n_filesystems == b->n_filesystems;
+        for (size_t i = 0; same_fs && i < a->n_filesystems; i++) {
+                const struct policy_filesystem *x = &a->filesystems[i], *y = &b->filesystems[i];
+                same_fs = strcmp(x->source, y->source) == 0 && strcmp(x->mountpoint, y->mountpoint) == 0 &&
+                          strcmp(x->type, y->type) == 0 && str_equal(x->options, y->options);
+        }
+        if (!same_fs) {
+                *why = "filesystems changed";
                 return false;
         }
         for (size_t i = 0; i < a->n_tenants; i++) {

@@ -50,8 +50,19 @@ struct policy_tenant {
 #define POLICY_WORKER_UIDS_DEFAULT_FIRST 59000u
 #define POLICY_WORKER_UIDS_DEFAULT_COUNT 1000u
 
+/* A tiered filesystem tierd mounts itself ("filesystems"), marking it
+ * before anything can reach it: supervisor/bootmount.c. */
+struct policy_filesystem {
+        char *source;     /* "/dev/...", "UUID=...", "LABEL=..." or "PARTUUID=..." */
+        char *mountpoint; /* absolute, normalized */
+        char *type;       /* btrfs, xfs or ext4 */
+        char *options;    /* comma-separated, as mount -o; NULL: none */
+};
+
 struct policy {
         unsigned version;
+        struct policy_filesystem *filesystems;
+        size_t n_filesystems;
         uint32_t worker_uid_first, worker_uid_count; /* "worker_uids": one uid and gid per worker */
         char *admin_group; /* "admin_group": its members may change files too; NULL: root only */
         struct policy_tenant *tenants;

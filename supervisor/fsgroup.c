@@ -298,12 +298,10 @@ int fsgroup_open(struct tiered_fs *fs) {
         bool new_pre, new_notif;
         int r;
 
-        if (statfs(fs->mountpoint, &sf) < 0)
-                return log_error_errno(errno, "statfs %s: %m", fs->mountpoint);
-        memcpy(&fs->fsid, &sf.f_fsid, sizeof(fs->fsid));
-
-        /* The private mount: detached, so no other process can reach it. */
-        fs->tree_fd = open_tree(AT_FDCWD, fs->mountpoint, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        /* The private mount: detached, so no other process can reach it. A
+         * filesystem tierd mounted itself is not at its mountpoint yet. */
+        fs->tree_fd = fs->mnt_fd >= 0 ? open_tree(fs->mnt_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)
+                                      : open_tree(AT_FDCWD, fs->mountpoint, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
         if (fs->tree_fd < 0)
                 return log_error_errno(errno, "open_tree %s: %m", fs->mountpoint);
         /* open_tree gives an O_PATH fd, which fanotify_mark and
@@ -311,6 +309,9 @@ int fsgroup_open(struct tiered_fs *fs) {
         fs->root_fd = openat(fs->tree_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fs->root_fd < 0)
                 return log_error_errno(errno, "opening the private mount of %s: %m", fs->mountpoint);
+        if (fstatfs(fs->root_fd, &sf) < 0)
+                return log_error_errno(errno, "statfs %s: %m", fs->mountpoint);
+        memcpy(&fs->fsid, &sf.f_fsid, sizeof(fs->fsid));
 
         /* Unlimited queue and marks: a full queue drops permission events
          * and the reads go through, reading zeros. O_RDONLY event fds: with
@@ -325,8 +326,8 @@ int fsgroup_open(struct tiered_fs *fs) {
                 return log_error_errno(errno, "fanotify_init (pre-content; needs CAP_SYS_ADMIN): %m");
         /* Also on a group taken over: the filesystem may have been mounted
          * again since, and marking twice changes nothing. */
-        if (fanotify_mark(fs->pre_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, TIERD_PRE_CONTENT_MASK, AT_FDCWD,
-                          fs->mountpoint) < 0)
+        /* A filesystem mark: through any mount of it, the private one too. */
+        if (fanotify_mark(fs->pre_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, TIERD_PRE_CONTENT_MASK, fs->root_fd, NULL) < 0)
                 return mark_refused(fs, -errno);
         if (fanotify_mark(fs->pre_fd, ignore, TIERD_PRE_CONTENT_MASK, fs->root_fd, NULL) < 0)
                 return log_error_errno(errno, "ignore mark on the private mount of %s: %m", fs->mountpoint);
@@ -335,7 +336,7 @@ int fsgroup_open(struct tiered_fs *fs) {
         fs->notif_fd = fsgroup_fid_group(fs, "notif", &new_notif);
         if (fs->notif_fd < 0)
                 return log_error_errno(fs->notif_fd, "fanotify_init (notifications): %m");
-        if (fanotify_mark(fs->notif_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, NOTIFY_MASK, AT_FDCWD, fs->mountpoint) < 0)
+        if (fanotify_mark(fs->notif_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, NOTIFY_MASK, fs->root_fd, NULL) < 0)
                 return log_error_errno(errno, "FAN_CLOSE_WRITE mark on %s: %m", fs->mountpoint);
         if (fanotify_mark(fs->notif_fd, ignore, NOTIFY_MASK, fs->root_fd, NULL) < 0)
                 return log_error_errno(errno, "notification ignore mark on the private mount of %s: %m", fs->mountpoint);

@@ -219,6 +219,66 @@ static void test_engine_keys(void **state) {
         parse_bad(T(", \"archive_rate\": -1"), "non-negative");
 }
 
+/* Containers: which Kubernetes namespaces, or outside Kubernetes which
+ * container ids, may attach a tenant's view. */
+static void test_container_keys(void **state) {
+        (void)state;
+        const char *why = NULL;
+        struct policy *p = parse_ok(T(""));
+        assert_false(policy_container_allowed(&p->tenants[0], "c1", "team-a", &why));
+        assert_non_null(strstr(why, "namespaces"));
+        assert_false(policy_container_allowed(&p->tenants[0], "c1", "", &why));
+        assert_non_null(strstr(why, "containers"));
+        policy_free(p);
+        p = parse_ok(T(", \"namespaces\": [\"team-a\", \"b2\"], \"containers\": [\"build-*\"]"));
+        assert_true(policy_container_allowed(&p->tenants[0], "anything", "team-a", &why));
+        assert_true(policy_container_allowed(&p->tenants[0], "anything", "b2", &why));
+        assert_false(policy_container_allowed(&p->tenants[0], "build-1", "team-b", &why)); /* k8s: the namespace decides */
+        assert_true(policy_container_allowed(&p->tenants[0], "build-1", "", &why));
+        assert_false(policy_container_allowed(&p->tenants[0], "test-1", "", &why));
+        policy_free(p);
+
+        parse_bad(T(", \"namespaces\": \"team-a\""), "array");
+        parse_bad(T(", \"namespaces\": [\"Team-A\"]"), "not a Kubernetes namespace name");
+        parse_bad(T(", \"namespaces\": [\"-a\"]"), "not a Kubernetes namespace name");
+        parse_bad(T(", \"namespaces\": [\"a234567890123456789012345678901234567890123456789012345678901234\"]"),
+                  "not a Kubernetes namespace name");
+        parse_bad(T(", \"containers\": [\"\"]"), "non-empty");
+        parse_bad("{\"defaults\": {\"namespaces\": [\"a\"]}, \"tenants\": []}", "unknown key");
+}
+
+/* "filesystems": what tierd mounts itself. */
+static void test_filesystems(void **state) {
+        (void)state;
+#define FS(x) "{\"filesystems\": [" x "], \"tenants\": []}"
+        struct policy *p = parse_ok(FS("{\"source\": \"LABEL=tier\", \"mountpoint\": \"/srv/tier\", \"type\": \"btrfs\","
+                                       " \"options\": \"noatime,compress=zstd\"},"
+                                       "{\"source\": \"/dev/vdb\", \"mountpoint\": \"/srv/x\", \"type\": \"xfs\"}"));
+        assert_int_equal(p->n_filesystems, 2);
+        assert_string_equal(p->filesystems[0].source, "LABEL=tier");
+        assert_string_equal(p->filesystems[0].options, "noatime,compress=zstd");
+        assert_string_equal(p->filesystems[1].type, "xfs");
+        assert_null(p->filesystems[1].options);
+        struct policy *q = parse_ok(FS("{\"source\": \"LABEL=tier\", \"mountpoint\": \"/srv/tier\", \"type\": \"btrfs\"}"));
+        const char *why = NULL;
+        assert_false(policy_same_places(p, q, &why));
+        assert_string_equal(why, "filesystems changed");
+        policy_free(p);
+        policy_free(q);
+        parse_bad(FS("{\"source\": \"sdb\", \"mountpoint\": \"/srv/t\", \"type\": \"btrfs\"}"), "'source'");
+        parse_bad(FS("{\"source\": \"UUID=\", \"mountpoint\": \"/srv/t\", \"type\": \"btrfs\"}"), "'source'");
+        parse_bad(FS("{\"source\": \"/dev/sdb\", \"mountpoint\": \"srv\", \"type\": \"btrfs\"}"), "absolute");
+        parse_bad(FS("{\"source\": \"/dev/sdb\", \"mountpoint\": \"/srv/t\", \"type\": \"vfat\"}"), "'type'");
+        parse_bad(FS("{\"source\": \"/dev/sdb\", \"mountpoint\": \"/srv/t\"}"), "missing");
+        parse_bad(FS("{\"source\": \"/dev/sdb\", \"mountpoint\": \"/srv/t\", \"type\": \"xfs\", \"options\": \"a b\"}"),
+                  "'options'");
+        parse_bad(FS("{\"source\": \"/dev/a\", \"mountpoint\": \"/srv/t\", \"type\": \"xfs\"},"
+                     "{\"source\": \"/dev/b\", \"mountpoint\": \"/srv/t/x\", \"type\": \"xfs\"}"), "overlaps");
+        parse_bad(FS("{\"source\": \"/dev/a\", \"mountpoint\": \"/srv/t\", \"type\": \"xfs\", \"uid\": 1}"), "unknown key");
+        parse_bad("{\"filesystems\": {}, \"tenants\": []}", "array");
+#undef FS
+}
+
 /* A directory given as the policy (a mounted ConfigMap) holds policy.json. */
 static void test_directory(void **state) {
         (void)state;
@@ -296,6 +356,8 @@ int main(void) {
                 cmocka_unit_test(test_edit_tenant),
                 cmocka_unit_test(test_engine_keys),
                 cmocka_unit_test(test_directory),
+                cmocka_unit_test(test_container_keys),
+                cmocka_unit_test(test_filesystems),
         };
         return UNIT_RUN("policy", tests);
 }
