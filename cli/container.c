@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json-strict.h" /* _cleanup_json_ only: nothing of policy/ is linked */
 #include "macro.h"
 #include "tierctl.h"
 
@@ -24,13 +25,8 @@
 #define DEFAULT_MOUNT_PATH "/data"
 #define STATE_MAX (1 << 20)
 #define CONFIG_MAX (16 << 20)
-#define HOOK_CALL_TIMEOUT_USEC (20 * 1000 * 1000ull)
+#define HOOK_CALL_TIMEOUT_USEC (8 * 1000 * 1000ull) /* under the hook's own timeout (10 s in contrib/oci) */
 #define ERROR_NO_SUCH_CONTAINER "org.tierd1.Error.NoSuchContainer"
-
-static void json_putp(json_object **o) {
-        if (*o)
-                json_object_put(*o);
-}
 
 /* All of fd, at most max bytes, NUL-terminated. */
 static char *read_all(int fd, size_t max, size_t *ret_len) {
@@ -152,7 +148,7 @@ static int pod_namespace(json_object *ann, const char **ret) {
 }
 
 int verb_oci_hook(int argc, char **argv) {
-        _cleanup_(json_putp) json_object *state = NULL, *config = NULL;
+        _cleanup_json_ json_object *state = NULL, *config = NULL;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_free_ char *state_text = NULL, *config_text = NULL, *config_path = NULL, *rootfs = NULL,
                             *object = NULL;

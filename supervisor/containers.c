@@ -8,6 +8,7 @@
 #include "containers.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "container.h"
+#include "containerstate.h"
 #include "log.h"
 #include "macro.h"
 #include "nsfs-uapi.h"
@@ -73,6 +75,24 @@ static bool same_namespace(pid_t pid, const char *type) {
 }
 
 static bool process_alive(int pidfd) { return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0; }
+
+static int process_start_time(pid_t pid, uint64_t *ret) {
+        char p[64], text[1024];
+        snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+        if (n <= 0)
+                return -ESRCH;
+        text[n] = 0;
+        /* After the command's closing parenthesis: field 3 onward; the
+         * start time is field 22. */
+        char *q = strrchr(text, ')');
+        for (int field = 2; q && field < 22; field++)
+                q = strchr(q + 1, ' ');
+        if (!q || sscanf(q + 1, "%" SCNu64, ret) != 1)
+                return -EIO;
+        return 0;
+}
 
 static bool id_valid(const char *id) {
         size_t n = strlen(id);
@@ -156,6 +176,8 @@ static int container_identify(struct container *c, const char **why) {
          * was its, not a successor's with the same pid. */
         if (!process_alive(c->pidfd))
                 return *why = "the process exited", -ESRCH;
+        if (process_start_time(c->pid, &c->start_time) < 0)
+                return *why = "the process exited", -ESRCH;
         if (same_namespace(c->pid, "mnt"))
                 return *why = "the process shares tierd's mount namespace: not a container", -EINVAL;
         if (read_cgroup(c->pid, cg, sizeof(cg)) == 0 && read_cgroup(getpid(), own, sizeof(own)) == 0 &&
@@ -186,6 +208,40 @@ static int container_place_view(struct container *c, const char **why) {
         return r;
 }
 
+static struct container *container_new(struct tenant *tn, const struct container_request *req) {
+        struct container *c = calloc(1, sizeof(*c));
+        if (!c)
+                return NULL;
+        *c = (struct container){ .tenant = tn, .pid = req->pid, .pidfd = -1, .mntns_fd = -1, .read_only = req->read_only,
+                                 .id = strdup(req->id), .rootfs = strdup(req->rootfs),
+                                 .mount_path = strdup(req->mount_path), .k8s_namespace = strdup(req->k8s_namespace),
+                                 .worker = { .tenant = tn, .sock = -1, .state = WORKER_STOPPED } };
+        c->worker.container = c;
+        if (!c->id || !c->rootfs || !c->mount_path || !c->k8s_namespace) {
+                container_free(c);
+                return NULL;
+        }
+        return c;
+}
+
+/* Its worker and the watch on its init; then it is served. */
+static int container_serve(struct container *c, const char **why) {
+        struct tierd *t = c->tenant->t;
+        int r = worker_start(&c->worker);
+        if (r < 0)
+                return *why = "cannot start the container's worker", r;
+        r = sd_event_add_io(t->event, &c->exit_src, c->pidfd, EPOLLIN, on_container_exit, c);
+        if (r < 0) {
+                worker_stop(&c->worker);
+                return *why = "cannot watch the container's init", r;
+        }
+        c->serial = ++t->last_container_serial;
+        c->next = t->containers;
+        t->containers = c;
+        c->tenant->n_containers++;
+        return 0;
+}
+
 int container_attach(struct tierd *t, const struct container_request *req, struct container **ret, const char **why) {
         uint64_t start = now(CLOCK_MONOTONIC);
         struct container *c, *old;
@@ -209,44 +265,60 @@ int container_attach(struct tierd *t, const struct container_request *req, struc
                 return *why = "a container with this id is attached already (another pid, tenant or mount path)",
                        -EEXIST;
         }
-        if (!(c = calloc(1, sizeof(*c))))
+        if (!(c = container_new(tn, req)))
                 return -ENOMEM;
-        *c = (struct container){ .tenant = tn, .pid = req->pid, .pidfd = -1, .mntns_fd = -1, .read_only = req->read_only,
-                                 .id = strdup(req->id), .rootfs = strdup(req->rootfs),
-                                 .mount_path = strdup(req->mount_path), .k8s_namespace = strdup(req->k8s_namespace),
-                                 .worker = { .tenant = tn, .sock = -1, .state = WORKER_STOPPED } };
-        c->worker.container = c;
-        if (!c->id || !c->rootfs || !c->mount_path || !c->k8s_namespace)
-                r = -ENOMEM;
-        else if ((r = container_identify(c, why)) < 0)
+        if ((r = container_identify(c, why)) < 0)
                 ;
         else if ((r = container_place_view(c, why)) < 0)
                 log_error_errno(r, "container %s: tenant %s's view at %s: %s: %m", c->id, tn->cfg->name, c->mount_path,
                                 *why);
-        else if ((r = worker_start(&c->worker)) < 0) {
-                *why = "cannot start the container's worker";
+        else if ((r = container_serve(c, why)) < 0)
                 nsmount_remove(c->mntns_fd, c->rootfs, c->mount_path, c->view_mnt_id);
-        } else if ((r = sd_event_add_io(t->event, &c->exit_src, c->pidfd, EPOLLIN, on_container_exit, c)) < 0) {
-                *why = "cannot watch the container's init";
-                worker_stop(&c->worker);
-                nsmount_remove(c->mntns_fd, c->rootfs, c->mount_path, c->view_mnt_id);
-        }
         if (r < 0) {
                 container_free(c);
                 return r;
         }
-        c->serial = ++t->last_container_serial;
         c->attached_usec = now(CLOCK_REALTIME);
         c->attach_took_usec = now(CLOCK_MONOTONIC) - start;
-        c->next = t->containers;
-        t->containers = c;
-        tn->n_containers++;
+        /* Kept in the state directory: a tierd that takes over serves it too. */
+        container_state_save(c);
         log_info("container %s (pid %d%s%s): tenant %s's view at %s%s, worker %d, routed by %s (%.1f ms)", c->id,
                  (int)c->pid, c->k8s_namespace[0] ? ", pod namespace " : "", c->k8s_namespace, tn->cfg->name,
                  c->mount_path, c->idmapped ? " (idmapped)" : "", (int)c->worker.pid,
                  c->cgroup ? "cgroup" : "mount namespace", (double)c->attach_took_usec / 1000.0);
         container_bus_attached(c);
         *ret = c;
+        return 0;
+}
+
+int container_adopt(struct tierd *t, const struct container_request *req, const struct container_record *rec) {
+        const char *why = NULL;
+        struct container *c;
+        struct tenant *tn = tierd_find_tenant(t, req->tenant);
+        int r;
+
+        if (!tn || check_request(req, &why) < 0 || container_find(t, req->id))
+                return -EINVAL;
+        if (!(c = container_new(tn, req)))
+                return -ENOMEM;
+        /* The same process (its start time) in the same mount namespace:
+         * not a successor that was given the same pid. */
+        r = container_identify(c, &why);
+        if (r >= 0 && (c->start_time != rec->start_time || c->mntns_id != rec->mntns_id))
+                r = -ESRCH, why = "the process is not the one attached";
+        if (r >= 0) {
+                c->view_mnt_id = rec->view_mnt_id;
+                c->idmapped = rec->idmapped;
+                c->attached_usec = rec->attached_usec;
+                r = container_serve(c, &why);
+        }
+        if (r < 0) {
+                log_info("container %s: not adopted (%s)", req->id, why ?: strerror(-r));
+                container_free(c);
+                return r;
+        }
+        log_info("container %s (pid %d): adopted from the previous tierd, tenant %s, worker %d", c->id, (int)c->pid,
+                 tn->cfg->name, (int)c->worker.pid);
         return 0;
 }
 
@@ -268,6 +340,7 @@ void container_detach(struct container *c, const char *reason) {
         }
         /* Its readers' fills finish on the host worker: none waits forever. */
         worker_hand_over(&c->worker, &c->tenant->worker);
+        container_state_forget(t, c->id);
         log_info("container %s: detached from tenant %s (%s)", c->id, c->tenant->cfg->name, reason);
         container_bus_detached(c, reason);
         container_free(c);

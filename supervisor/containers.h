@@ -19,6 +19,12 @@ struct container_request {
         bool read_only;
 };
 
+/* What a predecessor recorded of an attached container (containerstate.c). */
+struct container_record {
+        uint64_t start_time, mntns_id, view_mnt_id, attached_usec;
+        bool idmapped;
+};
+
 /* 0 and *ret on success (also when the same container is attached already).
  * -ENOENT no such tenant, -EPERM the policy refuses it, -EEXIST the id is
  * attached to another pid or tenant, -ESRCH no such process, -EINVAL a bad
@@ -29,6 +35,9 @@ int container_attach(struct tierd *t, const struct container_request *req, struc
  * still runs, and frees it. */
 void container_detach(struct container *c, const char *reason);
 struct container *container_find(struct tierd *t, const char *id);
+/* A container a predecessor attached: if its init is the same process in
+ * the same mount namespace, it gets a worker again (its view is in place). */
+int container_adopt(struct tierd *t, const struct container_request *req, const struct container_record *rec);
 /* tierd stops: containers are detached (views removed) unless it hands
  * over, when views and readers stay for the successor. */
 void containers_stop_all(struct tierd *t);

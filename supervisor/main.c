@@ -24,7 +24,9 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "bootmount.h"
 #include "containers.h"
+#include "containerstate.h"
 #include "dispatch.h"
 #include "fsgroup.h"
 #include "handover.h"
@@ -189,7 +191,7 @@ static struct tiered_fs *fs_for(struct tierd *t, const char *mountpoint, const c
                 if (strcmp(t->fss[i].mountpoint, mountpoint) == 0)
                         return &t->fss[i];
         struct tiered_fs *fs = &t->fss[t->n_fss++];
-        *fs = (struct tiered_fs){ .t = t, .tree_fd = -1, .root_fd = -1, .pre_fd = -1, .notif_fd = -1, .use_fd = -1,
+        *fs = (struct tiered_fs){ .t = t, .mnt_fd = -1, .tree_fd = -1, .root_fd = -1, .pre_fd = -1, .notif_fd = -1, .use_fd = -1,
                                   .mountpoint = strdup(mountpoint), .fstype = strdup(fstype) };
         return fs;
 }
@@ -251,8 +253,7 @@ static int setup_tenants(struct tierd *t) {
         int r;
 
         t->tenants = calloc(p->n_tenants ?: 1, sizeof(*t->tenants));
-        t->fss = calloc(p->n_tenants ?: 1, sizeof(*t->fss));
-        if (!t->tenants || !t->fss)
+        if (!t->tenants)
                 return -ENOMEM;
         for (size_t i = 0; i < p->n_tenants; i++) {
                 struct tenant *tn = &t->tenants[t->n_tenants++];
@@ -283,15 +284,53 @@ static int setup_tenants(struct tierd *t) {
         return 0;
 }
 
+/* The policy's "filesystems" not mounted yet: mounted detached, marked,
+ * and only then moved into place. */
+static int mount_filesystems(struct tierd *t) {
+        for (size_t i = 0; i < t->policy->n_filesystems; i++) {
+                const struct policy_filesystem *pf = &t->policy->filesystems[i];
+                const char *why = NULL;
+                int mnt, r = bootmount_open(pf, &mnt, &why);
+                if (r < 0)
+                        return log_error_errno(r, "filesystem %s at %s: %s: %m", pf->source, pf->mountpoint, why);
+                if (r > 0)
+                        continue; /* mounted already: located with the tenants */
+                struct tiered_fs *fs = fs_for(t, pf->mountpoint, pf->type);
+                if (!fs->mountpoint || !fs->fstype) {
+                        close(mnt);
+                        return -ENOMEM;
+                }
+                fs->mnt_fd = mnt;
+                if ((r = fsgroup_open(fs)) < 0 || (r = bootmount_attach(fs->mnt_fd, fs->mountpoint)) < 0)
+                        return r;
+                fs->mnt_fd = safe_close(fs->mnt_fd);
+        }
+        return 0;
+}
+
+static bool policy_mounts(const struct policy *p, const char *mountpoint) {
+        for (size_t i = 0; i < p->n_filesystems; i++)
+                if (strcmp(p->filesystems[i].mountpoint, mountpoint) == 0)
+                        return true;
+        return false;
+}
+
 static int run(struct tierd *t) {
         int r;
 
-        r = setup_tenants(t);
+        t->fss = calloc(t->policy->n_tenants + t->policy->n_filesystems + 1, sizeof(*t->fss));
+        if (!t->fss)
+                return -ENOMEM;
+        r = mount_filesystems(t);
+        if (r >= 0)
+                r = setup_tenants(t);
         if (r < 0)
                 return r;
         /* Mark every filesystem before any view exists: nothing can reach a
          * stub through a view before tierd serves it. */
         for (size_t i = 0; i < t->n_fss; i++) {
+                if (t->fss[i].pre_fd >= 0)
+                        continue; /* mounted by tierd: marked already */
                 r = fsgroup_open(&t->fss[i]);
                 if (r < 0)
                         return r;
@@ -306,6 +345,8 @@ static int run(struct tierd *t) {
                 if (r < 0)
                         return r;
         }
+        /* Containers a predecessor attached get their own workers back. */
+        containers_adopt(t);
         /* Quotas and background archive need the file tables: the use
          * group first, so no write between the scan and it goes unheard. */
         for (size_t i = 0; i < t->n_tenants; i++) {
@@ -379,6 +420,10 @@ static void teardown(struct tierd *t) {
         /* A clean exit leaves a complete journal: no keeper needed. */
         keeper_stop(t);
         for (size_t i = 0; i < t->n_fss; i++) {
+                /* What tierd mounts goes before its marks: never readable unserved. */
+                if (!t->handing_over && t->policy && policy_mounts(t->policy, t->fss[i].mountpoint))
+                        bootmount_remove(t->fss[i].mountpoint);
+                safe_close(t->fss[i].mnt_fd);
                 usegroup_close(&t->fss[i]);
                 fsgroup_close(&t->fss[i]);
                 free(t->fss[i].mountpoint);

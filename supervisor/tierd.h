@@ -35,6 +35,7 @@ struct tiered_fs {
         char *mountpoint; /* where the filesystem is mounted on the host */
         char *fstype;
         uint64_t fsid; /* statfs f_fsid of the mount point: names its groups in the fd store */
+        int mnt_fd;   /* mounted by tierd ("filesystems"), still detached until marked; else -1 */
         int tree_fd;  /* tierd's private mount: a detached clone (O_PATH) */
         int root_fd;  /* a directory fd on its root, the mount fd for handles */
         int pre_fd;   /* pre-content group: FAN_PRE_ACCESS | FAN_OPEN_PERM */
@@ -118,6 +119,7 @@ struct container {
         char *cgroup;      /* its cgroup v2 path, if it has one of its own: routes events */
         uint64_t mntns_id; /* NS_GET_MNTNS_ID of its init: routes events without a cgroup */
         pid_t pid;
+        uint64_t start_time; /* of its init (/proc/PID/stat): the same process after a restart */
         int pidfd, mntns_fd;
         sd_event_source *exit_src;
         uint64_t view_mnt_id; /* the placed view, to unmount only it */

@@ -32,6 +32,8 @@ for t in "$BUILD"/unit/test-*; do run_suite "unit $(basename "$t")" "$t"; done
 for t in "$BUILD"/unit-asan/test-*; do run_suite "unit (ASan+UBSan) $(basename "$t")" "$t"; done
 for t in "$BUILD"/fuzz/fuzz-*; do run_suite "fuzz driver (ASan+UBSan) $(basename "$t")" "$t" 200000; done
 
+run_suite "Kubernetes manifests, the OCI hook's config, the image's paths" bash tests/integration/manifests.sh
+
 if [ "$(id -u)" -ne 0 ]; then
 	skip_suite "integration" "needs root (loop devices, fanotify pre-content groups): run sudo make check"
 else
@@ -41,6 +43,7 @@ else
 	run_suite "the worker's sandbox" bash tests/integration/sandbox.sh
 	run_suite "the D-Bus API through busctl, dbus-send and dbus-monitor" bash tests/integration/dbus.sh
 	run_suite "containers: runc, the OCI hook, a worker per container" bash tests/integration/containers.sh
+	run_suite "boot: the policy's filesystems, mounted and marked by tierd" bash tests/integration/boot.sh
 	run_suite "quotas and the policy engine" bash tests/integration/quota.sh
 	run_suite "integrity: chunk manifests" bash tests/integration/integrity.sh
 	run_suite "crashes: worker and tierd killed, handover, fd limit" bash tests/integration/crash.sh

@@ -38,6 +38,10 @@ cat >"$TL_DIR/etc/policy.json" <<EOF
    "backend": "file://$TL_DIR/store/beta", "namespaces": ["team-b"]}]}
 EOF
 tl_dbus_start
+# With tierd-holder: SIGTERM hands over to the next tierd (SIGINT stops for good).
+"$BUILD/tierd-holder" --socket "$TL_DIR/holder.sock" >>"$TL_DIR/holder.log" 2>&1 &
+TL_PIDS+=($!)
+export TL_TIERD_ARGS="--holder $TL_DIR/holder.sock"
 check "tierd starts" tl_tierd_start "$TL_DIR/etc/policy.json" || { tl_summary; exit 1; }
 
 # Files: a released one per reader, so that every read below needs a fill.
@@ -108,7 +112,6 @@ reads_right() { # ID FILE: the container reads the released file's exact bytes
 	[ "$(in_c "$1" sha256sum "/data/$2" | cut -d' ' -f1)" = "${SUM[$VA/$2]}" ]
 }
 
-FDS0=$(ls /proc/"$TL_TIERD_PID"/fd | wc -l)
 W0=$(workers)
 for id in a1 a2; do bundle $P-$id alpha team-a; done
 bundle $P-b1 beta team-b
@@ -156,6 +159,18 @@ check "attach is idempotent: the same object, no new worker" bash -c "
 check "AttachContainer from an unprivileged caller: AccessDenied" bash -c "
 	setpriv --reuid=65534 --regid=65534 --clear-groups $BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager AttachContainer \
 	ssusssa{sv} $P-x alpha $(cprop $P-a1 Pid) / /data team-a 0 2>&1 | grep -q 'only root may change files'"
+
+# A tierd restart (a handover): the containers keep their views and get
+# their own workers back from the records in the state directory.
+OLD=$TL_TIERD_PID
+kill -TERM "$OLD"
+check "tierd restarts (SIGTERM, a new tierd at once)" tl_tierd_start "$TL_DIR/etc/policy.json"
+wait "$OLD" 2>/dev/null
+check "... the three containers are attached again" \
+	test "$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ListContainers | cut -d' ' -f2)" = 3
+check "... each with a worker of its own again" test "$(workers)" = $((W0 + 3))
+check "... a1 reads a released file through its view, the right bytes" reads_right $P-a1 f10
+check "... served by its own worker" test "$(cprop $P-a1 Fills)" -gt 0
 
 # SIGKILL a1's worker while a2 reads: a2 keeps going, a1's worker comes back.
 KW=$(cprop $P-a1 WorkerPid)
@@ -216,7 +231,14 @@ sleep 0.3
 check "the containers are deleted (poststop hook runs)" bash -c "for id in a1 a2 b1 plain plain-1; do runc delete $P-\$id || exit 1; done"
 check "no container is attached" test "$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ListContainers)" = "a(ssuso) 0"
 check "no container worker is left" test "$(workers)" = "$W0"
-check "tierd holds no more fds than before the containers" test "$(ls /proc/"$TL_TIERD_PID"/fd | wc -l)" -le "$FDS0"
+FDS1=$(ls /proc/"$TL_TIERD_PID"/fd | wc -l)
+bundle $P-a3 alpha team-a
+start $P-a3 && reads_right $P-a3 f11 && runc kill $P-a3 KILL && sleep 0.2 && runc delete $P-a3
+check "an attach, a read and a detach leak no fd in tierd" test "$(ls /proc/"$TL_TIERD_PID"/fd | wc -l)" -le "$FDS1"
+check "... nor a worker" test "$(workers)" = "$W0"
+check "no record of a container is left in the state directory" test -z "$(ls -A "$TL_DIR/state/containers")"
 check "tierd is still serving: a host read of alpha is right" test "$(sum "$VA/f9")" = "${SUM[$VA/f9]}"
-check "tierd stops cleanly" tl_tierd_stop
+kill -INT "$TL_TIERD_PID"
+check "tierd stops for good cleanly (SIGINT)" wait "$TL_TIERD_PID"
+TL_TIERD_PID=
 tl_summary

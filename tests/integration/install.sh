@@ -5,14 +5,17 @@ set -u
 source "$(dirname "$0")/../lib/lib.sh"
 tl_init
 ROOT=$TL_DIR/root
-check "make install DESTDIR=..." make -s -C "$TL_ROOT" install DESTDIR="$ROOT" BUILD="$BUILD" >/dev/null
+install_into() { make -s -C "$TL_ROOT" install DESTDIR="$ROOT" BUILD="$BUILD" >/dev/null; }
+check "make install DESTDIR=..." install_into
 for f in usr/sbin/tierd usr/bin/tierctl usr/libexec/tierd/tierd-worker usr/libexec/tierd/tierd-holder; do
 	check "... $f, executable" test -x "$ROOT/$f"
 done
-for i in Manager Tenant; do
+for i in Manager Tenant Job Container; do
 	check "... usr/share/dbus-1/interfaces/org.tierd1.$i.xml" cmp -s "$ROOT/usr/share/dbus-1/interfaces/org.tierd1.$i.xml" \
 		"$TL_ROOT/dbus/org.tierd1.$i.xml"
 done
+check "... the OCI hook for CRI-O's hooks.d" cmp -s "$ROOT/usr/share/containers/oci/hooks.d/tierd.json" \
+	"$TL_ROOT/contrib/oci/tierd-hook.json"
 check "... the bus policy" test -f "$ROOT/usr/share/dbus-1/system.d/org.tierd1.conf"
 check "... the unit, which starts the installed tierd" grep -qx "ExecStart=/usr/sbin/tierd --policy /etc/tierd/policy.json" \
 	"$ROOT/lib/systemd/system/tierd.service"
