@@ -147,6 +147,15 @@ static int pod_namespace(json_object *ann, const char **ret) {
         return 0;
 }
 
+/* Within the hook's timeout too. */
+static int detach(sd_bus *bus, const char *id, sd_bus_error *e) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER, "DetachContainer");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", id);
+        return r < 0 ? r : sd_bus_call(bus, m, HOOK_CALL_TIMEOUT_USEC, e, NULL);
+}
+
 int verb_oci_hook(int argc, char **argv) {
         _cleanup_json_ json_object *state = NULL, *config = NULL;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
@@ -167,8 +176,10 @@ int verb_oci_hook(int argc, char **argv) {
         const char *id = get_str(state, "id"), *bundle = get_str(state, "bundle"), *status = get_str(state, "status");
         if (!id || !bundle || bundle[0] != '/')
                 return hook_fail(id, "the container state lacks \"id\" or an absolute \"bundle\"%s", "");
-        if (asprintf(&config_path, "%s/config.json", bundle) < 0)
+        if (asprintf(&config_path, "%s/config.json", bundle) < 0) {
+                config_path = NULL;
                 return EXIT_FAILED;
+        }
         _cleanup_close_ int cfd = open(config_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (cfd < 0 || !(config_text = read_all(cfd, CONFIG_MAX, &len)) || !(config = parse_json(config_text, len)))
                 return hook_fail(id, "cannot read the bundle's config.json: %s", cfd < 0 ? strerror(errno) : "not a JSON object");
@@ -178,12 +189,17 @@ int verb_oci_hook(int argc, char **argv) {
         const char *tenant = get_str(ann, ANNOTATION_TENANT);
         if (!tenant)
                 return EXIT_OK; /* not ours: no bus, no cost */
+        /* A pod's sandbox (pause) container carries the pod's annotations
+         * too: it reads nothing, and gets no view and no worker. */
+        const char *kind = get_str(ann, "io.kubernetes.cri.container-type") ?: get_str(ann, "io.kubernetes.cri-o.ContainerType");
+        if (kind && strcmp(kind, "sandbox") == 0)
+                return EXIT_OK;
 
         const char *stage = argc == 1 ? argv[0] : status && strcmp(status, "stopped") == 0 ? "poststop" : "createRuntime";
         if ((r = open_bus(&bus)) < 0)
                 return EXIT_FAILED;
         if (strcmp(stage, "poststop") == 0) {
-                r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "DetachContainer", &e, NULL, "s", id);
+                r = detach(bus, id, &e);
                 /* Already detached when its init died, or by a tierd restart. */
                 if (r < 0 && !sd_bus_error_has_name(&e, ERROR_NO_SUCH_CONTAINER)) {
                         r = call_failed("oci-hook poststop", &e, r);
@@ -204,8 +220,10 @@ int verb_oci_hook(int argc, char **argv) {
         if (!json_object_object_get_ex(state, "pid", &pid_v) || !json_object_is_type(pid_v, json_type_int) ||
             json_object_get_int64(pid_v) <= 1 || json_object_get_int64(pid_v) > INT32_MAX)
                 return hook_fail(id, "the container state has no valid \"pid\"%s", "");
-        if (root_path[0] == '/' ? !(rootfs = strdup(root_path)) : asprintf(&rootfs, "%s/%s", bundle, root_path) < 0)
+        if (root_path[0] == '/' ? !(rootfs = strdup(root_path)) : asprintf(&rootfs, "%s/%s", bundle, root_path) < 0) {
+                rootfs = NULL;
                 return EXIT_FAILED;
+        }
         struct attach_args a = {
                 .id = id, .tenant = tenant, .rootfs = rootfs, .pid = (uint32_t)json_object_get_int64(pid_v),
                 .mount_path = get_str(ann, ANNOTATION_MOUNT_PATH) ?: DEFAULT_MOUNT_PATH,
@@ -244,7 +262,17 @@ static int container_attach_verb(sd_bus *bus, int argc, char **argv) {
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
                 case 't': a.tenant = optarg; break;
-                case 'p': a.pid = (uint32_t)strtoul(optarg, NULL, 10); break;
+                case 'p': {
+                        char *end;
+                        errno = 0;
+                        unsigned long v = strtoul(optarg, &end, 10);
+                        if (errno || *end || end == optarg || v > INT32_MAX) {
+                                fprintf(stderr, "tierctl: --pid: '%s' is not a pid\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        a.pid = (uint32_t)v;
+                        break;
+                }
                 case 'P': a.mount_path = optarg; break;
                 case 'r': a.rootfs = optarg; break;
                 case 'n': a.k8s_namespace = optarg; break;
@@ -296,7 +324,7 @@ int verb_container(sd_bus *bus, int argc, char **argv) {
         if (argc == 1 && strcmp(argv[0], "list") == 0)
                 return container_list_verb(bus);
         if (argc == 2 && strcmp(argv[0], "detach") == 0) {
-                r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "DetachContainer", &e, NULL, "s", argv[1]);
+                r = detach(bus, argv[1], &e);
                 if (r < 0) {
                         r = call_failed("container detach", &e, r);
                         sd_bus_error_free(&e);

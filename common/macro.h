@@ -17,6 +17,10 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 static inline void freep(void *p) { free(*(void **)p); }
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
 static inline void closep(int *fd) {
         if (*fd >= 0) {
                 int saved = errno;

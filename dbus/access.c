@@ -52,17 +52,35 @@ static bool creds_in_group(sd_bus_creds *c, uid_t uid, gid_t gid) {
         return false;
 }
 
+static int caller_creds(sd_bus_message *m, sd_bus_creds **ret, uid_t *uid, sd_bus_error *error) {
+        int r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS, ret);
+        if (r >= 0)
+                r = sd_bus_creds_get_euid(*ret, uid);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "cannot identify the caller: %m");
+        return 0;
+}
+
+int bus_check_root(sd_bus_message *m, sd_bus_error *error) {
+        _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t uid;
+        int r = caller_creds(m, &creds, &uid, error);
+        if (r < 0)
+                return r;
+        if (uid != 0)
+                return sd_bus_error_setf(error, ERROR_ACCESS_DENIED, "only root may attach or detach containers "
+                                         "(caller is uid %u)", (unsigned)uid);
+        return 0;
+}
+
 int bus_check_admin(struct tierd *t, sd_bus_message *m, sd_bus_error *error) {
         _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
         const char *group = t->policy->admin_group;
         uid_t uid;
-        int r;
+        int r = caller_creds(m, &creds, &uid, error);
 
-        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS, &creds);
-        if (r >= 0)
-                r = sd_bus_creds_get_euid(creds, &uid);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "cannot identify the caller: %m");
+                return r;
         if (uid == 0)
                 return 0;
         if (group) {

@@ -117,7 +117,8 @@ int bootmount_open(const struct policy_filesystem *f, int *ret_mnt_fd, const cha
                 return *why = "a mount option was refused", r;
         if (fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
                 return *why = "the filesystem cannot be mounted (wrong type, or damaged?)", -errno;
-        int mnt = fsmount(fsfd, FSMOUNT_CLOEXEC, attrs);
+        /* nosuid,nodev always: tenants write here (through views). */
+        int mnt = fsmount(fsfd, FSMOUNT_CLOEXEC, attrs | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         if (mnt < 0)
                 return *why = "fsmount", -errno;
         log_info("mounted %s (%s, %s) detached, to be marked before it appears at %s", f->source, dev, f->type,

@@ -25,7 +25,7 @@
 #include "containerstate.h"
 #include "log.h"
 #include "macro.h"
-#include "nsfs-uapi.h"
+#include "mount-uapi.h"
 #include "nsmount.h"
 #include "workers.h"
 
@@ -96,7 +96,7 @@ static int process_start_time(pid_t pid, uint64_t *ret) {
 
 static bool id_valid(const char *id) {
         size_t n = strlen(id);
-        if (n == 0 || n > CONTAINER_ID_MAX)
+        if (n == 0 || n > CONTAINER_ID_MAX || id[0] == '.')
                 return false;
         for (const char *p = id; *p; p++)
                 if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') && !(*p >= '0' && *p <= '9') &&
@@ -122,12 +122,19 @@ static bool mount_path_valid(const char *p) {
 
 static int check_request(const struct container_request *req, const char **why) {
         if (!id_valid(req->id))
-                return *why = "the container id must have 1 to 128 letters, digits, '_', '.', '+' or '-'", -EINVAL;
+                return *why = "the container id must have 1 to 128 letters, digits, '_', '.', '+' or '-' (not first '.')",
+                       -EINVAL;
         if (req->pid <= 1)
                 return *why = "the container's pid must be above 1", -EINVAL;
         if (!mount_path_valid(req->mount_path))
                 return *why = "the mount path must be absolute and normalized (no '.', '..' or '//'), not '/'",
                        -EINVAL;
+        static const char *const kernel_trees[] = { "/proc", "/sys", "/dev" };
+        for (size_t i = 0; i < ARRAY_SIZE(kernel_trees); i++) {
+                size_t n = strlen(kernel_trees[i]);
+                if (strncmp(req->mount_path, kernel_trees[i], n) == 0 && (req->mount_path[n] == '/' || !req->mount_path[n]))
+                        return *why = "the mount path must not be under /proc, /sys or /dev", -EINVAL;
+        }
         if (req->rootfs[0] && (req->rootfs[0] != '/' || strlen(req->rootfs) >= 4096))
                 return *why = "the rootfs must be an absolute path, or empty for a running container's root",
                        -EINVAL;
@@ -183,6 +190,9 @@ static int container_identify(struct container *c, const char **why) {
         if (read_cgroup(c->pid, cg, sizeof(cg)) == 0 && read_cgroup(getpid(), own, sizeof(own)) == 0 &&
             strcmp(cg, "/") != 0 && strcmp(cg, own) != 0 && !(c->cgroup = strdup(cg)))
                 return -ENOMEM;
+        /* Everything above was read by pid: still the same process? */
+        if (!process_alive(c->pidfd))
+                return *why = "the process exited", -ESRCH;
         return 0;
 }
 
@@ -197,9 +207,15 @@ static int container_place_view(struct container *c, const char **why) {
                 snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)c->pid);
                 if ((o.userns_fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
                         return *why = "cannot open the container's user namespace", -errno;
+                if (!process_alive(c->pidfd)) {
+                        close(o.userns_fd);
+                        return *why = "the process exited", -ESRCH;
+                }
                 c->idmapped = true;
         }
-        int clone = nsmount_clone(tn->cfg->subvolume, &o, &c->view_mnt_id);
+        /* From tierd's private mount: nothing mounted over the host's path
+         * of the subvolume is cloned. */
+        int clone = nsmount_clone(tn->subvol_fd, tn->cfg->subvolume, &o, &c->view_mnt_id);
         safe_close(o.userns_fd);
         if (clone < 0)
                 return *why = "cannot clone the tenant's subvolume mount", clone;
@@ -235,6 +251,15 @@ static int container_serve(struct container *c, const char **why) {
                 worker_stop(&c->worker);
                 return *why = "cannot watch the container's init", r;
         }
+        /* A cgroup shared with another container (a runtime's own, on a
+         * hybrid host) tells neither apart: both go by mount namespace. */
+        for (struct container *o = t->containers; c->cgroup && o; o = o->next)
+                if (o->cgroup && strcmp(o->cgroup, c->cgroup) == 0) {
+                        log_info("containers %s and %s share cgroup %s: told apart by mount namespace", o->id, c->id,
+                                 c->cgroup);
+                        o->cgroup = mfree(o->cgroup);
+                        c->cgroup = mfree(c->cgroup);
+                }
         c->serial = ++t->last_container_serial;
         c->next = t->containers;
         t->containers = c;
@@ -258,11 +283,12 @@ int container_attach(struct tierd *t, const struct container_request *req, struc
                 return -EPERM;
         }
         if ((old = container_find(t, req->id))) {
-                if (old->pid == req->pid && old->tenant == tn && strcmp(old->mount_path, req->mount_path) == 0) {
+                if (old->pid == req->pid && old->tenant == tn && strcmp(old->mount_path, req->mount_path) == 0 &&
+                    old->read_only == req->read_only) {
                         *ret = old; /* the hook ran twice: nothing more to do */
                         return 0;
                 }
-                return *why = "a container with this id is attached already (another pid, tenant or mount path)",
+                return *why = "a container with this id is attached already (another pid, tenant, mount path or mode)",
                        -EEXIST;
         }
         if (!(c = container_new(tn, req)))
@@ -271,7 +297,7 @@ int container_attach(struct tierd *t, const struct container_request *req, struc
                 ;
         else if ((r = container_place_view(c, why)) < 0)
                 log_error_errno(r, "container %s: tenant %s's view at %s: %s: %m", c->id, tn->cfg->name, c->mount_path,
-                                *why);
+                                *why ?: "failed");
         else if ((r = container_serve(c, why)) < 0)
                 nsmount_remove(c->mntns_fd, c->rootfs, c->mount_path, c->view_mnt_id);
         if (r < 0) {
@@ -297,8 +323,11 @@ int container_adopt(struct tierd *t, const struct container_request *req, const 
         struct tenant *tn = tierd_find_tenant(t, req->tenant);
         int r;
 
-        if (!tn || check_request(req, &why) < 0 || container_find(t, req->id))
+        if (!tn || check_request(req, &why) < 0 || container_find(t, req->id)) {
+                log_warning("container %s: its record names no tenant of this policy or is invalid: not adopted",
+                            req->id);
                 return -EINVAL;
+        }
         if (!(c = container_new(tn, req)))
                 return -ENOMEM;
         /* The same process (its start time) in the same mount namespace:
@@ -306,14 +335,21 @@ int container_adopt(struct tierd *t, const struct container_request *req, const 
         r = container_identify(c, &why);
         if (r >= 0 && (c->start_time != rec->start_time || c->mntns_id != rec->mntns_id))
                 r = -ESRCH, why = "the process is not the one attached";
+        bool same = r >= 0;
+        c->view_mnt_id = rec->view_mnt_id;
+        if (same && !policy_container_allowed(tn->cfg, req->id, req->k8s_namespace, &why))
+                r = -EPERM;
         if (r >= 0) {
-                c->view_mnt_id = rec->view_mnt_id;
                 c->idmapped = rec->idmapped;
                 c->attached_usec = rec->attached_usec;
                 r = container_serve(c, &why);
         }
         if (r < 0) {
-                log_info("container %s: not adopted (%s)", req->id, why ?: strerror(-r));
+                log_warning("container %s: not adopted (%s)%s", req->id, why ?: strerror(-r),
+                            same ? ": its view is removed" : "");
+                /* No view stays that no tierd serves. */
+                if (same)
+                        nsmount_remove(c->mntns_fd, c->rootfs, c->mount_path, c->view_mnt_id);
                 container_free(c);
                 return r;
         }
@@ -350,12 +386,13 @@ void container_detach(struct container *c, const char *reason) {
 void containers_stop_all(struct tierd *t) {
         while (t->containers) {
                 struct container *c = t->containers;
-                if (!t->handing_over) {
+                if (t->stopping) {
                         container_detach(c, "tierd stopped");
                         continue;
                 }
-                /* Handover: the view stays (readers may be in it), the
-                 * worker's events stay pending for the successor. */
+                /* A handover, or a start that failed after taking over:
+                 * the view and the record stay (readers may be in it), the
+                 * worker's events stay pending for the next tierd. */
                 t->containers = c->next;
                 c->tenant->n_containers--;
                 worker_abandon(&c->worker);
@@ -369,15 +406,21 @@ uint64_t container_of_thread(struct tenant *tn, pid_t tid) {
 
         if (!tn->n_containers || tid <= 0)
                 return 0;
-        bool have_cg = read_cgroup(tid, cg, sizeof(cg)) == 0;
+        struct container *best = NULL;
+        if (read_cgroup(tid, cg, sizeof(cg)) == 0)
+                /* The deepest: a container's cgroup may hold another's. */
+                for (struct container *c = tn->t->containers; c; c = c->next)
+                        if (c->tenant == tn && c->cgroup && cgroup_under(cg, c->cgroup) &&
+                            (!best || strlen(c->cgroup) > strlen(best->cgroup)))
+                                best = c;
+        if (best)
+                return best->serial;
         for (struct container *c = tn->t->containers; c; c = c->next) {
                 if (c->tenant != tn)
                         continue;
-                if (c->cgroup && have_cg && cgroup_under(cg, c->cgroup))
-                        return c->serial;
-                if (!mntns)
-                        mntns = nsmount_mntns_id(tid);
-                if (mntns && mntns == c->mntns_id)
+                if (!mntns && !(mntns = nsmount_mntns_id(tid)))
+                        return 0;
+                if (mntns == c->mntns_id)
                         return c->serial;
         }
         return 0;
@@ -392,7 +435,8 @@ static struct container *container_by_serial(struct tenant *tn, uint64_t serial)
 
 struct worker *container_worker(struct tenant *tn, uint64_t serial) {
         struct container *c = container_by_serial(tn, serial);
-        return c ? &c->worker : &tn->worker;
+        /* A worker that crash-looped into "failed" takes no new work. */
+        return c && c->worker.state != WORKER_FAILED ? &c->worker : &tn->worker;
 }
 
 void container_count_fill(struct tenant *tn, uint64_t serial, uint64_t bytes, bool ok) {

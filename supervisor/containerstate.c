@@ -33,8 +33,10 @@ void container_state_save(const struct container *c) {
         _cleanup_close_ int fd = -1;
         json_object *o = json_object_new_object();
 
-        if (!dir || !o || asprintf(&path, "%s/%s.json", dir, c->id) < 0 || asprintf(&tmp, "%s.tmp", path) < 0)
+        if (!dir || !o || asprintf(&path, "%s/%s.json", dir, c->id) < 0 || asprintf(&tmp, "%s.tmp", path) < 0) {
+                path = tmp = NULL; /* asprintf leaves them undefined on failure */
                 goto fail;
+        }
         json_object_object_add(o, "id", json_object_new_string(c->id));
         json_object_object_add(o, "tenant", json_object_new_string(c->tenant->cfg->name));
         json_object_object_add(o, "pid", json_object_new_int64(c->pid));
@@ -51,8 +53,11 @@ void container_state_save(const struct container *c) {
                 goto fail;
         const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) || fsync(fd) < 0 || rename(tmp, path) < 0)
+        if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text) || fsync(fd) < 0 || rename(tmp, path) < 0) {
+                if (fd >= 0)
+                        unlink(tmp);
                 goto fail;
+        }
         json_object_put(o);
         return;
 fail:
@@ -63,7 +68,9 @@ fail:
 
 void container_state_forget(struct tierd *t, const char *id) {
         _cleanup_free_ char *dir = state_dir(t), *path = NULL;
-        if (dir && asprintf(&path, "%s/%s.json", dir, id) >= 0 && unlink(path) < 0 && errno != ENOENT)
+        if (dir && asprintf(&path, "%s/%s.json", dir, id) < 0)
+                path = NULL;
+        else if (path && unlink(path) < 0 && errno != ENOENT)
                 log_error("container %s: cannot remove its record %s: %m", id, path);
 }
 
@@ -83,7 +90,8 @@ static bool get_u64(json_object *o, const char *key, uint64_t *ret) {
 
 static bool get_bool(json_object *o, const char *key) {
         json_object *v;
-        return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
+               json_object_get_boolean(v);
 }
 
 static int adopt_one(struct tierd *t, int dir_fd, const char *name) {

@@ -399,7 +399,8 @@ static void file_progress(struct tfile *f) {
         /* Every range in, by whatever reads: check the whole file once, so it
          * becomes archived and gets its ignore mark. */
         if (r == 0 && s.state == STUB_PARTIAL && !f->fills && all_in(f, &s)) {
-                int k = fill_submit(f, 0, s.size, &s, PROTO_VERIFY, false, 0);
+                /* On a waiting reader's worker: its container's, if any. */
+                int k = fill_submit(f, 0, s.size, &s, PROTO_VERIFY, false, f->waiters ? f->waiters->route : 0);
                 if (k < 0)
                         log_error_errno(k, "tenant %s: cannot start a verification: %m", f->tenant->cfg->name);
         }

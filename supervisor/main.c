@@ -301,6 +301,7 @@ static int mount_filesystems(struct tierd *t) {
                         return -ENOMEM;
                 }
                 fs->mnt_fd = mnt;
+                fs->boot_owned = true;
                 if ((r = fsgroup_open(fs)) < 0 || (r = bootmount_attach(fs->mnt_fd, fs->mountpoint)) < 0)
                         return r;
                 fs->mnt_fd = safe_close(fs->mnt_fd);
@@ -326,6 +327,11 @@ static int run(struct tierd *t) {
                 r = setup_tenants(t);
         if (r < 0)
                 return r;
+        /* Mounted already and taken over: a predecessor mounted it. One the
+         * admin mounted stays the admin's. */
+        for (size_t i = 0; i < t->n_fss; i++)
+                if (t->store.n_inherited > 0 && policy_mounts(t->policy, t->fss[i].mountpoint))
+                        t->fss[i].boot_owned = true;
         /* Mark every filesystem before any view exists: nothing can reach a
          * stub through a view before tierd serves it. */
         for (size_t i = 0; i < t->n_fss; i++) {
@@ -421,7 +427,7 @@ static void teardown(struct tierd *t) {
         keeper_stop(t);
         for (size_t i = 0; i < t->n_fss; i++) {
                 /* What tierd mounts goes before its marks: never readable unserved. */
-                if (!t->handing_over && t->policy && policy_mounts(t->policy, t->fss[i].mountpoint))
+                if (t->stopping && t->fss[i].boot_owned)
                         bootmount_remove(t->fss[i].mountpoint);
                 safe_close(t->fss[i].mnt_fd);
                 usegroup_close(&t->fss[i]);

@@ -11,6 +11,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/pidfd.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,7 +26,7 @@
 
 #include "log.h"
 #include "macro.h"
-#include "nsfs-uapi.h"
+#include "mount-uapi.h"
 
 uint64_t nsmount_mntns_id(pid_t pid) {
         char p[64];
@@ -35,15 +38,18 @@ uint64_t nsmount_mntns_id(pid_t pid) {
         return id;
 }
 
-int nsmount_clone(const char *source, const struct nsmount_options *o, uint64_t *ret_mnt_id) {
-        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+int nsmount_clone(int source_fd, const char *name, const struct nsmount_options *o, uint64_t *ret_mnt_id) {
+        /* Private: a clone of a shared mount would join its peer group, and
+         * mounts made in the container would appear on the host (and the
+         * host's in the container). */
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, .propagation = MS_PRIVATE };
         struct statx stx;
 
         /* Not AT_RECURSIVE: mounts the admin placed under the subvolume
          * are not the tenant's data. */
-        _cleanup_close_ int fd = open_tree(AT_FDCWD, source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        _cleanup_close_ int fd = open_tree(source_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
         if (fd < 0)
-                return log_error_errno(errno, "open_tree(%s): %m", source);
+                return log_error_errno(errno, "open_tree(%s): %m", name);
         if (o->read_only)
                 attr.attr_set |= MOUNT_ATTR_RDONLY;
         if (o->userns_fd >= 0) {
@@ -51,17 +57,19 @@ int nsmount_clone(const char *source, const struct nsmount_options *o, uint64_t 
                 attr.userns_fd = (uint64_t)o->userns_fd;
         }
         if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
-                return log_error_errno(errno, "mount_setattr(%s%s): %m", source,
+                return log_error_errno(errno, "mount_setattr(%s%s): %m", name,
                                        o->userns_fd >= 0 ? ", idmapped" : "");
-        if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
-                return log_error_errno(errno ?: EIO, "statx(%s): no mount id: %m", source);
+        if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID_UNIQUE, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID_UNIQUE))
+                return log_error_errno(errno ?: EIO, "statx(%s): no unique mount id: %m", name);
         *ret_mnt_id = stx.stx_mnt_id;
         return TAKE_FD(fd);
 }
 
 static int open_in_root(int root_fd, const char *path) {
         struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+                                /* On the root's own mount: not on /proc, /dev or a volume
+                                 * the runtime mounted there already. */
+                                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
         long fd = syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
         return fd < 0 ? -errno : (int)fd;
 }
@@ -107,33 +115,60 @@ struct child_result {
         int step;
 };
 
-/* Runs fn in a child inside mntns_fd; its result comes back on a pipe. */
+#define CHILD_TIMEOUT_MS 10000
+
+/* Runs fn in a grandchild inside mntns_fd; its result comes back on a
+ * pipe. A lookup in the container's tree can hang (a dead NFS or FUSE
+ * mount): tierd waits at most CHILD_TIMEOUT_MS, kills it, and never waits
+ * for it, since init reaps a grandchild. */
 static int run_in_namespace(int mntns_fd, int (*fn)(void *data, int *step), void *data, const char **why) {
         struct child_result res = { .error = EIO, .step = STEP_SETNS };
-        int pipefd[2];
-        pid_t pid;
+        int result_pipe[2], pid_pipe[2];
+        pid_t pid, grandchild = -1;
 
-        if (pipe2(pipefd, O_CLOEXEC) < 0)
+        if (pipe2(result_pipe, O_CLOEXEC) < 0)
                 return -errno;
-        pid = fork();
-        if (pid < 0) {
+        if (pipe2(pid_pipe, O_CLOEXEC) < 0) {
                 int r = -errno;
-                close(pipefd[0]);
-                close(pipefd[1]);
+                close(result_pipe[0]);
+                close(result_pipe[1]);
                 return r;
         }
+        pid = fork();
         if (pid == 0) {
-                int step = STEP_SETNS, r = setns(mntns_fd, CLONE_NEWNS) < 0 ? -errno : fn(data, &step);
-                struct child_result out = { .error = -r, .step = step };
-                (void)!write(pipefd[1], &out, sizeof(out));
-                _exit(r < 0 ? 1 : 0);
+                pid_t g = fork();
+                if (g == 0) {
+                        int step = STEP_SETNS, r = setns(mntns_fd, CLONE_NEWNS) < 0 ? -errno : fn(data, &step);
+                        struct child_result out = { .error = -r, .step = step };
+                        (void)!write(result_pipe[1], &out, sizeof(out));
+                        _exit(r < 0 ? 1 : 0);
+                }
+                (void)!write(pid_pipe[1], &g, sizeof(g));
+                _exit(g < 0 ? 1 : 0);
         }
-        close(pipefd[1]);
-        ssize_t got = read(pipefd[0], &res, sizeof(res));
-        close(pipefd[0]);
+        close(result_pipe[1]);
+        close(pid_pipe[1]);
+        _cleanup_close_ int rfd = result_pipe[0], pfd = pid_pipe[0];
+        if (pid < 0)
+                return -errno;
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                 ;
-        if (got != (ssize_t)sizeof(res))
+        if (read(pfd, &grandchild, sizeof(grandchild)) != (ssize_t)sizeof(grandchild) || grandchild <= 0) {
+                if (why)
+                        *why = "cannot fork";
+                return -ECHILD;
+        }
+        _cleanup_close_ int gfd = pidfd_open(grandchild, 0);
+        struct pollfd p = { .fd = rfd, .events = POLLIN };
+        int k = poll(&p, 1, CHILD_TIMEOUT_MS);
+        if (k == 0) {
+                if (gfd >= 0)
+                        syscall(SYS_pidfd_send_signal, gfd, SIGKILL, NULL, 0);
+                if (why)
+                        *why = "timed out in the container's mount namespace (a hung filesystem there?)";
+                return -ETIMEDOUT;
+        }
+        if (k < 0 || read(rfd, &res, sizeof(res)) != (ssize_t)sizeof(res))
                 res = (struct child_result){ .error = EIO, .step = STEP_SETNS };
         if (res.error && why)
                 *why = step_names[res.step >= STEP_SETNS && res.step <= STEP_UNMOUNT ? res.step : STEP_SETNS];
@@ -175,8 +210,8 @@ struct remove_args {
 
 static bool is_our_mount(int dir_fd, const char *path, uint64_t mnt_id) {
         struct statx stx;
-        return statx(dir_fd, path, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) == 0 && (stx.stx_mask & STATX_MNT_ID) &&
-               stx.stx_mnt_id == mnt_id;
+        return statx(dir_fd, path, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID_UNIQUE, &stx) == 0 &&
+               (stx.stx_mask & STATX_MNT_ID_UNIQUE) && stx.stx_mnt_id == mnt_id;
 }
 
 static int remove_in_child(void *data, int *step) {

@@ -15,13 +15,15 @@ struct nsmount_options {
         int userns_fd; /* >= 0: an idmapped clone, owners as that user namespace sees them */
 };
 
-/* A detached clone of the mount at source (not its submounts), nosuid and
- * nodev, with the options applied. Returns the clone's fd and its mount id. */
-int nsmount_clone(const char *source, const struct nsmount_options *o, uint64_t *ret_mnt_id);
+/* A detached, private clone of the mount at source_fd (not its
+ * submounts; name for messages), nosuid and nodev, with the options
+ * applied. Returns the clone's fd and its unique mount id. */
+int nsmount_clone(int source_fd, const char *name, const struct nsmount_options *o, uint64_t *ret_mnt_id);
 /* Moves the clone onto path inside root (rootfs, or "" for the namespace's
  * own root), in the mount namespace mntns_fd. path is resolved inside root
- * only (RESOLVE_IN_ROOT: a symlink in the image cannot point it elsewhere);
- * missing directories are created. Negative errno; *why says which step. */
+ * only and on the root's own mount (RESOLVE_IN_ROOT, RESOLVE_NO_XDEV: a
+ * symlink in the image cannot point it elsewhere, nor onto /proc, /dev or
+ * a volume); missing directories are created. Gives up after 10 s. Negative errno; *why says which step. */
 int nsmount_place(int clone_fd, int mntns_fd, const char *root, const char *path, const char **why);
 /* Unmounts mount mnt_id at path (the container's, or under root before its
  * pivot_root) in mntns_fd; nothing if another mount is there now. */

@@ -66,6 +66,14 @@ int view_place(struct tenant *tn) {
         if (mount(tn->cfg->subvolume, target, NULL, MS_BIND, NULL) < 0)
                 return log_error_errno(errno, "tenant %s: cannot bind %s at %s: %m", tn->cfg->name,
                                        tn->cfg->subvolume, target);
+        /* nosuid, nodev: a container's root writes through an idmapped
+         * view as on-disk uid 0; what it writes must not be a setuid
+         * binary or a device on the host. */
+        if (mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL) < 0) {
+                int r = log_error_errno(errno, "tenant %s: cannot make the view %s nosuid,nodev: %m", tn->cfg->name, target);
+                umount2(target, MNT_DETACH);
+                return r;
+        }
         tn->view_mounted = true;
         log_info("tenant %s: view %s -> %s", tn->cfg->name, tn->cfg->subvolume, target);
         return 0;

@@ -476,7 +476,13 @@ int worker_start(struct worker *w) {
         if (r >= 0)
                 r = sd_event_add_child(tn->t->event, &w->child_src, pid, WEXITED, on_worker_exit, w);
         if (r < 0) {
+                /* Nothing of it stays behind to call us back. */
+                w->io_src = sd_event_source_disable_unref(w->io_src);
+                w->child_src = sd_event_source_disable_unref(w->child_src);
+                w->sock = safe_close(w->sock);
                 kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                w->pid = 0;
                 return log_error_errno(r, "tenant %s: cannot watch worker: %m", tn->cfg->name);
         }
         if (!w->stall_src &&

@@ -118,6 +118,13 @@ bundle $P-b1 beta team-b
 bundle $P-plain - ""
 bundle $P-bad alpha team-b
 bundle $P-plain-1 - ""
+bundle $P-dev alpha team-a
+python3 - "$TL_DIR/bundles/$P-dev/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["annotations"]["tierd.io/mount-path"] = "/dev/shm"; json.dump(c, open(sys.argv[1], "w"))
+PY
+bundle $P-link alpha team-a
+ln -s /proc/sys "$TL_DIR/bundles/$P-link/rootfs/data" # the image's /data leads to another mount
 
 check "a container of tenant alpha starts (createRuntime hook)" start $P-a1
 check "... and a second one" start $P-a2
@@ -147,6 +154,12 @@ check_fails "an annotation naming a tenant its pod namespace may not use: the co
 check "... refused with a clear reason" grep -q "namespace is not in the tenant's" "$TL_DIR/runc-$P-bad.log"
 check "... and tierd logged it" grep -q "container $P-bad (pod namespace 'team-b'): refused the view of tenant alpha" "$TL_TIERD_LOG"
 runc delete --force $P-bad >/dev/null 2>&1
+check_fails "a mount path under /dev: the container does not start" start $P-dev
+check "... refused, saying why" grep -q "must not be under /proc, /sys or /dev" "$TL_DIR/runc-$P-dev.log"
+check_fails "an image whose /data is a symlink onto another mount (/proc/sys): the container does not start" start $P-link
+check "... the mount path resolved inside the rootfs's own mount only" grep -q "resolving the mount path inside the container's root" "$TL_DIR/runc-$P-link.log"
+runc delete --force $P-dev >/dev/null 2>&1
+runc delete --force $P-link >/dev/null 2>&1
 
 BEFORE=$(cprop $P-a1 Fills)
 check "a process that unshares its mount namespace reads through its copy of /data: the right bytes" bash -c "
@@ -158,7 +171,18 @@ check "attach is idempotent: the same object, no new worker" bash -c "
 		$(cprop $P-a2 Pid) $(cprop $P-a2 Rootfs) /data team-a 0)\" = 'o \"$(cobj $P-a2)\"' ] && [ \$(pgrep -c -P $TL_TIERD_PID tierd-worker) = $((W0 + 3)) ]"
 check "AttachContainer from an unprivileged caller: AccessDenied" bash -c "
 	setpriv --reuid=65534 --regid=65534 --clear-groups $BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager AttachContainer \
-	ssusssa{sv} $P-x alpha $(cprop $P-a1 Pid) / /data team-a 0 2>&1 | grep -q 'only root may change files'"
+	ssusssa{sv} $P-x alpha $(cprop $P-a1 Pid) / /data team-a 0 2>&1 | grep -q 'only root may attach or detach containers'"
+
+# Mounts made inside a container's view stay there: the view is a private
+# clone, not a peer of the host's mount.
+mkdir -p "$VA/sub"
+check "a mount a container makes under /data ..." runc exec --cap CAP_SYS_ADMIN $P-a1 mount -t tmpfs none /data/sub
+check "... does not appear on the host's view" bash -c "! findmnt '$VA/sub' >/dev/null"
+check "... nor in another container of the tenant" bash -c "! runc exec $P-a2 cat /proc/self/mountinfo | grep -q ' /data/sub '"
+runc exec --cap CAP_SYS_ADMIN $P-a1 umount /data/sub
+rmdir "$VA/sub"
+check "the host's view is nosuid,nodev (a container's root writes as uid 0 through an idmapped view)" \
+	bash -c "findmnt -n -o OPTIONS '$VA' | grep -q 'nosuid,nodev'"
 
 # A tierd restart (a handover): the containers keep their views and get
 # their own workers back from the records in the state directory.
