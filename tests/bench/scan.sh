@@ -4,8 +4,9 @@
 # memory of the file table: tierd's RSS with the tenant tracked (a quota)
 # against the same tierd with it untracked, per file.
 set -u
-N=${BENCH_FILES:-1000000}
 source "$(dirname "$0")/../lib/lib.sh"
+source "$(dirname "$0")/lib.sh"
+N=${BENCH_FILES:-$(bench_size 1000000 100000)}
 tl_init
 FS=$TL_DIR/fs
 tl_loopfs btrfs 6G "$FS" || { echo "bench scan: cannot make the filesystem"; exit 1; }
@@ -40,8 +41,8 @@ SCAN_S=$(sed -n 's/.*alpha: \([0-9]*\) files scanned in \([0-9.]*\) s.*/\2/p' "$
 FILES=$(sed -n 's/.*alpha: \([0-9]*\) files scanned in.*/\1/p' "$TL_DIR/tierd.log")
 TRACKED_KIB=$(rss_kib "$TL_TIERD_PID")
 tl_tierd_stop
-awk -v n="$FILES" -v scan="$SCAN_S" -v find="$FIND_S" -v base="$BASE_KIB" -v tracked="$TRACKED_KIB" 'BEGIN {
-	printf "scan of %d files: %.1f s (find: %.1f s; ratio %.2f; target: under 60 s)\n", n, scan, find, scan / find
-	printf "file table: %.0f bytes a file (tierd RSS %d KiB tracked, %d KiB untracked; target: at most 100)\n",
-		(tracked - base) * 1024 / n, tracked, base
-}'
+BENCH_RUNS=1 bench_row S1 "policy engine: scan of $FILES files (one run)" s "$SCAN_S" "$FIND_S" "find stat-ing the same tree" \
+	"-" 0 "the issue's target: under 60 s for 1,000,000 files"
+PER_FILE=$(awk -v n="$FILES" -v base="$BASE_KIB" -v tracked="$TRACKED_KIB" 'BEGIN { printf "%.0f", (tracked - base) * 1024 / n }')
+BENCH_RUNS=1 bench_row S2 "policy engine: file table memory per file" B/file "$PER_FILE" 100 "the target, 100 bytes a file" \
+	"<=" 1.0 "tierd RSS $TRACKED_KIB KiB tracked, $BASE_KIB KiB untracked"

@@ -1,0 +1,56 @@
+# Shared by the benchmarks (source it after tests/lib/lib.sh). Each row is
+# a figure for tierd against a baseline measured in the same run; the ratio
+# is figure / baseline and the target says which way is good. Rows go to
+# $BENCH_ROWS (one JSON object a line) for run.sh's table and results file,
+# and to stdout as they come. No row passes or fails on speed; a wrong byte
+# read fails the run (bench_fail).
+
+BENCH_SCALE=${BENCH_SCALE:-default}
+BENCH_RUNS=${BENCH_RUNS:-3}
+
+# bench_size DEFAULT SMALL: the size for this scale.
+bench_size() { if [ "$BENCH_SCALE" = small ]; then echo "$2"; else echo "$1"; fi; }
+
+bench_drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+bench_now() { date +%s.%N; }
+bench_since() { awk -v a="$1" -v b="$(bench_now)" 'BEGIN { printf "%.6f", b - a }'; }
+
+# bench_median V...: the median; bench_spread V...: (max - min) / median, in %.
+bench_median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+bench_spread() {
+	local m; m=$(bench_median "$@")
+	printf '%s\n' "$@" | sort -g | awk -v m="$m" 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.1f", m ? 100 * (hi - lo) / m : 0 }'
+}
+
+# bench_row ID WHAT UNIT FIGURE BASELINE BASELINE_NAME OP TARGET [NOTE]
+#   FIGURE and BASELINE as medians; OP ">=" or "<=" for ratio vs TARGET
+#   ("-" when the issue sets none). Set BENCH_FIGURE_SPREAD and
+#   BENCH_BASELINE_SPREAD (in %) before calling, if measured.
+bench_row() {
+	local id=$1 what=$2 unit=$3 fig=$4 base=$5 bname=$6 op=$7 target=$8 note=${9:-}
+	local ratio met
+	ratio=$(awk -v f="$fig" -v b="$base" 'BEGIN { printf "%.3f", b ? f / b : 0 }')
+	met=$(awk -v r="$ratio" -v op="$op" -v t="$target" 'BEGIN {
+		if (op == "-") print "n/a"; else if ((op == ">=" && r >= t) || (op == "<=" && r <= t)) print "yes"; else print "no" }')
+	printf '%-5s %-58s %12s %12s %-7s %7s  target %s %s: %s\n' "$id" "$what" "$fig" "$base" "$unit" "$ratio" "$op" "$target" "$met"
+	[ -z "$note" ] || printf '      (%s)\n' "$note"
+	[ -n "${BENCH_ROWS:-}" ] || return 0
+	python3 - "$BENCH_ROWS" "$id" "$what" "$unit" "$fig" "$base" "$bname" "$ratio" "$op" "$target" "$met" "$note" \
+		"$BENCH_RUNS" "${BENCH_FIGURE_SPREAD:-0}" "${BENCH_BASELINE_SPREAD:-0}" "$BENCH_SCALE" <<'PY'
+import json, sys
+(out, id_, what, unit, fig, base, bname, ratio, op, target, met, note, runs, fsp, bsp, scale) = sys.argv[1:]
+row = {"id": id_, "what": what, "unit": unit, "figure": float(fig), "baseline": float(base), "baseline_name": bname,
+       "ratio": float(ratio), "target_op": op, "target": None if op == "-" else float(target), "met": met,
+       "note": note, "runs": int(runs), "figure_spread_pct": float(fsp), "baseline_spread_pct": float(bsp),
+       "scale": scale}
+open(out, "a").write(json.dumps(row) + "\n")
+PY
+	BENCH_FIGURE_SPREAD= BENCH_BASELINE_SPREAD=
+}
+
+# A wrong byte ends the run: benchmarks check what they read.
+bench_fail() { echo "bench: WRONG BYTES: $*" >&2; [ -n "${BENCH_ROWS:-}" ] && echo '{"error": "wrong bytes"}' >>"$BENCH_ROWS"; exit 3; }
+
+# bench_same FILE SHA256: the file's bytes are the original's.
+bench_same() { [ "$(sha256sum <"$1" | cut -d' ' -f1)" = "$2" ] || bench_fail "$1"; }
