@@ -17,7 +17,7 @@ SYSTEMDUNITDIR ?= /lib/systemd/system
 PKGS := mount libsystemd json-c libcrypto libcurl libseccomp
 DEB_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
 	libcmocka-dev libseccomp-dev btrfs-progs xfsprogs e2fsprogs attr dbus dbus-bin systemd util-linux procps \
-	runc busybox-static python3-yaml
+	runc busybox-static python3-yaml clang
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -88,20 +88,24 @@ $(BUILD)/unit-asan/%: tests/unit/%.c $(UNIT_LIB_SRC) | deps
 
 UNIT_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-asan/,$(UNIT_TESTS))
 
-# Fuzz targets: make check runs each one's own driver (random mutations of a
-# valid input) under ASan+UBSan; make fuzz builds them for libFuzzer (clang).
+# Fuzz targets (tests/fuzz/fuzz-*.c, seeds in tests/fuzz/corpus/<target>/):
+# make check runs each under libFuzzer for a few seconds (clang) and under
+# its own driver (random mutations of the seeds, tests/fuzz/driver.c) with
+# ASan+UBSan; make fuzz builds them for libFuzzer, to run for longer.
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz-*.c))
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(COMMON_SRC) | deps
+FUZZ_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) worker/http-check.c cli/ocihook.c
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $(FUZZ_LIB_SRC) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS)
-fuzz: $(COMMON_SRC)
-	@mkdir -p $(BUILD)/libfuzzer
-	@for t in $(FUZZ_TARGETS); do \
-		clang $(BASE_CFLAGS) $(PKG_CFLAGS) -O1 -g -DFUZZING_WITH_LIBFUZZER -fsanitize=fuzzer,address,undefined \
-			-o $(BUILD)/libfuzzer/$$t tests/fuzz/$$t.c $(COMMON_SRC) $(PKG_LIBS) || exit 1; \
-		echo "built $(BUILD)/libfuzzer/$$t (run it: it fuzzes until stopped)"; \
-	done
+LIBFUZZER_BINS := $(addprefix $(BUILD)/libfuzzer/,$(FUZZ_TARGETS))
+$(BUILD)/libfuzzer/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) | deps
+	@mkdir -p $(dir $@)
+	clang $(BASE_CFLAGS) $(PKG_CFLAGS) -O1 -g -DFUZZING_WITH_LIBFUZZER -fsanitize=fuzzer,address,undefined \
+		-o $@ $^ $(PKG_LIBS)
+fuzz: $(LIBFUZZER_BINS)
+	@for t in $(LIBFUZZER_BINS); do echo "built $$t: run it with a scratch corpus directory first, then" \
+		"tests/fuzz/corpus/$$(basename $$t) (read only); it fuzzes until stopped"; done
 
 # The daemons built with ASan+UBSan, for one integration pass in make check;
 # sanitizers cannot run under the worker's seccomp filter and Landlock, so
@@ -119,7 +123,7 @@ testhooks-daemons:
 		$(BUILD)/testhooks/tierctl \
 		$(patsubst $(BUILD)/%,$(BUILD)/testhooks/%,$(TEST_HELPERS))
 
-check: all $(TEST_HELPERS) $(UNIT_BINS) $(FUZZ_BINS) asan-daemons testhooks-daemons
+check: all $(TEST_HELPERS) $(UNIT_BINS) $(FUZZ_BINS) $(LIBFUZZER_BINS) asan-daemons testhooks-daemons
 	@BUILD=$(abspath $(BUILD)) bash tests/run-all.sh
 
 demo: all $(TEST_HELPERS)

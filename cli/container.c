@@ -15,16 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "json-strict.h" /* _cleanup_json_ only: nothing of policy/ is linked */
 #include "macro.h"
+#include "ocihook.h"
 #include "tierctl.h"
 
-#define ANNOTATION_TENANT "tierd.io/tenant"
-#define ANNOTATION_MOUNT_PATH "tierd.io/mount-path"
-#define ANNOTATION_READ_ONLY "tierd.io/read-only"
 #define DEFAULT_MOUNT_PATH "/data"
-#define STATE_MAX (1 << 20)
-#define CONFIG_MAX (16 << 20)
 #define HOOK_CALL_TIMEOUT_USEC (8 * 1000 * 1000ull) /* under the hook's own timeout (10 s in contrib/oci) */
 #define ERROR_NO_SUCH_CONTAINER "org.tierd1.Error.NoSuchContainer"
 
@@ -58,36 +53,6 @@ static char *read_all(int fd, size_t max, size_t *ret_len) {
                 *ret_len = n;
         }
         return buf;
-}
-
-static json_object *parse_json(const char *text, size_t len) {
-        json_tokener *tok = json_tokener_new();
-        json_object *o = NULL;
-        if (!tok)
-                return NULL;
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        o = json_tokener_parse_ex(tok, text, (int)len);
-        if (json_tokener_get_error(tok) != json_tokener_success || !json_object_is_type(o, json_type_object)) {
-                json_object_put(o);
-                o = NULL;
-        }
-        json_tokener_free(tok);
-        return o;
-}
-
-/* A string member, or NULL if absent or not a string. */
-static const char *get_str(json_object *o, const char *key) {
-        json_object *v;
-        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-                return NULL;
-        return json_object_get_string(v);
-}
-
-static json_object *get_obj(json_object *o, const char *key) {
-        json_object *v;
-        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_object))
-                return NULL;
-        return v;
 }
 
 static int hook_fail(const char *id, const char *fmt, const char *arg) {
@@ -136,17 +101,6 @@ static int call_attach(sd_bus *bus, const struct attach_args *a, char **ret_path
         return r;
 }
 
-/* The pod's namespace as the runtime wrote it. Two runtimes' keys that
- * disagree mean someone set one of them by hand: refused. */
-static int pod_namespace(json_object *ann, const char **ret) {
-        const char *crio = get_str(ann, "io.kubernetes.pod.namespace");
-        const char *containerd = get_str(ann, "io.kubernetes.cri.sandbox-namespace");
-        if (crio && containerd && strcmp(crio, containerd) != 0)
-                return -EINVAL;
-        *ret = containerd ?: crio ?: "";
-        return 0;
-}
-
 /* Within the hook's timeout too. */
 static int detach(sd_bus *bus, const char *id, sd_bus_error *e) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
@@ -157,11 +111,11 @@ static int detach(sd_bus *bus, const char *id, sd_bus_error *e) {
 }
 
 int verb_oci_hook(int argc, char **argv) {
-        _cleanup_json_ json_object *state = NULL, *config = NULL;
+        _cleanup_(oci_hook_done) struct oci_hook h = {};
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_free_ char *state_text = NULL, *config_text = NULL, *config_path = NULL, *rootfs = NULL,
-                            *object = NULL;
+        _cleanup_free_ char *state_text = NULL, *config_text = NULL, *config_path = NULL, *object = NULL;
         sd_bus_error e = SD_BUS_ERROR_NULL;
+        const char *why = NULL;
         struct timespec start;
         size_t len;
         int r;
@@ -171,35 +125,27 @@ int verb_oci_hook(int argc, char **argv) {
                 fprintf(stderr, "tierctl: usage: tierctl oci-hook [createRuntime|poststop] < STATE\n");
                 return EXIT_USAGE;
         }
-        if (!(state_text = read_all(STDIN_FILENO, STATE_MAX, &len)) || !(state = parse_json(state_text, len)))
-                return hook_fail(NULL, "the container state on stdin is not a JSON object%s", "");
-        const char *id = get_str(state, "id"), *bundle = get_str(state, "bundle"), *status = get_str(state, "status");
-        if (!id || !bundle || bundle[0] != '/')
-                return hook_fail(id, "the container state lacks \"id\" or an absolute \"bundle\"%s", "");
-        if (asprintf(&config_path, "%s/config.json", bundle) < 0) {
+        if (!(state_text = read_all(STDIN_FILENO, OCI_STATE_MAX, &len)))
+                return hook_fail(NULL, "cannot read the container state on stdin%s", "");
+        if (oci_hook_parse_state(&h, state_text, len, &why) < 0)
+                return hook_fail(h.id, "%s", why);
+        if (asprintf(&config_path, "%s/config.json", h.bundle) < 0) {
                 config_path = NULL;
                 return EXIT_FAILED;
         }
         _cleanup_close_ int cfd = open(config_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (cfd < 0 || !(config_text = read_all(cfd, CONFIG_MAX, &len)) || !(config = parse_json(config_text, len)))
-                return hook_fail(id, "cannot read the bundle's config.json: %s", cfd < 0 ? strerror(errno) : "not a JSON object");
-        /* The bundle's annotations; the state's are the same set, as the
-         * runtime saw them. */
-        json_object *ann = get_obj(config, "annotations") ?: get_obj(state, "annotations");
-        const char *tenant = get_str(ann, ANNOTATION_TENANT);
-        if (!tenant)
+        if (cfd < 0 || !(config_text = read_all(cfd, OCI_CONFIG_MAX, &len)))
+                return hook_fail(h.id, "cannot read the bundle's config.json: %s", strerror(errno));
+        r = oci_hook_parse_config(&h, config_text, len, argc == 1 ? argv[0] : NULL, &why);
+        if (r < 0)
+                return hook_fail(h.id, "%s", why ?: strerror(-r));
+        if (!h.ours)
                 return EXIT_OK; /* not ours: no bus, no cost */
-        /* A pod's sandbox (pause) container carries the pod's annotations
-         * too: it reads nothing, and gets no view and no worker. */
-        const char *kind = get_str(ann, "io.kubernetes.cri.container-type") ?: get_str(ann, "io.kubernetes.cri-o.ContainerType");
-        if (kind && strcmp(kind, "sandbox") == 0)
-                return EXIT_OK;
 
-        const char *stage = argc == 1 ? argv[0] : status && strcmp(status, "stopped") == 0 ? "poststop" : "createRuntime";
         if ((r = open_bus(&bus)) < 0)
                 return EXIT_FAILED;
-        if (strcmp(stage, "poststop") == 0) {
-                r = detach(bus, id, &e);
+        if (strcmp(h.stage, "poststop") == 0) {
+                r = detach(bus, h.id, &e);
                 /* Already detached when its init died, or by a tierd restart. */
                 if (r < 0 && !sd_bus_error_has_name(&e, ERROR_NO_SUCH_CONTAINER)) {
                         r = call_failed("oci-hook poststop", &e, r);
@@ -209,31 +155,9 @@ int verb_oci_hook(int argc, char **argv) {
                 sd_bus_error_free(&e);
                 return EXIT_OK;
         }
-        if (strcmp(stage, "createRuntime") != 0)
-                return hook_fail(id, "unknown hook stage '%s' (createRuntime or poststop)", stage);
-
-        json_object *root = get_obj(config, "root");
-        const char *root_path = get_str(root, "path");
-        json_object *pid_v;
-        if (!root_path)
-                return hook_fail(id, "config.json has no root.path%s", "");
-        if (!json_object_object_get_ex(state, "pid", &pid_v) || !json_object_is_type(pid_v, json_type_int) ||
-            json_object_get_int64(pid_v) <= 1 || json_object_get_int64(pid_v) > INT32_MAX)
-                return hook_fail(id, "the container state has no valid \"pid\"%s", "");
-        if (root_path[0] == '/' ? !(rootfs = strdup(root_path)) : asprintf(&rootfs, "%s/%s", bundle, root_path) < 0) {
-                rootfs = NULL;
-                return EXIT_FAILED;
-        }
-        struct attach_args a = {
-                .id = id, .tenant = tenant, .rootfs = rootfs, .pid = (uint32_t)json_object_get_int64(pid_v),
-                .mount_path = get_str(ann, ANNOTATION_MOUNT_PATH) ?: DEFAULT_MOUNT_PATH,
-        };
-        const char *ro = get_str(ann, ANNOTATION_READ_ONLY);
-        a.read_only = ro && strcmp(ro, "true") == 0;
-        if (ro && !a.read_only && strcmp(ro, "false") != 0)
-                return hook_fail(id, "annotation " ANNOTATION_READ_ONLY " must be \"true\" or \"false\", not '%s'", ro);
-        if (pod_namespace(ann, &a.k8s_namespace) < 0)
-                return hook_fail(id, "the pod namespace annotations disagree%s: refused", "");
+        struct attach_args a = { .id = h.id, .tenant = h.tenant, .rootfs = h.rootfs, .pid = h.pid,
+                                 .mount_path = h.mount_path, .k8s_namespace = h.k8s_namespace,
+                                 .read_only = h.read_only };
         r = call_attach(bus, &a, &object, &e);
         if (r < 0) {
                 /* Non-zero: the runtime refuses to start a container whose data is missing. */
@@ -241,7 +165,7 @@ int verb_oci_hook(int argc, char **argv) {
                 sd_bus_error_free(&e);
                 return r;
         }
-        fprintf(stderr, "tierctl oci-hook: container %s: tenant %s at %s (%.1f ms)\n", id, tenant, a.mount_path,
+        fprintf(stderr, "tierctl oci-hook: container %s: tenant %s at %s (%.1f ms)\n", h.id, h.tenant, h.mount_path,
                 elapsed_ms(&start));
         return EXIT_OK;
 }

@@ -210,13 +210,14 @@ static int scan_value(struct scanner *s, char **dup) {
                 return r;
         case '"':
                 return scan_string(s, NULL);
-        default:
+        default: {
                 /* number, true, false, null: up to the next delimiter. json-c
                  * takes NaN and Infinity even in strict mode: JSON does not. */
                 const char *start = s->p;
                 while (s->p < s->end && !strchr(",]} \t\r\n", *s->p) && *s->p)
                         s->p++;
                 return literal_valid(start, (size_t)(s->p - start)) ? 0 : -EDOM;
+        }
         }
 }
 

@@ -30,7 +30,22 @@ skip_suite() { echo "skip - $1: $2"; SKIP=$((SKIP + 1)); }
 
 for t in "$BUILD"/unit/test-*; do run_suite "unit $(basename "$t")" "$t"; done
 for t in "$BUILD"/unit-asan/test-*; do run_suite "unit (ASan+UBSan) $(basename "$t")" "$t"; done
-for t in "$BUILD"/fuzz/fuzz-*; do run_suite "fuzz driver (ASan+UBSan) $(basename "$t")" "$t" 200000; done
+for t in "$BUILD"/fuzz/fuzz-*; do
+	run_suite "fuzz driver (ASan+UBSan) $(basename "$t")" "$t" 200000 "tests/fuzz/corpus/$(basename "$t")"
+done
+# libFuzzer, a few seconds each: new inputs go to a scratch directory given
+# first, the seeds in tests/fuzz/corpus stay as they are.
+libfuzz() { # BINARY
+	local name scratch rc
+	name=$(basename "$1") scratch=$(mktemp -d /tmp/tierd-fuzz.XXXXXX)
+	"$1" -max_total_time="${FUZZ_SECONDS:-8}" -print_final_stats=1 "$scratch" "tests/fuzz/corpus/$name" 2>"$scratch.log"
+	rc=$?
+	grep -E "stat::number_of_executed_units|ERROR|SUMMARY" "$scratch.log" | sed 's/^/# /'
+	if [ "$rc" -eq 0 ]; then echo "ok - libFuzzer $name: no crash, leak or undefined behaviour"
+	else echo "not ok - libFuzzer $name found a crash (exit $rc): $(grep -m1 -E 'ERROR|SUMMARY' "$scratch.log")"; fi
+	rm -rf "$scratch" "$scratch.log"
+}
+for t in "$BUILD"/libfuzzer/fuzz-*; do [ -x "$t" ] && run_suite "libFuzzer $(basename "$t")" libfuzz "$t"; done
 
 run_suite "Kubernetes manifests, the OCI hook's config, the image's paths" bash tests/integration/manifests.sh
 

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* The OCI hook's input: strict JSON, every field checked for its type. */
+#include "ocihook.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ANNOTATION_TENANT "tierd.io/tenant"
+#define ANNOTATION_MOUNT_PATH "tierd.io/mount-path"
+#define ANNOTATION_READ_ONLY "tierd.io/read-only"
+#define DEFAULT_MOUNT_PATH "/data"
+
+static json_object *parse_json(const char *text, size_t len) {
+        json_tokener *tok = json_tokener_new();
+        json_object *o = NULL;
+        if (!tok || len > (size_t)OCI_CONFIG_MAX) {
+                json_tokener_free(tok);
+                return NULL;
+        }
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        o = json_tokener_parse_ex(tok, text, (int)len);
+        if (json_tokener_get_error(tok) != json_tokener_success || !json_object_is_type(o, json_type_object)) {
+                json_object_put(o);
+                o = NULL;
+        }
+        json_tokener_free(tok);
+        return o;
+}
+
+/* A string member, or NULL if absent or not a string. */
+static const char *get_str(json_object *o, const char *key) {
+        json_object *v;
+        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static json_object *get_obj(json_object *o, const char *key) {
+        json_object *v;
+        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_object))
+                return NULL;
+        return v;
+}
+
+int oci_hook_parse_state(struct oci_hook *h, const char *text, size_t len, const char **why) {
+        if (len > OCI_STATE_MAX || !(h->state = parse_json(text, len)))
+                return *why = "the container state on stdin is not a JSON object", -EINVAL;
+        h->id = get_str(h->state, "id");
+        h->bundle = get_str(h->state, "bundle");
+        h->status = get_str(h->state, "status");
+        if (!h->id || !*h->id || !h->bundle || h->bundle[0] != '/')
+                return *why = "the container state lacks \"id\" or an absolute \"bundle\"", -EINVAL;
+        return 0;
+}
+
+/* The pod's namespace as the runtime wrote it. Two runtimes' keys that
+ * disagree mean someone set one of them by hand: refused. */
+static int pod_namespace(json_object *ann, const char **ret) {
+        const char *crio = get_str(ann, "io.kubernetes.pod.namespace");
+        const char *containerd = get_str(ann, "io.kubernetes.cri.sandbox-namespace");
+        if (crio && containerd && strcmp(crio, containerd) != 0)
+                return -EINVAL;
+        *ret = containerd ?: crio ?: "";
+        return 0;
+}
+
+int oci_hook_parse_config(struct oci_hook *h, const char *text, size_t len, const char *stage_arg, const char **why) {
+        json_object *pid_v;
+
+        if (!(h->config = parse_json(text, len)))
+                return *why = "the bundle's config.json is not a JSON object", -EINVAL;
+        /* The bundle's annotations; the state's are the same set, as the
+         * runtime saw them. */
+        json_object *ann = get_obj(h->config, "annotations") ?: get_obj(h->state, "annotations");
+        if (!(h->tenant = get_str(ann, ANNOTATION_TENANT)))
+                return 0; /* not ours */
+        /* A pod's sandbox (pause) container carries the pod's annotations
+         * too: it reads nothing, and gets no view and no worker. */
+        const char *kind = get_str(ann, "io.kubernetes.cri.container-type") ?: get_str(ann, "io.kubernetes.cri-o.ContainerType");
+        if (kind && strcmp(kind, "sandbox") == 0)
+                return 0;
+        h->ours = true;
+        h->stage = stage_arg ?: h->status && strcmp(h->status, "stopped") == 0 ? "poststop" : "createRuntime";
+        if (strcmp(h->stage, "poststop") == 0)
+                return 0;
+        if (strcmp(h->stage, "createRuntime") != 0)
+                return *why = "unknown hook stage (createRuntime or poststop)", -EINVAL;
+
+        const char *root_path = get_str(get_obj(h->config, "root"), "path");
+        if (!root_path || !*root_path)
+                return *why = "config.json has no root.path", -EINVAL;
+        if (!json_object_object_get_ex(h->state, "pid", &pid_v) || !json_object_is_type(pid_v, json_type_int) ||
+            json_object_get_int64(pid_v) <= 1 || json_object_get_int64(pid_v) > INT32_MAX)
+                return *why = "the container state has no valid \"pid\"", -EINVAL;
+        h->pid = (uint32_t)json_object_get_int64(pid_v);
+        if (root_path[0] == '/')
+                h->rootfs = strdup(root_path);
+        else if (asprintf(&h->rootfs, "%s/%s", h->bundle, root_path) < 0)
+                h->rootfs = NULL;
+        if (!h->rootfs)
+                return -ENOMEM;
+        h->mount_path = get_str(ann, ANNOTATION_MOUNT_PATH) ?: DEFAULT_MOUNT_PATH;
+        const char *ro = get_str(ann, ANNOTATION_READ_ONLY);
+        h->read_only = ro && strcmp(ro, "true") == 0;
+        if (ro && !h->read_only && strcmp(ro, "false") != 0)
+                return *why = "annotation " ANNOTATION_READ_ONLY " must be \"true\" or \"false\"", -EINVAL;
+        if (pod_namespace(ann, &h->k8s_namespace) < 0)
+                return *why = "the pod namespace annotations disagree: refused", -EINVAL;
+        return 0;
+}
+
+void oci_hook_done(struct oci_hook *h) {
+        if (h->state)
+                json_object_put(h->state);
+        if (h->config)
+                json_object_put(h->config);
+        free(h->rootfs);
+        *h = (struct oci_hook){};
+}
