@@ -116,6 +116,11 @@ tl_tierd_stop() {
 tl_cleanup() {
 	local p l
 	set +e
+	# tierd first, for good (SIGINT): at the same time as its holder, it
+	# would hand its groups to a holder of its own that outlives the test.
+	if [ -n "${TL_TIERD_PID:-}" ] && kill -INT "$TL_TIERD_PID" 2>/dev/null; then
+		for _ in $(seq 50); do kill -0 "$TL_TIERD_PID" 2>/dev/null || break; sleep 0.1; done
+	fi
 	for p in "${TL_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	for p in "${TL_PIDS[@]}"; do
 		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
