@@ -59,6 +59,7 @@ else
 	run_suite "the D-Bus API through busctl, dbus-send and dbus-monitor" bash tests/integration/dbus.sh
 	run_suite "containers: runc, the OCI hook, a worker per container" bash tests/integration/containers.sh
 	run_suite "boot: the policy's filesystems, mounted and marked by tierd" bash tests/integration/boot.sh
+	run_suite "faults: a store that misbehaves (tests/lib/faultserver.py)" bash tests/integration/faults.sh
 	run_suite "quotas and the policy engine" bash tests/integration/quota.sh
 	run_suite "integrity: chunk manifests" bash tests/integration/integrity.sh
 	run_suite "crashes: worker and tierd killed, handover, fd limit" bash tests/integration/crash.sh

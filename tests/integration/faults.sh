@@ -1,0 +1,94 @@
+#!/bin/bash
+# A store that misbehaves (tests/lib/faultserver.py, the one fake: it does
+# what no real server can be made to do): 500 and 503 (retried, then EIO),
+# connection refused, reset mid-body, short body, body longer than asked,
+# wrong Content-Range, wrong bytes, a stall, a 10 GiB answer to a small
+# request. Each time the reader gets EIO within a bound (never zeros, never
+# a hang), nothing of the bad answer is kept, and the next read with the
+# store healthy again returns the right bytes.
+set -u
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+TIERCTL=$BUILD/tierctl
+PREAD=$BUILD/tests/pread-at
+PORT=${FAULT_PORT:-18090}
+CONTROL=$TL_DIR/fault FLOG=$TL_DIR/fault.log
+
+tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
+tl_subvol btrfs "$TL_DIR/fs/web"
+mkdir -p "$TL_DIR/store" "$TL_DIR/etc"
+echo none >"$CONTROL"
+server_start() {
+	python3 "$TL_ROOT/tests/lib/faultserver.py" "$PORT" "$TL_DIR/store" "$CONTROL" "$FLOG" >"$TL_DIR/server.out" 2>&1 &
+	SERVER=$!
+	TL_PIDS+=("$SERVER")
+	for _ in $(seq 50); do grep -q ready "$TL_DIR/server.out" 2>/dev/null && return 0; sleep 0.1; done
+	return 1
+}
+check "the fault-injecting store starts" server_start || { tl_summary; exit 1; }
+cat >"$TL_DIR/etc/policy.json" <<EOF2
+{"tenants": [{"name": "web", "subvolume": "$TL_DIR/fs/web", "mount": "$TL_DIR/view",
+  "backend": "http://127.0.0.1:$PORT/t", "connect_timeout": "2s", "stall_timeout": "3s", "chunk": "256K"}]}
+EOF2
+tl_dbus_start
+check "tierd starts" tl_tierd_start "$TL_DIR/etc/policy.json" || { tl_summary; exit 1; }
+V=$TL_DIR/view
+head -c $((4 << 20)) /dev/urandom >"$TL_DIR/orig"
+cp "$TL_DIR/orig" "$V/f"
+check "archive and release a 4 MiB file to the store" bash -c "$TIERCTL archive $V/f >/dev/null && $TIERCTL release $V/f >/dev/null"
+
+OFF=$((2 << 20))
+want() { dd if="$TL_DIR/orig" bs=4096 skip=$((OFF / 4096)) count=1 status=none | sha256sum | cut -d' ' -f1; }
+WANT=$(want)
+read_sum() { "$PREAD" "$V/f" "$OFF" 4096 2>"$TL_DIR/pread.err" | sha256sum | cut -d' ' -f1; }
+state_of() { "$TIERCTL" status --json "$V/f" | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p'; }
+
+# fault MODE LIMIT: with MODE on every GET, a read fails with EIO within
+# LIMIT seconds and keeps nothing; then, healthy again, it reads right.
+fault() {
+	local mode=$1 limit=$2 t0 t1 rc
+	echo "$mode" >"$CONTROL"
+	t0=$(date +%s.%N)
+	timeout 120 "$PREAD" "$V/f" "$OFF" 4096 >/dev/null 2>"$TL_DIR/pread.err"
+	rc=$?
+	t1=$(date +%s.%N)
+	local took; took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+	check "$mode: the reader gets EIO (after $took s, bound $limit s)" bash -c "
+		[ $rc = 1 ] && grep -q 'Input/output error' '$TL_DIR/pread.err' && awk 'BEGIN { exit !($took <= $limit) }' &&
+		grep -q '^$mode ' '$FLOG'"
+	check "$mode: ... nothing of the bad answer kept (the file is still released, no block)" bash -c "
+		[ \"\$($TIERCTL status --json $V/f | sed -n 's/.*\"state\":\"\([a-z]*\)\".*/\1/p')\" = released ] && [ \$($BUILD/tests/data-bytes $V/f) = 0 ]"
+	echo none >"$CONTROL"
+	check "$mode: ... the store healthy again, the same read returns the right bytes" test "$(read_sum)" = "$WANT"
+	"$TIERCTL" release "$V/f" >/dev/null
+}
+
+fault 500 30
+fault 503 30
+check "503 then 503 then right: the read succeeds (retried with backoff)" bash -c "
+	echo '503 2' >'$CONTROL'; [ \"\$($PREAD $V/f $OFF 4096 | sha256sum | cut -d' ' -f1)\" = '$WANT' ] &&
+	[ \$(grep -c '^503 ' '$FLOG') -ge 2 ]"
+"$TIERCTL" release "$V/f" >/dev/null
+fault reset 30
+fault short 30
+fault long 30
+fault badrange 30
+fault wrongbytes 30
+check "wrongbytes: ... logged as a checksum mismatch" grep -qi "mismatch\|does not match\|EBADMSG\|Bad message" "$TL_TIERD_LOG"
+fault stall 40
+fault huge 30
+check "huge: ... the 10 GiB answer was aborted early (at most 64 MiB went out)" bash -c "
+	grep '^huge ' '$FLOG' | awk '{ if (\$4 > 64 * 1024 * 1024) bad = 1 } END { exit bad }'"
+
+# Connection refused: the store is down.
+kill "$SERVER"; wait "$SERVER" 2>/dev/null
+t0=$(date +%s)
+timeout 120 "$PREAD" "$V/f" "$OFF" 4096 >/dev/null 2>"$TL_DIR/pread.err"
+rc=$?
+check "refused: the reader gets EIO within 30 s ($(($(date +%s) - t0)) s)" bash -c "
+	[ $rc = 1 ] && grep -q 'Input/output error' '$TL_DIR/pread.err' && [ $(($(date +%s) - t0)) -le 30 ]"
+server_start
+check "refused: ... the store back, the read returns the right bytes" test "$(read_sum)" = "$WANT"
+check "the whole file reads back identical" cmp "$V/f" "$TL_DIR/orig"
+check "tierd stops cleanly" tl_tierd_stop
+tl_summary

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""faultserver.py PORT ROOT CONTROL LOG: a plain HTTP store (GET with Range,
+HEAD, PUT, DELETE of files under ROOT) that misbehaves on demand. It is the
+one fake of the test suite, for faults no real server can be made to
+produce; everything else talks to nginx and Ceph RGW.
+
+Before each GET it reads CONTROL: "MODE [COUNT]". COUNT GETs get the fault
+(then it writes "none" back), no COUNT: every GET. PUT, HEAD and DELETE are
+always served right. Modes:
+  none        serve right
+  500, 503    that status, no body
+  reset       the headers and half the body, then a TCP reset
+  short       Content-Length as asked, half the bytes, then close
+  long        206 with the right Content-Range, and 64 KiB more than asked
+  badrange    206 whose Content-Range names another range (the bytes asked)
+  wrongbytes  the right headers and length, one bit flipped in every 4 KiB
+  stall       the headers and 16 bytes, then nothing (until the client goes)
+  huge        200 and Content-Length 10 GiB to any request, zeros streamed
+              until the client hangs up (LOG says how much went out)
+LOG gets one line per GET: mode, range asked, bytes sent.
+"""
+import os
+import re
+import socket
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PORT, ROOT, CONTROL, LOG = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+lock = threading.Lock()
+
+
+def take_fault():
+    with lock:
+        try:
+            words = open(CONTROL).read().split()
+        except FileNotFoundError:
+            return "none"
+        if not words:
+            return "none"
+        mode = words[0]
+        if len(words) > 1:
+            left = int(words[1]) - 1
+            with open(CONTROL, "w") as f:
+                f.write(f"{mode} {left}\n" if left > 0 else "none\n")
+        return mode
+
+
+def log(line):
+    with lock, open(LOG, "a") as f:
+        f.write(line + "\n")
+
+
+class Store(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def path_of(self):
+        rel = self.path.split("?", 1)[0].lstrip("/")
+        if ".." in rel.split("/"):
+            return None
+        return os.path.join(ROOT, rel)
+
+    def do_PUT(self):
+        path = self.path_of()
+        n = int(self.headers.get("Content-Length", "0"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".part", "wb") as f:
+            while n > 0:
+                chunk = self.rfile.read(min(n, 1 << 20))
+                if not chunk:
+                    return
+                f.write(chunk)
+                n -= len(chunk)
+        os.rename(path + ".part", path)
+        self.send_response(201)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_DELETE(self):
+        path = self.path_of()
+        try:
+            os.unlink(path)
+            self.send_response(204)
+        except FileNotFoundError:
+            self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_HEAD(self):
+        path = self.path_of()
+        if not path or not os.path.isfile(path):
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(os.path.getsize(path)))
+        self.end_headers()
+
+    def do_GET(self):
+        path = self.path_of()
+        if not path or not os.path.isfile(path):
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        size = os.path.getsize(path)
+        start, end = 0, size  # [start, end)
+        m = re.match(r"bytes=(\d+)-(\d*)$", self.headers.get("Range", ""))
+        ranged = bool(m)
+        if m:
+            start = int(m.group(1))
+            end = min(size, int(m.group(2)) + 1) if m.group(2) else size
+        with open(path, "rb") as f:
+            f.seek(start)
+            body = f.read(end - start)
+        mode = take_fault()
+        self.sent = 0
+        try:
+            self.sent = self.answer(mode, body, start, end, size, ranged)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        sent = self.sent
+        log(f"{mode} {start}-{end} sent {sent}")
+
+    def head(self, status, length, crange=None):
+        self.send_response(status)
+        self.send_header("Content-Length", str(length))
+        if crange:
+            self.send_header("Content-Range", crange)
+        self.end_headers()
+
+    def answer(self, mode, body, start, end, size, ranged):
+        status = 206 if ranged else 200
+        crange = f"bytes {start}-{end - 1}/{size}" if ranged else None
+        if mode in ("500", "503"):
+            self.head(int(mode), 0)
+            return 0
+        if mode == "reset":
+            self.head(status, len(body), crange)
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return len(body) // 2
+        if mode == "short":
+            self.head(status, len(body), crange)
+            self.wfile.write(body[: len(body) // 2])
+            self.close_connection = True
+            return len(body) // 2
+        if mode == "long":
+            extra = bytes(65536)
+            self.head(206, len(body) + len(extra), f"bytes {start}-{end - 1}/{size}")
+            self.wfile.write(body + extra)
+            return len(body) + len(extra)
+        if mode == "badrange":
+            self.head(206, len(body), f"bytes {start + 4096}-{end + 4095}/{size}")
+            self.wfile.write(body)
+            return len(body)
+        if mode == "wrongbytes":
+            b = bytearray(body)
+            for i in range(0, len(b), 4096):
+                b[i] ^= 1
+            self.head(status, len(b), crange)
+            self.wfile.write(bytes(b))
+            return len(b)
+        if mode == "stall":
+            self.head(status, len(body), crange)
+            self.wfile.write(body[:16])
+            self.wfile.flush()
+            # Nothing more until the client hangs up (a read of 0 bytes).
+            self.connection.settimeout(600)
+            try:
+                self.connection.recv(1)
+            except OSError:
+                pass
+            self.close_connection = True
+            return 16
+        if mode == "huge":
+            self.head(200, 10 << 30)
+            zeros = bytes(65536)
+            while self.sent < (10 << 30):
+                self.wfile.write(zeros)
+                self.sent += len(zeros)
+            return self.sent
+        self.head(status, len(body), crange)
+        self.wfile.write(body)
+        return len(body)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+if __name__ == "__main__":
+    srv = Server(("127.0.0.1", PORT), Store)
+    print("ready", flush=True)
+    srv.serve_forever()
