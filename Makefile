@@ -17,7 +17,7 @@ SYSTEMDUNITDIR ?= /lib/systemd/system
 PKGS := mount libsystemd json-c libcrypto libcurl libseccomp
 DEB_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
 	libcmocka-dev libseccomp-dev btrfs-progs xfsprogs e2fsprogs attr dbus dbus-bin systemd util-linux procps \
-	runc busybox-static python3-yaml clang
+	runc busybox-static python3-yaml clang clang-tidy cppcheck
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)

@@ -61,7 +61,7 @@ size_t manifest_head_length(uint64_t chunks) {
 
 static void header(const struct manifest *m, uint8_t h[MANIFEST_HEADER]) {
         memset(h, 0, MANIFEST_HEADER);
-        memcpy(h, "TIERDMF1", 8);
+        memcpy(h, "TIERDMF1", 8); /* NOLINT(bugprone-not-null-terminated-result): a magic, not a string */
         put32(h + 8, MANIFEST_VERSION);
         put32(h + 12, m->levels);
         put64(h + 16, m->chunk);

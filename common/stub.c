@@ -146,15 +146,15 @@ static int parse_ranges(const char *v, uint64_t size, struct range_set *out) {
 enum {
         F_V, F_TENANT, F_STATE, F_KEY, F_SIZE, F_SHA, F_MODE, F_UID, F_GID, F_MTIME, F_CHUNK, F_FCAPS, F_RANGES,
         F_MANIFEST, /* optional: the fields before it are required */
-        _F_MAX
+        F_COUNT
 };
-static const char *const field_names[_F_MAX] = {
+static const char *const field_names[F_COUNT] = {
         "v", "tenant", "state", "key", "size", "sha256", "mode", "uid", "gid", "mtime", "chunk", "fcaps", "ranges",
         "manifest",
 };
 
 int stub_parse(const char *text, size_t len, struct stub *ret, const char **error) {
-        const char *values[_F_MAX] = {};
+        const char *values[F_COUNT] = {};
         char buf[STUB_TEXT_MAX + 1];
         struct stub s = {};
         uint64_t u;
@@ -193,9 +193,9 @@ int stub_parse(const char *text, size_t len, struct stub *ret, const char **erro
                         return -EINVAL;
                 }
                 *eq = 0;
-                for (i = 0; i < _F_MAX && strcmp(line, field_names[i]) != 0; i++)
+                for (i = 0; i < F_COUNT && strcmp(line, field_names[i]) != 0; i++)
                         ;
-                if (i == _F_MAX) {
+                if (i == F_COUNT) {
                         *error = "unknown key in stub record";
                         return -EINVAL;
                 }

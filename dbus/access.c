@@ -63,7 +63,7 @@ static int caller_creds(sd_bus_message *m, sd_bus_creds **ret, uid_t *uid, sd_bu
 
 int bus_check_root(sd_bus_message *m, sd_bus_error *error) {
         _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
-        uid_t uid;
+        uid_t uid = (uid_t)-1;
         int r = caller_creds(m, &creds, &uid, error);
         if (r < 0)
                 return r;
@@ -76,7 +76,7 @@ int bus_check_root(sd_bus_message *m, sd_bus_error *error) {
 int bus_check_admin(struct tierd *t, sd_bus_message *m, sd_bus_error *error) {
         _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
         const char *group = t->policy->admin_group;
-        uid_t uid;
+        uid_t uid = (uid_t)-1;
         int r = caller_creds(m, &creds, &uid, error);
 
         if (r < 0)

@@ -37,6 +37,9 @@ static int read_paths(sd_bus_message *m, char ***ret, sd_bus_error *error) {
         int r = sd_bus_message_read_strv(m, &paths);
         if (r < 0)
                 return r;
+        /* sd-bus gives NULL for an empty array. */
+        if (!paths && !(paths = calloc(1, sizeof(char *))))
+                return -ENOMEM;
         size_t n = 0;
         for (; paths[n]; n++)
                 if (strlen(paths[n]) > MAX_PATH_LEN || paths[n][0] != '/') {
@@ -203,6 +206,8 @@ static int method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *e
 
         if ((n = read_paths(m, &paths, error)) < 0)
                 return n;
+        if (!paths)
+                return -ENOMEM; /* read_paths gives an array, empty or not */
         r = array_reply_open(m, "(ssssttb)", &reply);
         for (int i = 0; r >= 0 && i < n; i++) {
                 struct file_status st = { .tenant = "", .state = "" };

@@ -118,6 +118,8 @@ static int check_abs_path(struct parse_ctx *c, const char *tenant, const char *k
 }
 
 static bool path_is_under(const char *a, const char *b) {
+        if (!a || !b)
+                return false;
         size_t n = strlen(b);
         return strncmp(a, b, n) == 0 && (a[n] == '/' || a[n] == 0);
 }
@@ -674,7 +676,7 @@ int policy_read_file(const char *path, char **ret, size_t *ret_len, char **error
 
 int policy_load_file(const char *path, struct policy **ret, char **error) {
         _cleanup_free_ char *buf = NULL;
-        size_t n;
+        size_t n = 0;
         int r = policy_read_file(path, &buf, &n, error);
         if (r < 0)
                 return r;

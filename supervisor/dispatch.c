@@ -84,7 +84,9 @@ void dispatch_answer(struct tiered_fs *fs, int event_fd, int error) {
         struct tierd *t = fs->t;
         struct fanotify_response resp = {
                 .fd = event_fd,
-                .response = error ? FAN_DENY_ERRNO(error == EDQUOT ? EDQUOT : EIO) : FAN_ALLOW,
+                /* The errnos the kernel passes on to the reader (6.14+):
+                 * a full filesystem or quota as such, the rest as EIO. */
+                .response = error ? FAN_DENY_ERRNO(error == EDQUOT || error == ENOSPC ? error : EIO) : FAN_ALLOW,
         };
         if (write(fs->pre_fd, &resp, sizeof(resp)) != sizeof(resp)) {
                 /* ENOENT: an event a predecessor answered and died before
@@ -154,6 +156,16 @@ static struct tfile *file_find(struct tierd *t, struct tiered_fs *fs, const stru
         return NULL;
 }
 
+/* Its path leads to nothing, or to another directory than the one tierd
+ * opened at start: a deleted btrfs subvolume stays an empty directory to
+ * those who hold it open. */
+static bool subvolume_gone(const struct tenant *tn) {
+        struct stat held, now;
+        if (fstat(tn->subvol_fd, &held) < 0 || stat(tn->cfg->subvolume, &now) < 0)
+                return true;
+        return held.st_dev != now.st_dev || held.st_ino != now.st_ino;
+}
+
 static int file_get(struct tenant *tn, int any_fd, struct tfile **ret) {
         struct tierd *t = tn->t;
         struct tfile *f;
@@ -179,6 +191,11 @@ static int file_get(struct tenant *tn, int any_fd, struct tfile **ret) {
         if (f->fd < 0) {
                 r = -errno;
                 free(f);
+                /* A stale handle on a live filesystem: the file's subvolume
+                 * was deleted (btrfs) under the tenant. */
+                if (r == -ESTALE && subvolume_gone(tn))
+                        return log_error_errno(r, "tenant %s: its subvolume %s is gone (deleted?): its readers get EIO",
+                                               tn->cfg->name, tn->cfg->subvolume);
                 return log_error_errno(r, "tenant %s: cannot open a fill fd: %m", tn->cfg->name);
         }
         t->fds_in_flight++;
@@ -546,10 +563,11 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep) {
                         file_record_verify_failure(f);
                         range_set_clear(&f->unverified); /* punched back with the rest */
                 }
-                /* Everyone who needed these bytes gets EIO, never zeros. */
+                /* Everyone who needed these bytes gets an error, never zeros:
+                 * ENOSPC as it is (the local filesystem is full), else EIO. */
                 for (struct waiter *w = f->waiters; w; w = w->next)
                         if (w->whole || fl->verify || fl->whole_verified || (w->start < fl->end && fl->start < w->want_end))
-                                w->error = EIO;
+                                w->error = r == -ENOSPC ? ENOSPC : EIO;
         }
         free(fl);
         file_progress(f);
@@ -564,15 +582,15 @@ static struct waiter *waiter_new(void) {
 
 int dispatch_restore_whole(struct tenant *tn, int fd, void (*callback)(void *userdata, int error), void *userdata) {
         struct waiter *w = waiter_new();
-        struct tfile *f;
+        struct tfile *f = NULL;
         int r;
 
         if (!w)
                 return -ENOMEM;
         r = file_get(tn, fd, &f);
-        if (r < 0) {
+        if (r < 0 || !f) {
                 free(w);
-                return r;
+                return r < 0 ? r : -EIO;
         }
         w->whole = true;
         w->callback = callback;
@@ -646,7 +664,7 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
         const char *err = "";
         struct tenant *tn;
         struct waiter *w;
-        struct tfile *f;
+        struct tfile *f = NULL;
         enum access_kind kind;
         int fd = md->fd, r;
 
@@ -687,7 +705,7 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
                 return;
         }
         w = waiter_new();
-        if (!w || file_get(tn, fd, &f) < 0) {
+        if (!w || file_get(tn, fd, &f) < 0 || !f) {
                 free(w);
                 dispatch_answer(fs, fd, EIO);
                 return;

@@ -264,7 +264,7 @@ static int archive(struct tierd *t, const struct file_ref *f, bool rehash, job_d
         const char *err = "";
         char msg[512];
         struct tenant *tn = f->tn;
-        int fd, dupfd, r;
+        int fd = -1, dupfd, r;
         (void)t;
 
         r = file_open(f, O_RDONLY, &fd, msg, sizeof(msg));
@@ -400,7 +400,7 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
         _cleanup_(stub_done) struct stub s = {};
         struct tierd *t = tn->t;
         const char *err = "";
-        struct stat st;
+        struct stat st = {};
         int r;
 
         message[0] = 0;

@@ -188,7 +188,7 @@ static void ensure_stdio(void) {
 
 static struct tiered_fs *fs_for(struct tierd *t, const char *mountpoint, const char *fstype) {
         for (size_t i = 0; i < t->n_fss; i++)
-                if (strcmp(t->fss[i].mountpoint, mountpoint) == 0)
+                if (t->fss[i].mountpoint && strcmp(t->fss[i].mountpoint, mountpoint) == 0)
                         return &t->fss[i];
         struct tiered_fs *fs = &t->fss[t->n_fss++];
         *fs = (struct tiered_fs){ .t = t, .mnt_fd = -1, .tree_fd = -1, .root_fd = -1, .pre_fd = -1, .notif_fd = -1, .use_fd = -1,
@@ -343,6 +343,8 @@ static int run(struct tierd *t) {
         }
         for (size_t i = 0; i < t->n_tenants; i++) {
                 struct tenant *tn = &t->tenants[i];
+                if (!tn->fs)
+                        return -EINVAL; /* setup_tenants gave every tenant its filesystem */
                 tn->subvol_fd = openat(tn->fs->tree_fd, tn->subvol_rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (tn->subvol_fd < 0)
                         return log_error_errno(errno, "tenant %s: cannot open %s on the private mount: %m",

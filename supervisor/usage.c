@@ -264,10 +264,11 @@ static void lastuse_load(struct tenant *tn) {
         if (!path || !(f = fopen(path, "re")))
                 return;
         if (fread(magic, 1, 8, f) == 8 && memcmp(magic, LASTUSE_MAGIC, 8) == 0) {
-                struct usage_key k;
+                struct usage_key k = {};
+                uint8_t type_len[2];
                 uint32_t last_use;
-                while (fread(&k.type, 1, 2, f) == 2 && k.len <= KEY_MAX && fread(k.bytes, 1, k.len, f) == k.len &&
-                       fread(&last_use, sizeof(last_use), 1, f) == 1) {
+                while (fread(type_len, 1, 2, f) == 2 && (k.type = type_len[0], k.len = type_len[1]) <= KEY_MAX &&
+                       fread(k.bytes, 1, k.len, f) == k.len && fread(&last_use, sizeof(last_use), 1, f) == 1) {
                         size_t slot = find(u, &k);
                         if (slot != SIZE_MAX && !(u->files[slot].flags & ENGINE_GONE)) {
                                 u->files[slot].last_use = last_use;

@@ -48,6 +48,7 @@ libfuzz() { # BINARY
 for t in "$BUILD"/libfuzzer/fuzz-*; do [ -x "$t" ] && run_suite "libFuzzer $(basename "$t")" libfuzz "$t"; done
 
 run_suite "Kubernetes manifests, the OCI hook's config, the image's paths" bash tests/integration/manifests.sh
+run_suite "static analysis: cppcheck and clang-tidy" bash tests/lint.sh
 
 if [ "$(id -u)" -ne 0 ]; then
 	skip_suite "integration" "needs root (loop devices, fanotify pre-content groups): run sudo make check"
@@ -60,6 +61,8 @@ else
 	run_suite "containers: runc, the OCI hook, a worker per container" bash tests/integration/containers.sh
 	run_suite "boot: the policy's filesystems, mounted and marked by tierd" bash tests/integration/boot.sh
 	run_suite "faults: a store that misbehaves (tests/lib/faultserver.py)" bash tests/integration/faults.sh
+	run_suite "local faults: a full filesystem, read-only mounts and snapshots, immutable files, a deleted subvolume, load" \
+		bash tests/integration/localfaults.sh
 	run_suite "quotas and the policy engine" bash tests/integration/quota.sh
 	run_suite "integrity: chunk manifests" bash tests/integration/integrity.sh
 	run_suite "crashes: worker and tierd killed, handover, fd limit" bash tests/integration/crash.sh

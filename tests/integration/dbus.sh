@@ -59,6 +59,9 @@ check "GetTenant of an unknown name: org.tierd1.Error.NoSuchTenant" \
 	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.GetTenant string:nosuch)" = org.tierd1.Error.NoSuchTenant
 check "... a 1 MiB name: the same" test "$("$BUILD/tests/bus-big-arg" 1048576)" = org.tierd1.Error.NoSuchTenant
 check "... and tierd stays up" kill -0 "$TL_TIERD_PID"
+check "FileStatus and ArchivePaths of an empty array (once a crash): an empty answer, InvalidArguments" bash -c "
+	$BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager FileStatus as 0 | grep -qx 'a(ssssttb) 0' &&
+	! $BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ArchivePaths as 0 2>/dev/null && kill -0 $TL_TIERD_PID"
 check "a wrong argument type: org.freedesktop.DBus.Error.InvalidArgs" \
 	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.GetTenant int32:7)" = org.freedesktop.DBus.Error.InvalidArgs
 check "a relative path: org.tierd1.Error.InvalidArguments" \

@@ -1,0 +1,32 @@
+#!/bin/bash
+# Static analysis of every C file: cppcheck (warnings, portability,
+# performance) and clang-tidy (bugprone and the static analyzer, .clang-tidy),
+# each clean but for the short, justified suppressions in
+# tests/lint/cppcheck.supp and .clang-tidy.
+set -u
+cd "$(dirname "$0")/.."
+SRC=$(ls common/*.c policy/*.c supervisor/*.c dbus/*.c worker/*.c cli/*.c holder/*.c)
+INC="-Icommon -Ipolicy -Isupervisor -Idbus -Iworker -Icli"
+FLAGS="-std=gnu11 -D_GNU_SOURCE -DTIERD_LIBEXECDIR=\"/usr/libexec/tierd\" $INC $(pkg-config --cflags mount libsystemd json-c libcurl)"
+status=0
+
+if command -v cppcheck >/dev/null; then
+	out=$(cppcheck -q --std=c11 --enable=warning,portability,performance --inline-suppr -D_GNU_SOURCE $INC \
+		--suppressions-list=tests/lint/cppcheck.supp --error-exitcode=1 $SRC 2>&1)
+	if [ $? -eq 0 ] && [ -z "$out" ]; then echo "ok - cppcheck: $(echo $SRC | wc -w) files clean"
+	else echo "not ok - cppcheck:"; echo "$out" | sed 's/^/# /'; status=1; fi
+else
+	echo "skip - cppcheck is not installed (make deps installs it)"
+fi
+
+if command -v clang-tidy >/dev/null; then
+	export FLAGS
+	# The files first, then the compiler's flags after "--".
+	out=$(echo $SRC | tr ' ' '\n' | xargs -P "$(nproc)" -n 4 sh -c 'clang-tidy -quiet "$@" -- $FLAGS' tidy 2>&1 |
+		grep -E "(warning|error):")
+	if [ -z "$out" ]; then echo "ok - clang-tidy: $(echo $SRC | wc -w) files clean (.clang-tidy)"
+	else echo "not ok - clang-tidy:"; echo "$out" | sed 's/^/# /'; status=1; fi
+else
+	echo "skip - clang-tidy is not installed (make deps installs it)"
+fi
+exit $status
