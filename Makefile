@@ -17,7 +17,7 @@ SYSTEMDUNITDIR ?= /lib/systemd/system
 PKGS := mount libsystemd json-c libcrypto libcurl libseccomp
 DEB_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
 	libcmocka-dev libseccomp-dev btrfs-progs xfsprogs e2fsprogs attr dbus dbus-bin systemd util-linux procps \
-	runc busybox-static python3-yaml clang clang-tidy cppcheck
+	runc busybox-static python3-yaml clang clang-tidy cppcheck valgrind
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -41,7 +41,7 @@ BINARIES := $(BUILD)/tierd $(BUILD)/tierd-worker $(BUILD)/tierd-holder $(BUILD)/
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test-*.c))
 
-.PHONY: all deps demo bench fuzz check asan-daemons testhooks-daemons install clean
+.PHONY: all deps demo bench fuzz check asan-daemons testhooks-daemons valgrind-daemons install clean
 all: $(BINARIES)
 
 # Installs only what is missing, so it is cheap when nothing is.
@@ -115,6 +115,13 @@ asan-daemons:
 		$(BUILD)/asan/tierd $(BUILD)/asan/tierd-worker $(BUILD)/asan/tierd-holder $(BUILD)/asan/tierctl \
 		$(patsubst $(BUILD)/%,$(BUILD)/asan/%,$(TEST_HELPERS))
 
+# The daemons for valgrind memcheck of the worker's fill path (no sandbox:
+# valgrind cannot run under its seccomp filter; a compile-time switch).
+valgrind-daemons:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/valgrind CFLAGS="-DTIERD_NO_SANDBOX -DTIERD_WORKER_UNDER_VALGRIND" \
+		$(BUILD)/valgrind/tierd $(BUILD)/valgrind/tierd-worker $(BUILD)/valgrind/tierd-holder $(BUILD)/valgrind/tierctl \
+		$(patsubst $(BUILD)/%,$(BUILD)/valgrind/%,$(TEST_HELPERS))
+
 # The daemons with test hooks (worker/fill.c: objects that make the worker
 # try what its sandbox forbids), for the sandbox test only.
 testhooks-daemons:
@@ -123,7 +130,7 @@ testhooks-daemons:
 		$(BUILD)/testhooks/tierctl \
 		$(patsubst $(BUILD)/%,$(BUILD)/testhooks/%,$(TEST_HELPERS))
 
-check: all $(TEST_HELPERS) $(UNIT_BINS) $(FUZZ_BINS) $(LIBFUZZER_BINS) asan-daemons testhooks-daemons
+check: all $(TEST_HELPERS) $(UNIT_BINS) $(FUZZ_BINS) $(LIBFUZZER_BINS) asan-daemons testhooks-daemons valgrind-daemons
 	@BUILD=$(abspath $(BUILD)) bash tests/run-all.sh
 
 demo: all $(TEST_HELPERS)

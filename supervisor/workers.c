@@ -303,8 +303,9 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdat
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
-static void __attribute__((noreturn)) worker_exec(const char *path, int sock, pid_t parent) {
+static void __attribute__((noreturn)) worker_exec(const char *path, int sock, pid_t parent, const char *vg_log) {
         static char *const argv[] = { "tierd-worker", NULL };
+        (void)vg_log;
         static char *const envp[] = { NULL }; /* configuration comes over the socket only */
         sigset_t none;
 
@@ -318,6 +319,15 @@ static void __attribute__((noreturn)) worker_exec(const char *path, int sock, pi
         syscall(SYS_close_range, WORKER_CONTROL_FD + 1, ~0U, 0);
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+#ifdef TIERD_WORKER_UNDER_VALGRIND
+        /* Test build only (make valgrind-daemons, no sandbox): the worker
+         * runs under valgrind memcheck, its report in TIERD_VALGRIND_LOG. */
+        char log_arg[4200];
+        snprintf(log_arg, sizeof(log_arg), "--log-file=%s", vg_log ? vg_log : "/dev/null");
+        char *const vg_argv[] = { "valgrind", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite",
+                                  "--show-leak-kinds=definite", log_arg, (char *)path, NULL };
+        execve("/usr/bin/valgrind", vg_argv, envp);
+#endif
         execve(path, argv, envp);
         _exit(127);
 }
@@ -449,6 +459,11 @@ int worker_start(struct worker *w) {
         struct proto_config cfg = { .type = PROTO_CONFIG, .threads = WORKER_THREADS };
         int sv[2], r;
         pid_t pid, self = getpid();
+#ifdef TIERD_WORKER_UNDER_VALGRIND
+        const char *vg_log = getenv("TIERD_VALGRIND_LOG"); /* read before fork: getenv is not async-signal-safe */
+#else
+        const char *vg_log = NULL;
+#endif
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return log_error_errno(errno, "socketpair: %m");
@@ -460,7 +475,7 @@ int worker_start(struct worker *w) {
                 return log_error_errno(r, "fork: %m");
         }
         if (pid == 0)
-                worker_exec(tn->t->worker_path, sv[1], self);
+                worker_exec(tn->t->worker_path, sv[1], self, vg_log);
         close(sv[1]);
         w->sock = sv[0];
         w->pid = pid;

@@ -35,6 +35,12 @@ static int open_beneath(int dir_fd, const char *key, int flags, mode_t mode) {
         struct open_how how = { .flags = (uint64_t)flags | O_CLOEXEC | O_NOFOLLOW, .mode = mode,
                                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS };
         long fd = syscall(SYS_openat2, dir_fd, key, &how, sizeof(how));
+#ifdef TIERD_WORKER_UNDER_VALGRIND
+        /* Test build only: valgrind 3.19 does not know openat2. The keys of
+         * the test are tierd's own (sha256/<hex>, manifest/<hex>). */
+        if (fd < 0 && errno == ENOSYS && !strstr(key, ".."))
+                fd = openat(dir_fd, key, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+#endif
         return fd < 0 ? -errno : (int)fd;
 }
 
