@@ -20,6 +20,7 @@ enum proto_type {
         PROTO_VERIFY = 3,      /* hash the whole file through fd; punch it back on mismatch */
         PROTO_ARCHIVE = 4,     /* read fd whole, store it content-addressed */
         PROTO_CREDENTIALS = 5, /* S3 keys: after the config, and whenever they change */
+        PROTO_CHECK = 6,       /* before a release: is key in the store, of `size` bytes? (no fd) */
 };
 
 enum proto_flags {

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "macro.h"
 #include "quota.h"
+#include "remotecheck.h"
 #include "usage.h"
 #include "utf8.h"
 #include "workers.h"
@@ -521,13 +522,55 @@ struct release_job {
         job_done_t done;
         void *userdata;
         unsigned tries;
+        bool checked; /* the archived copy was found in the store */
 };
+
+static void release_attempt(void *userdata);
+
+static void release_checked(void *userdata, int error, const char *msg) {
+        struct release_job *j = userdata;
+        if (error < 0) {
+                char m[600];
+                say(m, sizeof(m), error, "%s: %s", j->f->name, msg);
+                j->done(j->userdata, error, m);
+                free(j);
+                return;
+        }
+        j->checked = true;
+        release_attempt(j);
+}
+
+/* 1: the check was started (release_checked goes on); 0: nothing to check
+ * (not archived: job_release_fd says why, or released already). */
+static int release_check_first(struct release_job *j, char *msg, size_t size) {
+        _cleanup_(stub_done) struct stub s = {};
+        _cleanup_close_ int fd = -1;
+        const char *err = "";
+        int r = file_open(j->f, O_RDONLY, &fd, msg, size);
+        if (r < 0)
+                return r;
+        if (stub_read_fd(fd, &s, &err) < 0 || s.state != STUB_ARCHIVED)
+                return 0;
+        r = remote_check(j->f->tn, &s, release_checked, j);
+        return r < 0 ? r : 1;
+}
 
 static void release_attempt(void *userdata) {
         struct release_job *j = userdata;
         char msg[512] = "";
         bool busy = false;
-        int r = release_now(j->f, msg, sizeof(msg), &busy);
+        int r;
+
+        /* Never punch the only local copy of a file whose archived copy is
+         * gone from the store. */
+        if (!j->checked && (r = release_check_first(j, msg, sizeof(msg))) != 0) {
+                if (r > 0)
+                        return;
+                j->done(j->userdata, r, msg);
+                free(j);
+                return;
+        }
+        r = release_now(j->f, msg, sizeof(msg), &busy);
 
         /* A fill or a verification of this file is in flight: release it
          * when it is done (again, if a reader started another meanwhile). */

@@ -219,6 +219,18 @@ static int serve_archive(struct backend *b, const struct proto_request *req, int
         return 0;
 }
 
+/* The archived copy can be read back: it is there, and of the size the
+ * stub says (its key is its SHA-256: tierd checked that against the stub).
+ * -ENOENT: gone; -EBADMSG: another size. */
+static int serve_check(struct backend *b, const struct proto_request *req, struct proto_reply *rep) {
+        uint64_t size = 0;
+        int r = b->ops->exists(b, req->key, &size);
+        if (r < 0)
+                return r;
+        rep->bytes = size;
+        return size == req->size ? 0 : -EBADMSG;
+}
+
 void worker_serve(struct backend *b, struct manifest_cache *mcache, const struct proto_request *req, int fd,
                   struct proto_reply *rep) {
         int r;
@@ -233,6 +245,9 @@ void worker_serve(struct backend *b, struct manifest_cache *mcache, const struct
                 break;
         case PROTO_ARCHIVE:
                 r = serve_archive(b, req, fd, rep);
+                break;
+        case PROTO_CHECK:
+                r = serve_check(b, req, rep);
                 break;
         default:
                 r = -EINVAL;

@@ -190,7 +190,8 @@ int main(int argc, char **argv) {
                         cleaned = true;
                         continue;
                 }
-                if (len != sizeof(m.req) || (m.type != PROTO_FILL && m.type != PROTO_VERIFY && m.type != PROTO_ARCHIVE)) {
+                if (len != sizeof(m.req) || (m.type != PROTO_FILL && m.type != PROTO_VERIFY && m.type != PROTO_ARCHIVE &&
+                                                m.type != PROTO_CHECK)) {
                         safe_close(fd);
                         log_error("malformed request from tierd (type %u, %zu bytes)", m.type, len);
                         r = -EBADMSG;

@@ -90,5 +90,20 @@ check "refused: the reader gets EIO within 30 s ($(($(date +%s) - t0)) s)" bash 
 server_start
 check "refused: ... the store back, the read returns the right bytes" test "$(read_sum)" = "$WANT"
 check "the whole file reads back identical" cmp "$V/f" "$TL_DIR/orig"
+
+# A release checks first that the archived copy can be read back.
+head -c 300000 /dev/urandom >"$V/g"
+cp "$V/g" "$TL_DIR/g.orig"
+"$TIERCTL" archive "$V/g" >/dev/null
+OBJ=$(find "$TL_DIR/store" -type f -size 300000c | head -n 1)
+mv "$OBJ" "$TL_DIR/held"
+check_fails "an archived file whose object is gone from the store is not released" "$TIERCTL" release "$V/g"
+check "... saying why" bash -c "$TIERCTL release $V/g 2>&1 | grep -q 'is not in the store'"
+check "... it stays local and whole" bash -c "cmp $V/g $TL_DIR/g.orig && [ \$($BUILD/tests/data-bytes $V/g) -ge 300000 ]"
+head -c 1000 "$TL_DIR/held" >"$OBJ"
+check_fails "an object of another size: not released either" "$TIERCTL" release "$V/g"
+mv "$TL_DIR/held" "$OBJ"
+check "the object back: released" "$TIERCTL" release "$V/g"
+check "... and it reads back" cmp "$V/g" "$TL_DIR/g.orig"
 check "tierd stops cleanly" tl_tierd_stop
 tl_summary
