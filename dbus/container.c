@@ -15,6 +15,7 @@
 #include "containers.h"
 #include "log.h"
 #include "macro.h"
+#include "property.h"
 #include "manager.h"
 #include "workers.h"
 
@@ -64,10 +65,6 @@ static int container_enumerate(sd_bus *bus, const char *prefix, void *userdata, 
         *nodes = v;
         return 0;
 }
-
-#define GETTER(fn) \
-        static int fn(sd_bus *bus, const char *path, const char *interface, const char *property, \
-                      sd_bus_message *reply, void *userdata, sd_bus_error *error)
 
 GETTER(get_string) {
         const struct container *c = userdata;

@@ -13,6 +13,7 @@
 #include "jobs.h"
 #include "log.h"
 #include "macro.h"
+#include "property.h"
 #include "manager.h"
 #include "usage.h"
 #include "workers.h"
@@ -56,10 +57,6 @@ static int tenant_enumerate(sd_bus *bus, const char *prefix, void *userdata, cha
         *nodes = v;
         return 0;
 }
-
-#define GETTER(fn) \
-        static int fn(sd_bus *bus, const char *path, const char *interface, const char *property, \
-                      sd_bus_message *reply, void *userdata, sd_bus_error *error)
 
 GETTER(get_config) {
         const struct tenant *tn = userdata;

@@ -18,29 +18,7 @@
 
 #include "log.h"
 #include "macro.h"
-
-static int mkdir_p(const char *path) {
-        char buf[4096];
-        if (strlen(path) >= sizeof(buf))
-                return -ENAMETOOLONG;
-        strcpy(buf, path);
-        for (char *p = buf + 1;; p++)
-                if (*p == '/' || *p == 0) {
-                        char c = *p;
-                        *p = 0;
-                        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                                return -errno;
-                        if (!(*p = c))
-                                return 0;
-                }
-}
-
-static bool is_mountpoint(const char *path) {
-        struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
-        bool found = tb && mnt_table_find_target(tb, path, MNT_ITER_BACKWARD) != NULL;
-        mnt_unref_table(tb);
-        return found;
-}
+#include "views.h"
 
 /* Filesystem options ("compress=zstd", "ro") go to the superblock. */
 static int apply_fs_options(int fsfd, const char *options) {
@@ -88,9 +66,9 @@ int bootmount_open(const struct policy_filesystem *f, int *ret_mnt_fd, const cha
                 return *why = "no block device has this source", -ENODEV;
         if (stat(dev, &dst) < 0 || !S_ISBLK(dst.st_mode))
                 return *why = "the source is not a block device", -ENOTBLK;
-        if ((r = mkdir_p(f->mountpoint)) < 0)
+        if ((r = mkdir_parents(f->mountpoint, 0755)) < 0)
                 return *why = "cannot create the mountpoint", r;
-        if (is_mountpoint(f->mountpoint)) {
+        if (path_is_mountpoint(f->mountpoint)) {
                 if (stat(f->mountpoint, &mst) == 0 && mst.st_dev == dst.st_rdev)
                         return 1;
                 /* btrfs reports an anonymous st_dev: ask the mount table. */

@@ -11,7 +11,7 @@
 #include "log.h"
 #include "macro.h"
 
-static int mkdir_parents(const char *path, mode_t mode) {
+int mkdir_parents(const char *path, mode_t mode) {
         char buf[4096];
         if (strlen(path) >= sizeof(buf))
                 return -ENAMETOOLONG;
@@ -29,8 +29,7 @@ static int mkdir_parents(const char *path, mode_t mode) {
         return 0;
 }
 
-/* A view left behind by a tierd that was killed: same source, same place. */
-static bool stale_view_present(const char *target) {
+bool path_is_mountpoint(const char *target) {
         struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
         bool found = tb && mnt_table_find_target(tb, target, MNT_ITER_BACKWARD) != NULL;
         mnt_unref_table(tb);
@@ -41,7 +40,7 @@ static bool stale_view_present(const char *target) {
  * another mount)? */
 static bool view_is_subvolume(const char *target, const char *subvolume) {
         struct stat a, b;
-        if (!stale_view_present(target) || stat(target, &a) < 0 || stat(subvolume, &b) < 0)
+        if (!path_is_mountpoint(target) || stat(target, &a) < 0 || stat(subvolume, &b) < 0)
                 return false;
         return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
@@ -58,7 +57,7 @@ int view_place(struct tenant *tn) {
                 log_info("tenant %s: view %s kept", tn->cfg->name, target);
                 return 0;
         }
-        if (stale_view_present(target)) {
+        if (path_is_mountpoint(target)) {
                 log_warning("tenant %s: replacing what is mounted at %s (a stale view?)", tn->cfg->name, target);
                 if (umount2(target, MNT_DETACH) < 0)
                         return log_error_errno(errno, "tenant %s: cannot unmount %s: %m", tn->cfg->name, target);
