@@ -28,6 +28,7 @@
 #include "workers.h"
 
 #define FILL_PIECE (8u << 20)
+#define FILLS_PER_FILE 16
 
 struct waiter {
         struct waiter *next;
@@ -303,6 +304,13 @@ static bool all_in(const struct tfile *f, const struct stub *s) {
         return range_set_covers(&in, 0, s->size);
 }
 
+static unsigned fills_in_flight(const struct tfile *f) {
+        unsigned n = 0;
+        for (const struct fill *fl = f->fills; fl; fl = fl->next)
+                n++;
+        return n;
+}
+
 static bool verify_in_flight(const struct tfile *f) {
         for (const struct fill *fl = f->fills; fl; fl = fl->next)
                 if (fl->verify)
@@ -356,23 +364,36 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
                                 range_set_add(&fresh, gaps.r[j].start, gaps.r[j].end);
                 }
         }
+        /* At most FILLS_PER_FILE pieces of a file in flight: the rest start
+         * as those complete (file_progress), so a huge file (or a stub that
+         * claims one) never floods the worker's queue. */
+        unsigned room = FILLS_PER_FILE > fills_in_flight(f) ? FILLS_PER_FILE - fills_in_flight(f) : 0;
+        _cleanup_(range_set_done) struct range_set now = {};
+        for (size_t j = 0; j < fresh.n && room; j++)
+                for (uint64_t a = fresh.r[j].start; a < fresh.r[j].end && room; room--) {
+                        /* Pieces of at most FILL_PIECE run on several worker
+                         * threads at once, and a reader waits only for the
+                         * piece it needs; whole chunks: the manifest checks
+                         * chunks. */
+                        uint64_t b = MIN(fresh.r[j].end, round_up_u64(a + 1, MAX((uint64_t)FILL_PIECE, s->chunk)));
+                        if ((r = range_set_add(&now, a, b)) < 0)
+                                return r;
+                        a = b;
+                }
         /* Over quota: other files make room, or the readahead goes, or the
          * reader gets EDQUOT. */
         uint64_t need = 0;
-        for (size_t j = 0; j < fresh.n; j++)
-                need += fresh.r[j].end - fresh.r[j].start;
+        for (size_t j = 0; j < now.n; j++)
+                need += now.r[j].end - now.r[j].start;
         if (need && (r = quota_admit(f->tenant, f->fd, need)) < 0) {
                 if (w->whole || w->want_end <= w->end)
                         return r;
                 w->want_end = w->end;
                 return waiter_dispatch(f, w, s);
         }
-        /* Pieces of at most FILL_PIECE run on several worker threads at
-         * once, and a reader waits only for the piece it needs. */
-        for (size_t j = 0; j < fresh.n; j++)
-                for (uint64_t a = fresh.r[j].start; a < fresh.r[j].end;) {
-                        /* Whole chunks: the manifest checks chunks. */
-                        uint64_t b = MIN(fresh.r[j].end, round_up_u64(a + 1, MAX((uint64_t)FILL_PIECE, s->chunk)));
+        for (size_t j = 0; j < now.n; j++)
+                for (uint64_t a = now.r[j].start; a < now.r[j].end;) {
+                        uint64_t b = MIN(now.r[j].end, round_up_u64(a + 1, MAX((uint64_t)FILL_PIECE, s->chunk)));
                         if ((r = fill_submit(f, a, b, s, PROTO_FILL, false, w->route)) < 0)
                                 return r;
                         a = b;
@@ -422,6 +443,8 @@ static void file_progress(struct tfile *f) {
                         log_error_errno(k, "tenant %s: cannot start a verification: %m", f->tenant->cfg->name);
         }
         for (struct waiter *w = f->waiters; w && r == 0; w = w->next) {
+                if (w->error)
+                        continue; /* answered once its fills drain: nothing more is fetched for it */
                 /* No manifest (any more): only the whole file can be checked. */
                 if (f->tenant->cfg->verify && !s.has_manifest)
                         w->whole = true;
