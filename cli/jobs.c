@@ -235,12 +235,14 @@ int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, c
 
         for (int i = 0; i <= argc && r >= 0 && !interrupted; i++) {
                 if (i < argc) {
-                        /* O_PATH: no read access needed, nothing is opened for real. */
-                        int fd = open(argv[i], O_PATH | O_CLOEXEC);
+                        /* O_PATH: no read access needed, nothing is opened for
+                         * real; no symlink followed: a link in a tenant does
+                         * not lead a verb to another tenant's file. */
+                        int fd = open_path_no_symlinks(argv[i]);
                         struct stat st;
                         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                                 fprintf(stderr, "tierctl: %s: %s\n", argv[i],
-                                        fd < 0 ? strerror(errno) : "not a regular file");
+                                        fd < 0 ? path_error(fd) : "not a regular file");
                                 if (fd >= 0)
                                         close(fd);
                                 fj.files_failed++;

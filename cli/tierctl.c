@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -21,6 +24,16 @@
 
 static void bus_unrefp(sd_bus **b) { sd_bus_flush_close_unref(*b); }
 static void msg_unrefp(sd_bus_message **m) { sd_bus_message_unref(*m); }
+
+int open_path_no_symlinks(const char *path) {
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+        long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+        return fd < 0 ? -errno : (int)fd;
+}
+
+const char *path_error(int r) {
+        return r == -ELOOP ? "a symlink on the way: tierctl follows none (give the real path)" : strerror(-r);
+}
 
 int call_failed(const char *what, const sd_bus_error *e, int r) {
         fprintf(stderr, "tierctl: %s: %s\n", what, e && e->message ? e->message : strerror(-r));
@@ -34,6 +47,15 @@ static int absolute_paths(int n, char **in, char ***ret) {
         if (!out)
                 return -ENOMEM;
         for (int i = 0; i < n; i++) {
+                int fd = open_path_no_symlinks(in[i]);
+                if (fd < 0) {
+                        fprintf(stderr, "tierctl: %s: %s\n", in[i], path_error(fd));
+                        for (int j = 0; j < i; j++)
+                                free(out[j]);
+                        free(out);
+                        return fd;
+                }
+                close(fd);
                 out[i] = realpath(in[i], NULL);
                 if (!out[i]) {
                         fprintf(stderr, "tierctl: %s: %s\n", in[i], strerror(errno));

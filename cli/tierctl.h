@@ -12,6 +12,13 @@
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_DENIED = 3 };
 
+/* PATH opened O_PATH following no symlink on the way (openat2
+ * RESOLVE_NO_SYMLINKS): a link in a tenant cannot make a verb act on a file
+ * elsewhere. -errno (-ELOOP: a symlink); the fd otherwise. */
+int open_path_no_symlinks(const char *path);
+/* The message for open_path_no_symlinks' error. */
+const char *path_error(int r);
+
 /* Prints why a call failed; the exit code it deserves. */
 int call_failed(const char *what, const sd_bus_error *e, int r);
 
