@@ -9,6 +9,7 @@
 #include "dispatch.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -666,6 +667,17 @@ void dispatch_fail_all(struct tierd *t) {
                 }
 }
 
+/* The file's name, for a message: where the event's fd leads. */
+static const char *fd_path(int fd, char *buf, size_t size) {
+        char link[64];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, buf, size - 1);
+        if (n < 0)
+                return "a file";
+        buf[n] = 0;
+        return buf;
+}
+
 /* Read-ahead grows with a sequential reader, as the kernel's does: a read
  * right after N populated bytes fetches about N more (at least a chunk, at
  * most the tenant's readahead); a read from the start, one chunk; a read
@@ -702,7 +714,13 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
                 return;
         }
         if (r < 0) {
-                log_error_errno(r, "pid %d: file with a corrupt stub, EIO: %s%m", (int)md->pid, r == -EINVAL ? err : "");
+                char path[PATH_MAX];
+                if (r == -EINVAL)
+                        log_error("%s (read by pid %d): corrupt stub, EIO: %s", fd_path(fd, path, sizeof(path)),
+                                  (int)md->pid, err);
+                else
+                        log_error_errno(r, "%s (read by pid %d): unreadable stub, EIO: %m", fd_path(fd, path, sizeof(path)),
+                                        (int)md->pid);
                 dispatch_answer(fs, fd, EIO);
                 return;
         }

@@ -61,6 +61,7 @@ else
 	run_suite "containers: runc, the OCI hook, a worker per container" bash tests/integration/containers.sh
 	run_suite "boot: the policy's filesystems, mounted and marked by tierd" bash tests/integration/boot.sh
 	run_suite "faults: a store that misbehaves (tests/lib/faultserver.py)" bash tests/integration/faults.sh
+	run_suite "attacks: paths, stubs, archive safety under SIGKILL" bash tests/integration/attacks.sh
 	run_suite "local faults: a full filesystem, read-only mounts and snapshots, immutable files, a deleted subvolume, load" \
 		bash tests/integration/localfaults.sh
 	run_suite "quotas and the policy engine" bash tests/integration/quota.sh
