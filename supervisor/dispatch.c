@@ -367,38 +367,33 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
         }
         /* At most FILLS_PER_FILE pieces of a file in flight: the rest start
          * as those complete (file_progress), so a huge file (or a stub that
-         * claims one) never floods the worker's queue. */
-        unsigned room = FILLS_PER_FILE > fills_in_flight(f) ? FILLS_PER_FILE - fills_in_flight(f) : 0;
-        _cleanup_(range_set_done) struct range_set now = {};
-        for (size_t j = 0; j < fresh.n && room; j++)
-                for (uint64_t a = fresh.r[j].start; a < fresh.r[j].end && room; room--) {
-                        /* Pieces of at most FILL_PIECE run on several worker
-                         * threads at once, and a reader waits only for the
-                         * piece it needs; whole chunks: the manifest checks
-                         * chunks. */
+         * claims one) never floods the worker's queue. Pieces of at most
+         * FILL_PIECE run on several worker threads at once, and a reader
+         * waits only for the piece it needs; whole chunks: the manifest
+         * checks chunks. */
+        struct { uint64_t start, end; } piece[FILLS_PER_FILE];
+        unsigned running = fills_in_flight(f), n = 0;
+        for (size_t j = 0; j < fresh.n && running + n < FILLS_PER_FILE; j++)
+                for (uint64_t a = fresh.r[j].start; a < fresh.r[j].end && running + n < FILLS_PER_FILE; n++) {
                         uint64_t b = MIN(fresh.r[j].end, round_up_u64(a + 1, MAX((uint64_t)FILL_PIECE, s->chunk)));
-                        if ((r = range_set_add(&now, a, b)) < 0)
-                                return r;
+                        piece[n].start = a;
+                        piece[n].end = b;
                         a = b;
                 }
         /* Over quota: other files make room, or the readahead goes, or the
          * reader gets EDQUOT. */
         uint64_t need = 0;
-        for (size_t j = 0; j < now.n; j++)
-                need += now.r[j].end - now.r[j].start;
+        for (unsigned i = 0; i < n; i++)
+                need += piece[i].end - piece[i].start;
         if (need && (r = quota_admit(f->tenant, f->fd, need)) < 0) {
                 if (w->whole || w->want_end <= w->end)
                         return r;
                 w->want_end = w->end;
                 return waiter_dispatch(f, w, s);
         }
-        for (size_t j = 0; j < now.n; j++)
-                for (uint64_t a = now.r[j].start; a < now.r[j].end;) {
-                        uint64_t b = MIN(now.r[j].end, round_up_u64(a + 1, MAX((uint64_t)FILL_PIECE, s->chunk)));
-                        if ((r = fill_submit(f, a, b, s, PROTO_FILL, false, w->route)) < 0)
-                                return r;
-                        a = b;
-                }
+        for (unsigned i = 0; i < n; i++)
+                if ((r = fill_submit(f, piece[i].start, piece[i].end, s, PROTO_FILL, false, w->route)) < 0)
+                        return r;
         return 0;
 }
 
