@@ -72,8 +72,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         sd_event_source_set_time_relative(s, tick_usec(tn));
         /* archive_rate: a token bucket of bytes, refilled with time (at most
          * a minute's worth), spent as uploads start; in debt, none starts. */
-        uint64_t now = 0;
-        sd_event_now(tn->t->event, CLOCK_MONOTONIC, &now);
+        uint64_t now = tierd_now_usec(tn->t);
         if (tn->cfg->archive_rate) {
                 double cap = (double)tn->cfg->archive_rate * 60;
                 tn->archive_tokens += (double)tn->cfg->archive_rate * (double)(now - tn->archive_tokens_usec) / 1e6;

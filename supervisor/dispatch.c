@@ -78,6 +78,7 @@ struct tfile {
          * verify on): not recorded as populated, so no reader is let
          * through to them, until the whole file passes its SHA-256. */
         struct range_set unverified;
+        bool quota_wait; /* a waiter waits for room: quota.c checks copies before it releases */
 };
 
 static void file_progress(struct tfile *f);
@@ -105,15 +106,9 @@ void dispatch_answer(struct tiered_fs *fs, int event_fd, int error) {
         fsgroup_resume_reading(t);
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 static void waiter_finish(struct tfile *f, struct waiter *w, int error) {
         if (w->event_fd >= 0) {
-                tenant_record_wait(f->tenant, (double)(now_usec() - w->parked_usec) / 1e6);
+                tenant_record_wait(f->tenant, (double)(tierd_now_usec(f->tenant->t) - w->parked_usec) / 1e6);
                 dispatch_answer(w->event_fs, w->event_fd, error);
         } else
                 w->callback(w->userdata, error ? -error : 0);
@@ -438,6 +433,7 @@ static void file_progress(struct tfile *f) {
                 if (k < 0)
                         log_error_errno(k, "tenant %s: cannot start a verification: %m", f->tenant->cfg->name);
         }
+        f->quota_wait = false;
         for (struct waiter *w = f->waiters; w && r == 0; w = w->next) {
                 if (w->error)
                         continue; /* answered once its fills drain: nothing more is fetched for it */
@@ -445,13 +441,15 @@ static void file_progress(struct tfile *f) {
                 if (f->tenant->cfg->verify && !s.has_manifest)
                         w->whole = true;
                 int k = waiter_dispatch(f, w, &s);
-                if (k == -EDQUOT)
+                if (k == -EAGAIN)
+                        f->quota_wait = true; /* dispatch_quota_retry() comes back */
+                else if (k == -EDQUOT)
                         w->error = EDQUOT; /* said and signalled by quota.c */
                 else if (k < 0) {
                         log_error_errno(k, "tenant %s: cannot start a fill: %m", f->tenant->cfg->name);
                         w->error = EIO;
                 }
-                if (!f->fills && !w->error && !verify_in_flight(f)) {
+                if (!f->fills && !w->error && !verify_in_flight(f) && !f->quota_wait) {
                         /* Nothing in flight, nothing to fetch, not satisfied. */
                         log_error("tenant %s: file cannot be completed (state %s)", f->tenant->cfg->name,
                                   stub_state_to_string(s.state));
@@ -654,6 +652,16 @@ int dispatch_when_idle(struct tierd *t, struct tiered_fs *fs, int fd, void (*cal
 
 bool dispatch_idle(struct tierd *t) { return t->files == NULL; }
 
+void dispatch_quota_retry(struct tenant *tn) {
+        for (struct tfile *f = tn->t->files, *next; f; f = next) {
+                next = f->next; /* file_progress may free f */
+                if (f->tenant == tn && f->quota_wait) {
+                        f->quota_wait = false;
+                        file_progress(f);
+                }
+        }
+}
+
 void dispatch_fail_all(struct tierd *t) {
         for (struct tfile *f = t->files; f; f = f->next)
                 for (struct waiter *w; (w = f->waiters);) {
@@ -748,7 +756,7 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
         }
         w->event_fd = fd;
         w->event_fs = fs;
-        w->parked_usec = now_usec();
+        w->parked_usec = tierd_now_usec(tn->t);
         w->dirty = kind == ACCESS_CHANGE;
         w->route = container_of_thread(tn, md->pid);
         w->whole = kind != ACCESS_READ || !fanotify_event_range(md, &offset, &count) || count == 0 ||

@@ -31,6 +31,8 @@ int dispatch_when_idle(struct tierd *t, struct tiered_fs *fs, int fd, void (*cal
 
 /* Answers every parked event with EIO (shutdown after a timeout). */
 void dispatch_fail_all(struct tierd *t);
+/* Fills that waited for room in the tenant's quota try again. */
+void dispatch_quota_retry(struct tenant *tn);
 bool dispatch_idle(struct tierd *t);
 
 /* Fills and punches change mtime and clear setuid bits and file

@@ -240,6 +240,7 @@ static void on_archived(struct request *req, const struct proto_reply *rep) {
                 return;
         }
         fsgroup_ignore_file(j->tn->fs, j->fd);
+        remote_check_remember(j->tn, s.sha256, s.size); /* put or found just now: releasable without asking */
         usage_update_fd(j->tn, j->fd);
         quota_candidates_changed(j->tn); /* one more file that may be released */
         j->tn->counters.archives++;

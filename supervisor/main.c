@@ -38,6 +38,7 @@
 #include "autoarchive.h"
 #include "job.h"
 #include "quota.h"
+#include "remotecheck.h"
 #include "usage.h"
 #include "usegroup.h"
 #include "policywatch.h"
@@ -414,6 +415,7 @@ static void teardown(struct tierd *t) {
                 usage_save(&t->tenants[i]);
                 autoarchive_stop(&t->tenants[i]);
                 usage_free(&t->tenants[i]);
+                remote_check_free(&t->tenants[i]);
                 safe_close(t->tenants[i].subvol_fd);
                 safe_close(t->tenants[i].store_fd);
                 free(t->tenants[i].subvol_rel);

@@ -42,8 +42,7 @@ static int on_debounced(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static void schedule_reload(struct tierd *t) {
-        uint64_t now = 0;
-        sd_event_now(t->event, CLOCK_MONOTONIC, &now);
+        uint64_t now = tierd_now_usec(t);
         if (t->policy_debounce_src) {
                 sd_event_source_set_time(t->policy_debounce_src, now + DEBOUNCE_USEC);
                 sd_event_source_set_enabled(t->policy_debounce_src, SD_EVENT_ONESHOT);

@@ -10,10 +10,12 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "dispatch.h"
 #include "engine.h"
 #include "jobs.h"
 #include "log.h"
 #include "macro.h"
+#include "remotecheck.h"
 #include "tenant.h"
 #include "usage.h"
 
@@ -54,6 +56,59 @@ static bool extents_shared(int fd) {
         }
 }
 
+/* All read-back checks done: files that waited for theirs may go now, and
+ * fills that waited for room try again (they get EDQUOT if still none). */
+static int on_checks_done(sd_event_source *s, void *userdata) {
+        struct tenant *tn = userdata;
+        (void)s;
+        usage_clear_flag(tn, ENGINE_BUSY);
+        quota_candidates_changed(tn);
+        dispatch_quota_retry(tn);
+        return 0;
+}
+
+static void on_copy_checked(void *userdata, int error, const char *msg) {
+        struct tenant *tn = userdata;
+        int r = 0;
+        (void)error, (void)msg; /* remembered by remotecheck.c, and logged */
+
+        if (--tn->quota_checks > 0)
+                return;
+        /* Deferred: this may run inside a release plan. */
+        if (!tn->quota_retry_src)
+                r = sd_event_add_defer(tn->t->event, &tn->quota_retry_src, on_checks_done, tn);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(tn->quota_retry_src, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: cannot schedule the releases after a check: %m", tn->cfg->name);
+}
+
+/* A release punches the only local copy: the store must still hold the
+ * archived one (remotecheck.h). Known from a check or an archive a moment
+ * ago, or asked now: the file waits for the answer (flagged busy meanwhile),
+ * and so does a fill that needs its room. */
+static bool copy_known_good(struct tenant *tn, int fd, size_t index) {
+        _cleanup_(stub_done) struct stub s = {};
+        const char *err = "";
+        int r;
+
+        if (stub_read_fd(fd, &s, &err) < 0 || s.state != STUB_ARCHIVED)
+                return true; /* job_release_fd says why not, or punches no only copy */
+        r = remote_check_recent(tn, &s);
+        if (r > 0)
+                return true;
+        usage_flag_index(tn, index, ENGINE_BUSY);
+        if (r < 0)
+                return false; /* logged when found */
+        tn->quota_checks++;
+        r = remote_check(tn, &s, on_copy_checked, tn);
+        if (r < 0) {
+                tn->quota_checks--;
+                log_error_errno(r, "tenant %s: cannot check an archived copy before a release: %m", tn->cfg->name);
+        }
+        return false;
+}
+
 /* Releases the file at index; false if it could not be (in use, shared...). */
 static bool release_index(struct tenant *tn, size_t index, const char *why) {
         char msg[512] = "", name[64];
@@ -76,6 +131,10 @@ static bool release_index(struct tenant *tn, size_t index, const char *why) {
                 close(fd);
                 return false;
         }
+        if (!copy_known_good(tn, fd, index)) {
+                close(fd);
+                return false;
+        }
         snprintf(name, sizeof(name), "file #%zu of tenant %s", index, tn->cfg->name);
         int r = job_release_fd(tn, fd, name, msg, sizeof(msg), &busy);
         if (r == 0) {
@@ -95,12 +154,6 @@ static uint64_t committed(const struct tenant *tn) {
         return usage_used(tn) + tn->quota_reserved;
 }
 
-static uint64_t now_usec(const struct tenant *tn) {
-        uint64_t now = 0;
-        sd_event_now(tn->t->event, CLOCK_MONOTONIC, &now);
-        return now;
-}
-
 /* Plans and releases until used + need is under the target or nothing more
  * can go; how many files went. */
 static unsigned release_for(struct tenant *tn, uint64_t need, size_t skip, const char *why) {
@@ -109,9 +162,9 @@ static unsigned release_for(struct tenant *tn, uint64_t need, size_t skip, const
         unsigned total = 0;
         size_t n;
 
-        if (now_usec(tn) - tn->busy_cleared_usec > BUSY_RETRY_USEC) {
+        if (tierd_now_usec(tn->t) - tn->busy_cleared_usec > BUSY_RETRY_USEC) {
                 usage_clear_flag(tn, ENGINE_BUSY); /* in use a while ago: worth another try */
-                tn->busy_cleared_usec = now_usec(tn);
+                tn->busy_cleared_usec = tierd_now_usec(tn->t);
         }
         for (int round = 0; round < PLAN_ROUNDS; round++) {
                 const struct engine_file *files = usage_files(tn, &n);
@@ -128,8 +181,7 @@ static unsigned release_for(struct tenant *tn, uint64_t need, size_t skip, const
 }
 
 static void pressure(struct tenant *tn, uint64_t need) {
-        uint64_t now = 0;
-        sd_event_now(tn->t->event, CLOCK_MONOTONIC, &now);
+        uint64_t now = tierd_now_usec(tn->t);
         tn->counters.quota_denials++;
         if (tn->quota_pressure_usec && now - tn->quota_pressure_usec < PRESSURE_EVERY_USEC)
                 return;
@@ -152,6 +204,8 @@ int quota_admit(struct tenant *tn, int fd, uint64_t need) {
         release_for(tn, need, usage_index_of_fd(tn, fd), "a fill over quota");
         if (engine_fits(&l, committed(tn), need))
                 return 0;
+        if (tn->quota_checks)
+                return -EAGAIN; /* room may come once the store answers */
         pressure(tn, need);
         return -EDQUOT;
 }
@@ -160,7 +214,7 @@ static int on_high_watermark(sd_event_source *s, void *userdata) {
         struct tenant *tn = userdata;
         (void)s;
         if (release_for(tn, 0, SIZE_MAX, "the high watermark") == 0)
-                tn->quota_stuck_until = now_usec(tn) + STUCK_USEC; /* do not retry after every fill */
+                tn->quota_stuck_until = tierd_now_usec(tn->t) + STUCK_USEC; /* do not retry after every fill */
         return 0;
 }
 
@@ -173,7 +227,7 @@ void quota_check_high(struct tenant *tn) {
         struct engine_limits l = limits_of(tn);
         int r = 0;
 
-        if (!usage_tracked(tn) || !engine_over_high(&l, committed(tn)) || now_usec(tn) < tn->quota_stuck_until)
+        if (!usage_tracked(tn) || !engine_over_high(&l, committed(tn)) || tierd_now_usec(tn->t) < tn->quota_stuck_until)
                 return;
         if (!tn->quota_src)
                 r = sd_event_add_defer(tn->t->event, &tn->quota_src, on_high_watermark, tn);
@@ -185,4 +239,5 @@ void quota_check_high(struct tenant *tn) {
 
 void quota_stop(struct tenant *tn) {
         tn->quota_src = sd_event_source_unref(tn->quota_src);
+        tn->quota_retry_src = sd_event_source_unref(tn->quota_retry_src);
 }

@@ -12,7 +12,9 @@
 
 #include "tierd.h"
 
-/* May need more bytes be filled into the file open as fd? 0, or -EDQUOT.
+/* May need more bytes be filled into the file open as fd? 0, -EDQUOT, or
+ * -EAGAIN: ask again after dispatch_quota_retry() (the store is being asked
+ * whether files that would make room may be released).
  * Admitted bytes count against the quota until their fill is done
  * (tn->quota_reserved): concurrent fills cannot overshoot it. */
 int quota_admit(struct tenant *tn, int fd, uint64_t need);

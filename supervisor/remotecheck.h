@@ -14,3 +14,13 @@
  * the stub's SHA-256) and a message in msg (static storage of the call). */
 int remote_check(struct tenant *tn, const struct stub *s, void (*done)(void *userdata, int error, const char *msg),
                  void *userdata);
+
+/* What a check (or an archive) found out about the stub's copy in the last
+ * REMOTE_CHECK_FRESH_USEC: 1 there, a negative errno not there (or a key that
+ * is not the stub's SHA-256: known without asking), 0 not known. The quota
+ * engine releases without waiting only what is known there. */
+#define REMOTE_CHECK_FRESH_USEC (10 * 60 * 1000 * 1000ull)
+int remote_check_recent(struct tenant *tn, const struct stub *s);
+/* An archive put (or found) the object just now, of size bytes. */
+void remote_check_remember(struct tenant *tn, const uint8_t sha256[32], uint64_t size);
+void remote_check_free(struct tenant *tn);

@@ -104,6 +104,9 @@ struct tenant {
         sd_event_source *quota_src, *archive_src, *usage_save_src;
         uint64_t quota_pressure_usec, quota_stuck_until, busy_cleared_usec;
         uint64_t quota_reserved; /* bytes of fills admitted and not done yet */
+        unsigned quota_checks;   /* read-back checks before quota releases, in flight */
+        sd_event_source *quota_retry_src;
+        struct checked_objects *checked; /* what recent checks found: remotecheck.c */
         unsigned auto_in_flight; /* background archives: autoarchive.c */
         double archive_tokens;   /* archive_rate's bucket, in bytes */
         uint64_t archive_tokens_usec;
@@ -189,5 +192,11 @@ struct request {
 };
 
 struct tenant *tierd_find_tenant(struct tierd *t, const char *name);
+/* The event loop's monotonic clock (this iteration's time), in µs. */
+static inline uint64_t tierd_now_usec(const struct tierd *t) {
+        uint64_t now = 0;
+        sd_event_now(t->event, CLOCK_MONOTONIC, &now);
+        return now;
+}
 /* Stop when idle: used by SIGTERM and checked whenever work completes. */
 void tierd_check_idle(struct tierd *t);

@@ -48,12 +48,6 @@ static void worker_announce_changed(struct worker *w) {
                 tenant_bus_worker_changed(w->tenant);
 }
 
-static uint64_t now_usec(struct worker *w) {
-        uint64_t u = 0;
-        sd_event_now(w->tenant->t->event, CLOCK_MONOTONIC, &u);
-        return u;
-}
-
 struct request *request_new(int type, int fd, void (*done)(struct request *, const struct proto_reply *),
                             void *userdata) {
         struct request *req = calloc(1, sizeof(*req));
@@ -88,7 +82,7 @@ static void request_fail(struct request *req, int error) {
 }
 
 static int worker_send(struct worker *w, struct request *req) {
-        req->progress_usec = now_usec(w);
+        req->progress_usec = tierd_now_usec(w->tenant->t);
         req->started = false;
         req->sent = true;
         return proto_send(w->sock, &req->msg, sizeof(req->msg), req->fd);
@@ -137,7 +131,7 @@ static void worker_fail_all(struct worker *w, int error) {
 static void worker_served(struct worker *w) {
         if (w->died_usec) {
                 log_info("tenant %s: replacement worker %d serving %.1f ms after its predecessor died",
-                         w->tenant->cfg->name, (int)w->pid, (double)(now_usec(w) - w->died_usec) / 1000.0);
+                         w->tenant->cfg->name, (int)w->pid, (double)(tierd_now_usec(w->tenant->t) - w->died_usec) / 1000.0);
                 w->died_usec = 0;
         }
         w->restarts = 0;
@@ -166,7 +160,7 @@ static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *u
                 if (rep.id == PROTO_ID_PROGRESS) {
                         for (struct request *q = w->requests; q; q = q->next)
                                 if (q->msg.id == rep.bytes) {
-                                        q->progress_usec = now_usec(w);
+                                        q->progress_usec = tierd_now_usec(w->tenant->t);
                                         q->started = true;
                                 }
                         continue;
@@ -239,7 +233,7 @@ static void worker_blame(struct worker *w) {
 }
 
 static void worker_handle_exit(struct worker *w, const siginfo_t *si) {
-        uint64_t now = now_usec(w);
+        uint64_t now = tierd_now_usec(w->tenant->t);
 
         log_warning("tenant %s: worker %d %s %d", w->tenant->cfg->name, (int)si->si_pid,
                     si->si_code == CLD_EXITED ? "exited with status" : "killed by signal", si->si_status);
@@ -479,7 +473,7 @@ int worker_start(struct worker *w) {
         close(sv[1]);
         w->sock = sv[0];
         w->pid = pid;
-        w->started_usec = now_usec(w);
+        w->started_usec = tierd_now_usec(w->tenant->t);
         worker_config(tn, &cfg);
         r = proto_send(w->sock, &cfg, sizeof(cfg), tn->store_fd);
         explicit_bzero(&cfg, sizeof(cfg));

@@ -9,11 +9,12 @@ tl_init
 echo "# quotas and the policy engine (btrfs)"
 TIERCTL=$BUILD/tierctl
 BUSCTL="busctl --system"
-FS=$TL_DIR/fs A=$TL_DIR/views/alpha B=$TL_DIR/views/beta G=$TL_DIR/views/gamma ORIG=$TL_DIR/orig
+FS=$TL_DIR/fs A=$TL_DIR/views/alpha B=$TL_DIR/views/beta G=$TL_DIR/views/gamma D=$TL_DIR/views/delta
+ORIG=$TL_DIR/orig
 mkdir -p "$ORIG" "$TL_DIR/store"
 
 tl_loopfs btrfs 1G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
-for t in alpha beta gamma; do tl_subvol btrfs "$FS/$t"; done
+for t in alpha beta gamma delta; do tl_subvol btrfs "$FS/$t"; done
 cat >"$TL_DIR/policy.json" <<EOF2
 {"version": 1,
  "defaults": {"chunk": "1M", "readahead": "2M"},
@@ -23,7 +24,9 @@ cat >"$TL_DIR/policy.json" <<EOF2
   {"name": "beta", "subvolume": "$FS/beta", "mount": "$B", "backend": "file://$TL_DIR/store/beta",
    "quota": "2M"},
   {"name": "gamma", "subvolume": "$FS/gamma", "mount": "$G", "backend": "file://$TL_DIR/store/gamma",
-   "archive_after": "2s", "archive_min_size": "64K", "archive_rate": "100M"}]}
+   "archive_after": "2s", "archive_min_size": "64K", "archive_rate": "100M"},
+  {"name": "delta", "subvolume": "$FS/delta", "mount": "$D", "backend": "file://$TL_DIR/store/delta",
+   "quota": "8M", "high_watermark": 1, "low_watermark": 0.95, "restore": "whole"}]}
 EOF2
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
 check "tierd starts with quotas" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -114,6 +117,21 @@ check "... a file under archive_min_size is not" test -z "$(stub_state "$G/tiny"
 echo more >>"$G/big"
 check "... written again: dirty" wait_state "$G/big" dirty
 check "... and archived again after archive_after" wait_state "$G/big" archived
+
+# delta: the quota engine releases only files whose archived copy the store
+# still holds. y (4 MiB) is released; x1 and x2 (3 MiB each) are archived,
+# then x1's object is removed from the store behind tierd's back. After the
+# restart below nothing is known of the copies: a read of y that needs room
+# waits while the store is asked, gets it from x2, and x1 keeps its bytes.
+# Whole restores: each read needs the whole file's room at once.
+head -c $((4 << 20)) /dev/urandom >"$ORIG/dy"; head -c $((3 << 20)) /dev/urandom >"$ORIG/dx1"
+head -c $((3 << 20)) /dev/urandom >"$ORIG/dx2"
+cp "$ORIG/dy" "$D/y" && "$TIERCTL" archive "$D/y" && "$TIERCTL" release "$D/y"
+cp "$ORIG/dx1" "$D/x1"; sleep 1.1; cp "$ORIG/dx2" "$D/x2" # x1 is the least recently used
+"$TIERCTL" archive "$D/x1" "$D/x2"
+check "delta: x1 and x2 archived, y released" test "$(state "$D/x1")$(state "$D/x2")$(state "$D/y")" = archivedarchivedreleased
+X1_KEY=sha256/$(sha256sum <"$ORIG/dx1" | cut -d' ' -f1)
+check "... x1's object removed from the store" rm "$TL_DIR/store/delta/$X1_KEY"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 check "last uses are kept in the state directory" test -s "$TL_DIR/state/alpha.lastuse"
 check "a new tierd starts" tl_tierd_start "$TL_DIR/policy.json"
@@ -123,5 +141,16 @@ check "... its accounting agrees with the disk again" bash -c "
 	used=\$($BUSCTL get-property org.tierd1 $ALPHA org.tierd1.Tenant UsedBytes | cut -d' ' -f2)
 	disk=\$(find '$FS/alpha' -type f -printf '%b\n' | awk '{ s += \$1 * 512 } END { print s }')
 	[ \$used = \$disk ]"
+check "delta: a read of y over the quota gets the right bytes (room made while the store was asked)" \
+	cmp -s "$D/y" "$ORIG/dy"
+check "... x2, whose copy is in the store, was released for it" test "$(state "$D/x2")" = released
+check "... x1, whose copy is gone, was not: still archived, every byte local" \
+	bash -c "test '$(state "$D/x1")' = archived && test \$('$BUILD/tests/data-bytes' '$D/x1') -ge $((3 << 20)) &&
+		cmp -s '$D/x1' '$ORIG/dx1'"
+check "... and the log says its copy is not in the store" grep -q "$X1_KEY is not in the store: not released" "$TL_DIR/tierd.log"
+check "delta: y pinned (nothing but x1 left to release)" "$TIERCTL" pin "$D/y"
+check_fails "... a read of x2 that needs room gets EDQUOT: x1 is not released for it" \
+	dd if="$D/x2" of=/dev/null bs=1M count=1 status=none
+check "... x1 still archived and whole" bash -c "cmp -s '$D/x1' '$ORIG/dx1' && test \$('$BUILD/tests/data-bytes' '$D/x1') -ge $((3 << 20))"
 check "SIGTERM again: exits 0" tl_tierd_stop
 tl_summary
