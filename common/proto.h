@@ -21,6 +21,10 @@ enum proto_type {
         PROTO_ARCHIVE = 4,     /* read fd whole, store it content-addressed */
         PROTO_CREDENTIALS = 5, /* S3 keys: after the config, and whenever they change */
         PROTO_CHECK = 6,       /* before a release: is key in the store, of `size` bytes? (no fd) */
+        /* Small objects tierd keeps in the store itself (the catalog). fd is
+         * a memfd of tierd's: */
+        PROTO_GET = 7, /* write the whole object key, at most `length` bytes, to fd */
+        PROTO_PUT = 8, /* store fd's `size` bytes (hashing to sha256) as key */
 };
 
 enum proto_flags {
@@ -33,6 +37,9 @@ enum proto_flags {
         /* Reply to an archive: `manifest` holds the root of the manifest
          * stored with the object (files of two chunks or more). */
         PROTO_REPLY_MANIFEST = 1u << 2,
+        /* PROTO_PUT only if key is not there yet, else -EEXIST: a
+         * conditional PUT (If-None-Match: *). */
+        PROTO_PUT_IF_ABSENT = 1u << 3,
 };
 
 /* A fill's error: the object's manifest is not in the store (lost, or a
@@ -92,7 +99,7 @@ struct proto_reply {
         uint64_t id;
         int32_t error; /* 0 or a negative errno */
         uint32_t flags; /* PROTO_REPLY_MANIFEST */
-        uint64_t bytes; /* fetched (fill) or stored (archive) */
+        uint64_t bytes; /* fetched (fill, get) or stored (archive) */
         uint64_t size;  /* archive: bytes hashed */
         uint8_t sha256[32];
         uint8_t manifest[32];

@@ -124,7 +124,8 @@ static int write_all(void *ctx, const void *buf, size_t n) {
         return 0;
 }
 
-static int file_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32]) {
+static int file_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
+                      unsigned flags) {
         struct backend_file *f = to_file(b);
         char tmp[STUB_KEY_MAX + 64], dir[STUB_KEY_MAX];
         _cleanup_close_ int out = -1;
@@ -146,7 +147,7 @@ static int file_store(struct backend *b, const char *key, int fd, uint64_t size,
                 r = -EBADMSG; /* the file changed between hashing and upload */
         if (r == 0 && fsync(out) < 0)
                 r = -errno;
-        if (r == 0 && renameat(f->dir_fd, tmp, f->dir_fd, key) < 0)
+        if (r == 0 && renameat2(f->dir_fd, tmp, f->dir_fd, key, flags & BACKEND_STORE_IF_ABSENT ? RENAME_NOREPLACE : 0) < 0)
                 r = -errno;
         if (r < 0)
                 unlinkat(f->dir_fd, tmp, 0);

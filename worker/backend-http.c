@@ -40,7 +40,8 @@ static int http_open(const struct proto_config *cfg, int store_fd, struct backen
         return 0;
 }
 
-static int http_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32]) {
+static int http_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
+                      unsigned flags) {
         struct remote *r = (struct remote *)b;
         _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
         uint64_t have;
@@ -48,7 +49,13 @@ static int http_store(struct backend *b, const char *key, int fd, uint64_t size,
 
         if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
                 return -ENOMEM;
-        ret = remote_put_checked(r, key, NULL, fd, 0, size, NULL, NULL, md, NULL, 0);
+        /* A plain server may ignore If-None-Match: such a store offers no
+         * fencing between two writers of one catalog. */
+        struct curl_slist *h = flags & BACKEND_STORE_IF_ABSENT ? curl_slist_append(NULL, "If-None-Match: *") : NULL;
+        if ((flags & BACKEND_STORE_IF_ABSENT) && !h)
+                return -ENOMEM;
+        ret = remote_put_checked(r, key, NULL, fd, 0, size, h, NULL, md, NULL, 0);
+        curl_slist_free_all(h);
         if (ret < 0)
                 return ret;
         ret = remote_upload_matches(r, md, key, sha256);

@@ -303,7 +303,8 @@ static int s3_cleanup(struct backend *b) {
         return ret;
 }
 
-static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32]) {
+static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
+                    unsigned flags) {
         struct remote *r = (struct remote *)b;
         _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
         char sha_hex[65];
@@ -313,10 +314,20 @@ static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, c
         if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
                 return -ENOMEM;
         hex_encode(sha256, 32, sha_hex);
+        if (size > r->multipart_threshold && (flags & BACKEND_STORE_IF_ABSENT))
+                return -EFBIG; /* conditional writes are for small objects */
         if (size > r->multipart_threshold)
                 ret = multipart_store(r, key, fd, size, sha256, sha_hex);
         else {
                 struct curl_slist *h = object_headers(r, sha_hex);
+                if (flags & BACKEND_STORE_IF_ABSENT) {
+                        struct curl_slist *c = curl_slist_append(h, "If-None-Match: *");
+                        if (!c) { /* never sent without it: that would overwrite */
+                                curl_slist_free_all(h);
+                                return -ENOMEM;
+                        }
+                        h = c;
+                }
                 /* The payload's SHA-256 is the key's: the server checks it. */
                 ret = remote_put_checked(r, key, NULL, fd, 0, size, h, sha_hex, md, NULL, 0);
                 curl_slist_free_all(h);

@@ -26,14 +26,19 @@ struct backend_ops {
         /* 0 and the size if it exists, -ENOENT if not. */
         int (*exists)(struct backend *b, const char *key, uint64_t *size);
         /* Uploads fd's first size bytes; fails with -EBADMSG (nothing stored)
-         * when what was read does not hash to sha256. */
-        int (*store)(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32]);
+         * when what was read does not hash to sha256. With
+         * BACKEND_STORE_IF_ABSENT, -EEXIST (nothing stored) when key is
+         * there already: a conditional PUT (If-None-Match: *). */
+        int (*store)(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
+                     unsigned flags);
         int (*remove)(struct backend *b, const char *key);
         /* Optional: new keys (rotated credentials). */
         void (*set_credentials)(struct backend *b, const struct proto_credentials *c);
         /* Optional: once at start, with credentials: tidy what a crash left. */
         int (*cleanup)(struct backend *b);
 };
+
+enum { BACKEND_STORE_IF_ABSENT = 1u << 0 };
 
 struct backend {
         const struct backend_ops *ops;

@@ -212,7 +212,7 @@ static int serve_archive(struct backend *b, const struct proto_request *req, int
         /* Content-addressed: an object with this key and size is this content. */
         if (b->ops->exists(b, key, &have) == 0 && have == rep->size)
                 return 0;
-        r = b->ops->store(b, key, fd, rep->size, rep->sha256);
+        r = b->ops->store(b, key, fd, rep->size, rep->sha256, 0);
         if (r < 0)
                 return r;
         rep->bytes = rep->size;
@@ -229,6 +229,35 @@ static int serve_check(struct backend *b, const struct proto_request *req, struc
                 return r;
         rep->bytes = size;
         return size == req->size ? 0 : -EBADMSG;
+}
+
+/* Plain: every byte written, in order (a memfd has no holes to keep). */
+static int plain_sink_write(void *ctx, const void *data, size_t n) {
+        struct fill_sink *s = ctx;
+        int r = pwrite_all(s->fd, data, n, s->pos);
+        s->pos += n;
+        return r;
+}
+
+/* A small object of tierd's, written whole into its memfd. */
+static int serve_get(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep) {
+        uint64_t size = 0;
+        int r = b->ops->exists(b, req->key, &size);
+        if (r < 0)
+                return r;
+        if (size > req->length)
+                return -EFBIG; /* tierd's bound: a store cannot make it hold more */
+        struct fill_sink sink = { .fd = fd };
+        r = size ? b->ops->fetch(b, req->key, 0, size, plain_sink_write, &sink) : 0;
+        if (r < 0)
+                return r;
+        rep->bytes = size;
+        return 0;
+}
+
+static int serve_put(struct backend *b, const struct proto_request *req, int fd) {
+        return b->ops->store(b, req->key, fd, req->size, req->sha256,
+                             req->flags & PROTO_PUT_IF_ABSENT ? BACKEND_STORE_IF_ABSENT : 0);
 }
 
 void worker_serve(struct backend *b, struct manifest_cache *mcache, const struct proto_request *req, int fd,
@@ -249,10 +278,19 @@ void worker_serve(struct backend *b, struct manifest_cache *mcache, const struct
         case PROTO_CHECK:
                 r = serve_check(b, req, rep);
                 break;
+        case PROTO_GET:
+                r = serve_get(b, req, fd, rep);
+                break;
+        case PROTO_PUT:
+                r = serve_put(b, req, fd);
+                break;
         default:
                 r = -EINVAL;
         }
-        if (r < 0 && req->type != PROTO_ARCHIVE)
+        /* Archives say why themselves; the catalog asks for what may be
+         * missing or taken. */
+        if (r < 0 && req->type != PROTO_ARCHIVE && !(req->type == PROTO_GET && r == -ENOENT) &&
+            !(req->type == PROTO_PUT && r == -EEXIST))
                 log_error("request %llu (%s [%llu, +%llu)): %s", (unsigned long long)req->id, req->key,
                           (unsigned long long)req->offset, (unsigned long long)req->length, strerror(-r));
         rep->error = r;

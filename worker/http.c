@@ -245,7 +245,10 @@ int remote_request(struct remote *r, struct http_req *q, const char *key) {
                 if (ret == 0 && q->status >= 200 && q->status <= 299)
                         return 0;
                 if (ret == 0)
-                        ret = q->status == 404 ? -ENOENT : q->status == 403 ? -EACCES : -EIO;
+                        ret = q->status == 404   ? -ENOENT
+                              : q->status == 403 ? -EACCES
+                              : q->status == 412 ? -EEXIST /* If-None-Match: * and the object is there */
+                                                 : -EIO;
                 if (q->sink_error == -EIO && q->status >= 200 && q->status <= 299 && q->error[0] &&
                     strncmp(q->error, "short body", 10) != 0)
                         break; /* a wrong range or too many bytes: the server is broken, not busy */
@@ -260,7 +263,7 @@ int remote_request(struct remote *r, struct http_req *q, const char *key) {
                 backoff = MIN(backoff * 2, BACKOFF_MAX_USEC);
                 q->body_pos = 0;
         }
-        if (ret == -ENOENT && q->quiet_missing)
+        if ((ret == -ENOENT && q->quiet_missing) || ret == -EEXIST)
                 return ret;
         /* Logged once, with what a person needs and no secret. */
         log_error("tenant %s: %s %s%s: HTTP %ld%s%s%s (after %u attempt%s)", r->tenant, q->method, r->object_base, key,

@@ -64,7 +64,7 @@ static int store_manifest(struct backend *b, const uint8_t *buf, size_t len, con
                 off += (size_t)w;
         }
         EVP_Digest(buf, len, sha, NULL, EVP_sha256(), NULL);
-        return b->ops->store(b, key, fd, len, sha);
+        return b->ops->store(b, key, fd, len, sha, 0);
 }
 
 int archive_hash_and_manifest(struct backend *b, int fd, uint64_t size, uint64_t chunk, struct proto_reply *rep) {
