@@ -175,18 +175,21 @@ check "... and none of them got a stub or a pin mark" \
 check "tierd is still up, and serves alpha's own file" bash -c "kill -0 $TL_TIERD_PID && '$TIERCTL' archive '$VA/own'"
 
 # A file swapped between check and use: a job waits behind another (beta's
-# 16 released files restoring), one of its files is swapped for a symlink
+# 16 released files restoring with beta's worker stopped: every job slot,
+# until the worker goes on), one of its files is swapped for a symlink
 # (or a directory of its path for a symlink or a bind mount) leading outside.
-for i in $(seq 16); do head -c 24M /dev/urandom >"$VB/blk$i"; done
+for i in $(seq 16); do head -c 1M /dev/urandom >"$VB/blk$i"; done
 "$TIERCTL" archive "$VB"/blk* >/dev/null
-BLOCKER=
-blocker() { # a RestorePaths job of 16 released files: the job slots are busy
+BLOCKER= BETA_WORKER=
+blocker() { # a RestorePaths job of 16 released files, beta's worker stopped: the job slots are busy
 	[ -z "$BLOCKER" ] || wait_job "$BLOCKER" || echo "# the last blocker did not end"
 	"$TIERCTL" release "$VB"/blk* >/dev/null || echo "# cannot release the blocker's files"
-	sync -f "$SB"
+	BETA_WORKER=$($BUSCTL get-property org.tierd1 /org/tierd1/tenant/beta org.tierd1.Tenant WorkerPid | cut -d' ' -f2)
+	kill -STOP "$BETA_WORKER"
 	BLOCKER=$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager RestorePaths as 16 "$VB"/blk* | job_of)
 	[ -n "$BLOCKER" ] || echo "# no blocker job"
 }
+unblock() { kill -CONT "$BETA_WORKER"; }
 job_state() { $BUSCTL get-property org.tierd1 "$1" org.tierd1.Job State 2>/dev/null; }
 # victim_failed JOB INDEX: the job ended, its file #INDEX with a named error.
 victim_failed() {
@@ -209,6 +212,7 @@ toctou() {
 		J=$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager "$method" as $# "$@" | job_of)
 		$swap
 		W="$(job_state "$J") $(job_done "$J")"
+		unblock
 		[ "$W" = 's "waiting" u 0' ] && return 0
 		echo "# try $try: $method ${J:-(no job)} was '${W}' after the swap; blocker ${BLOCKER:-none}: $(job_state "$BLOCKER")"
 		wait_job "$J"

@@ -231,10 +231,16 @@ check "every mutating method and verb from outside admin_group: AccessDenied (ex
 check "... and the file is as it was" test "$(getfattr -n security.tierd --only-values "$V/g")" = "$before"
 
 # Cancel: a job queued behind a long one is canceled before it starts.
-mkdir -p "$V/many"
+# The long one restores 16 released files with the tenant's worker stopped
+# (SIGSTOP): it holds every job slot (16) until the worker goes on.
+mkdir -p "$V/many" "$V/blk"
 for i in $(seq 400); do head -c 4096 /dev/urandom >"$V/many/$i"; done
+for i in $(seq 16); do head -c 100000 /dev/urandom >"$V/blk/$i"; done
+"$TIERCTL" archive "$V"/blk/* && "$TIERCTL" release "$V"/blk/*
 paths=$(for i in $(seq 400); do printf '%s ' "$V/many/$i"; done)
-J1=$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ArchivePaths as 400 $paths | job_of)
+WPID=$(prop WorkerPid)
+kill -STOP "$WPID"
+J1=$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager RestorePaths as 16 "$V"/blk/* | job_of)
 J2=$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager RestorePaths as 400 $paths | job_of)
 check "a waiting job's org.tierd1.Job is dbus/org.tierd1.Job.xml" \
 	same_interface org.tierd1.Job "$J2" "$TL_ROOT/dbus/org.tierd1.Job.xml"
@@ -244,7 +250,8 @@ check "... its State is waiting, FilesTotal 400" bash -c "
 check "CancelJob" $BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager CancelJob o "$J2"
 check "... JobRemoved says canceled, no file done" bash -c "$(declare -f job_block wait_job); TL_DIR='$TL_DIR'
 	wait_job '$J2' canceled && job_block '$J2' | grep -A1 'string \"canceled\"' | grep -qx '   uint32 0'"
-check "... the job before it ends done" wait_job "$J1" done
+kill -CONT "$WPID"
+check "... the job before it ends done (its worker going on)" wait_job "$J1" done
 script -qec "'$TIERCTL' restore $paths" /dev/null >"$TL_DIR/tty" 2>&1
 check "tierctl on a terminal: a progress bar and a summary" bash -c "grep -q '\[#' '$TL_DIR/tty' && grep -q 'restore: 400 files done, 0 failed' '$TL_DIR/tty'"
 check "... in a pipe: quiet" test -z "$("$TIERCTL" archive $paths 2>&1 | cat)"
