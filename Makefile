@@ -17,7 +17,7 @@ SYSTEMDUNITDIR ?= /lib/systemd/system
 PKGS := mount libsystemd json-c libcrypto libcurl libseccomp
 DEB_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
 	libcmocka-dev libseccomp-dev btrfs-progs xfsprogs e2fsprogs attr dbus dbus-bin systemd util-linux procps \
-	runc busybox-static python3-yaml clang clang-tidy cppcheck valgrind
+	runc busybox-static python3-yaml clang clang-tidy cppcheck valgrind acl bc
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -28,7 +28,7 @@ CFLAGS ?=
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 
 COMMON_SRC := common/log.c common/ranges.c common/size.c common/url.c common/hex.c common/stub.c common/proto.c \
-	common/utf8.c common/hash.c common/manifest.c common/catalog.c
+	common/utf8.c common/hash.c common/manifest.c common/catalog-format.c
 POLICY_SRC := policy/policy.c policy/json-strict.c policy/edit.c policy/engine.c
 TIERD_SRC := $(wildcard supervisor/*.c) $(wildcard dbus/*.c)
 WORKER_SRC := $(wildcard worker/*.c)

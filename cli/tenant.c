@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* tierctl tenant set NAME KEY=VALUE...: SetTenantPolicy. */
+/* tierctl tenant set NAME KEY=VALUE...: SetTenantPolicy.
+ * tierctl tenant import NAME --from BACKEND [--at TIME]: ImportTenant. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "macro.h"
 #include "tierctl.h"
 
 /* VALUE as JSON when it is JSON (numbers, true, null, [..], {..}, "..."),
@@ -30,13 +34,77 @@ static json_object *parse_value(const char *text) {
         return v;
 }
 
+/* TIME: @SECONDS (since the epoch) or YYYY-MM-DDTHH:MM:SS[Z] (UTC). */
+static int parse_time(const char *text, uint64_t *usec) {
+        struct tm tm = {};
+        char *end;
+
+        if (text[0] == '@') {
+                errno = 0;
+                unsigned long long s = strtoull(text + 1, &end, 10);
+                if (errno || end == text + 1 || *end || s > UINT64_MAX / 1000000)
+                        return -EINVAL;
+                *usec = s * 1000000ull;
+                return 0;
+        }
+        end = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+        if (!end || (*end && strcmp(end, "Z") != 0))
+                return -EINVAL;
+        time_t t = timegm(&tm);
+        if (t < 0)
+                return -EINVAL;
+        *usec = (uint64_t)t * 1000000ull;
+        return 0;
+}
+
+static int tenant_import(sd_bus *bus, int argc, char **argv) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        const char *from = NULL, *summary;
+        uint64_t at = 0;
+        int r;
+
+        for (int i = 2; i < argc; i++) {
+                if (strcmp(argv[i], "--from") == 0 && i + 1 < argc)
+                        from = argv[++i];
+                else if (strcmp(argv[i], "--at") == 0 && i + 1 < argc) {
+                        if (parse_time(argv[++i], &at) < 0 || at == 0) {
+                                fprintf(stderr, "tierctl: --at %s: give @SECONDS or YYYY-MM-DDTHH:MM:SSZ (UTC)\n",
+                                        argv[i]);
+                                return EXIT_USAGE;
+                        }
+                } else
+                        from = NULL, i = argc;
+        }
+        if (argc < 2 || !from) {
+                fprintf(stderr, "tierctl: usage: tierctl tenant import NAME --from BACKEND [--at TIME]\n");
+                return EXIT_USAGE;
+        }
+        /* A tree of 100,000 files takes seconds; a slow store, longer. */
+        sd_bus_set_method_call_timeout(bus, 3600ull * 1000000);
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ImportTenant", &e, &reply, "sst", argv[1], from,
+                               at);
+        if (r < 0) {
+                r = call_failed("import", &e, r);
+                sd_bus_error_free(&e);
+                return r;
+        }
+        if (sd_bus_message_read(reply, "s", &summary) < 0)
+                return EXIT_FAILED;
+        printf("tenant %s imported: %s\n", argv[1], summary);
+        return EXIT_OK;
+}
+
 int verb_tenant(sd_bus *bus, int argc, char **argv) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
         json_object *patch;
         int r;
 
+        if (argc >= 2 && strcmp(argv[0], "import") == 0)
+                return tenant_import(bus, argc, argv);
         if (argc < 3 || strcmp(argv[0], "set") != 0) {
-                fprintf(stderr, "tierctl: usage: tierctl tenant set NAME KEY=VALUE...\n");
+                fprintf(stderr, "tierctl: usage: tierctl tenant set NAME KEY=VALUE...\n"
+                                "       tierctl tenant import NAME --from BACKEND [--at TIME]\n");
                 return EXIT_USAGE;
         }
         if (!(patch = json_object_new_object()))

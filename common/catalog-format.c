@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "catalog.h"
+#include "catalog-format.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -18,7 +18,6 @@ static void json_putp(json_object **o) {
         if (*o)
                 json_object_put(*o);
 }
-#define _cleanup_json_ _cleanup_(json_putp)
 
 void catalog_entry_done(struct catalog_entry *e) {
         free(e->path);
@@ -98,7 +97,7 @@ static int add_hash(json_object *o, const char *key, const uint8_t h[32]) {
 
 int catalog_writer_new(FILE *out, const struct catalog_header *h, struct catalog_writer **ret) {
         struct catalog_writer *w = calloc(1, sizeof(*w));
-        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_(json_putp) json_object *o = json_object_new_object();
 
         if (!w || !o || !(w->md = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(w->md, EVP_sha256(), NULL)) {
                 catalog_writer_free(w);
@@ -126,7 +125,7 @@ static const char *type_name(enum catalog_type t) {
 }
 
 int catalog_writer_add(struct catalog_writer *w, const struct catalog_entry *e) {
-        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_(json_putp) json_object *o = json_object_new_object();
         int r;
 
         if (!o)
@@ -409,7 +408,7 @@ static int check_trailer(const char *data, size_t len, size_t *body_len, const c
                 return bad(why, "the object does not end with a newline (cut short?)");
         for (start = len - 1; start > 0 && data[start - 1] != '\n'; start--)
                 ;
-        _cleanup_json_ json_object *o = parse_line(data + start, len - 1 - start);
+        _cleanup_(json_putp) json_object *o = parse_line(data + start, len - 1 - start);
         if (!o || json_object_object_length(o) != 1 || !get_hash(o, "sha256", want))
                 return bad(why, "the object has no sha256 trailer (cut short?)");
         EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -438,7 +437,7 @@ int catalog_decode(const char *data, size_t len, struct catalog_header *h,
         while (pos < body) {
                 const char *nl = memchr(data + pos, '\n', body - pos);
                 size_t linelen = (size_t)(nl - (data + pos)); /* body ends with '\n' */
-                _cleanup_json_ json_object *o = parse_line(data + pos, linelen);
+                _cleanup_(json_putp) json_object *o = parse_line(data + pos, linelen);
                 pos += linelen + 1;
                 if (!o)
                         return bad(why, "a line is not a JSON object");

@@ -40,6 +40,8 @@ enum proto_flags {
         /* PROTO_PUT only if key is not there yet, else -EEXIST: a
          * conditional PUT (If-None-Match: *). */
         PROTO_PUT_IF_ABSENT = 1u << 3,
+        /* PROTO_GET of nothing but the object's size (in bytes): a HEAD. */
+        PROTO_GET_SIZE_ONLY = 1u << 4,
 };
 
 /* A fill's error: the object's manifest is not in the store (lost, or a

@@ -12,6 +12,7 @@
 
 #include "access.h"
 #include "container.h"
+#include "import.h"
 #include "job.h"
 #include "jobs.h"
 #include "reload.h"
@@ -356,6 +357,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("ReloadPolicy", "", "", method_reload_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("SetTenantPolicy", SD_BUS_ARGS("s", name, "s", settings), SD_BUS_NO_RESULT,
                                 method_set_tenant_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ImportTenant", SD_BUS_ARGS("s", tenant, "s", backend, "t", at_usec),
+                                SD_BUS_RESULT("s", summary), catalog_bus_method_import, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("AttachContainer",
                                 SD_BUS_ARGS("s", id, "s", tenant, "u", pid, "s", rootfs, "s", mount_path, "s",
                                             kubernetes_namespace, "a{sv}", options),

@@ -49,7 +49,7 @@ static int fail(struct parse_ctx *c, const char *tenant, const char *key, const 
 #define SETTING_KEYS "backend", "chunk", "readahead", "small_file", "endpoint", "region", "credentials", "addressing", \
         "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size", \
         "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "pin", "restore", \
-        "verify", "manifest_cache"
+        "verify", "manifest_cache", "catalog"
 static const char *const tenant_keys[] = { "name", "subvolume", "mount", "namespaces", "containers", SETTING_KEYS };
 static const char *const default_keys[] = { SETTING_KEYS };
 
@@ -131,8 +131,18 @@ struct tenant_settings {
         uint64_t quota, archive_after, archive_min_size, archive_rate, manifest_cache;
         double high_watermark, low_watermark;
         const char *restore;
-        bool verify;
+        bool verify, catalog;
 };
+
+static int get_bool(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, bool *ret) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        if (!json_object_is_type(v, json_type_boolean))
+                return fail(c, tenant, key, "must be true or false");
+        *ret = json_object_get_boolean(v);
+        return 0;
+}
 
 static int get_fraction(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, double *ret) {
         json_object *v;
@@ -297,13 +307,9 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
                 return r;
         if (r > 0 && s->manifest_cache > (1ull << 30))
                 return fail(c, tenant, "manifest_cache", "must be at most 1G");
-        json_object *v;
-        if (json_object_object_get_ex(o, "verify", &v)) {
-                if (!json_object_is_type(v, json_type_boolean))
-                        return fail(c, tenant, "verify", "must be true or false");
-                s->verify = json_object_get_boolean(v);
-        }
-        return 0;
+        if ((r = get_bool(c, o, tenant, "verify", &s->verify)) < 0)
+                return r;
+        return get_bool(c, o, tenant, "catalog", &s->catalog);
 }
 
 static char **strings_to_strv(json_object *a) {
@@ -426,7 +432,7 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .archive_after_usec = s.archive_after, .archive_min_size = s.archive_min_size,
                 .archive_rate = s.archive_rate, .pin = strings_to_strv(s.pin),
                 .restore_whole = s.restore && strcmp(s.restore, "whole") == 0, .verify = s.verify,
-                .manifest_cache = s.manifest_cache, .namespaces = strings_to_strv(namespaces),
+                .catalog = s.catalog, .manifest_cache = s.manifest_cache, .namespaces = strings_to_strv(namespaces),
                 .containers = strings_to_strv(containers),
         };
         if (!t->name || !t->subvolume || !t->mount || !t->backend || !t->region || !t->headers || !t->pin ||

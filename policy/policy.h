@@ -44,6 +44,7 @@ struct policy_tenant {
         char **pin;                     /* globs relative to the subvolume, NULL-terminated */
         bool restore_whole;             /* "restore": "whole" */
         bool verify;                    /* ranged fills checked against the chunk manifest */
+        bool catalog;                   /* keep the tenant's catalog in its store: supervisor/catalog.c */
         uint64_t manifest_cache;        /* the worker's cache of manifest parts, bytes */
 };
 

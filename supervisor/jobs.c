@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "dispatch.h"
 #include "fsgroup.h"
 #include "handle.h"
@@ -168,6 +169,7 @@ int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *messag
 struct archive_job {
         struct tenant *tn;
         int fd;
+        char *rel; /* beneath the subvolume: the catalog's name for it */
         uint64_t chunk; /* the manifest's, asked of the worker: a reload may change the tenant's meanwhile */
         struct stat before;
         job_done_t done;
@@ -190,6 +192,7 @@ static void archive_finish(struct archive_job *j, int r, const char *fmt, ...) {
          * which any other open of the file would refuse. */
         safe_close(j->fd);
         j->done(j->userdata, r, fmt ? msg : NULL);
+        free(j->rel);
         free(j);
 }
 
@@ -241,6 +244,7 @@ static void on_archived(struct request *req, const struct proto_reply *rep) {
         }
         fsgroup_ignore_file(j->tn->fs, j->fd);
         remote_check_remember(j->tn, s.sha256, s.size); /* put or found just now: releasable without asking */
+        catalog_note_archived(j->tn, j->fd, j->rel, &s);
         usage_update_fd(j->tn, j->fd);
         quota_candidates_changed(j->tn); /* one more file that may be released */
         j->tn->counters.archives++;
@@ -299,13 +303,15 @@ static int archive(struct tierd *t, const struct file_ref *f, bool rehash, job_d
         }
         j = calloc(1, sizeof(*j) + strlen(f->name) + 1);
         dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (!j || dupfd < 0 || !(req = request_new(PROTO_ARCHIVE, dupfd, on_archived, j))) {
+        char *rel = strdup(f->rel);
+        if (!j || !rel || dupfd < 0 || !(req = request_new(PROTO_ARCHIVE, dupfd, on_archived, j))) {
                 free(j);
+                free(rel);
                 close(fd);
                 safe_close(dupfd);
                 return -ENOMEM;
         }
-        *j = (struct archive_job){ .tn = tn, .fd = fd, .done = done, .userdata = userdata };
+        *j = (struct archive_job){ .tn = tn, .fd = fd, .rel = rel, .done = done, .userdata = userdata };
         req->msg.chunk = j->chunk = tn->cfg->chunk; /* the manifest's chunks: the fills' */
         strcpy(j->path, f->name);
         fstat(fd, &j->before);
@@ -420,6 +426,10 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
                 return 0;
         if (s.state == STUB_DIRTY)
                 return say(message, size, -EBUSY, "%s: changed since it was archived: archive it again first", path);
+        /* The catalog must know the file before its only local copy goes. */
+        const char *why;
+        if (!catalog_file_durable(tn, fd, &why))
+                return say(message, size, -EINPROGRESS, "%s: not released: %s", path, why);
         if (dispatch_file_busy(t, tn->fs, fd)) {
                 *busy = true;
                 return -EBUSY;
@@ -572,6 +582,11 @@ static void release_attempt(void *userdata) {
                 return;
         }
         r = release_now(j->f, msg, sizeof(msg), &busy);
+        /* Its catalog entry goes out within a second or two: then again. */
+        if (r == -EINPROGRESS && catalog_when_written(j->f->tn, release_attempt, j) == 0)
+                return;
+        if (r == -EINPROGRESS)
+                r = -EBUSY;
 
         /* A fill or a verification of this file is in flight: release it
          * when it is done (again, if a reader started another meanwhile). */

@@ -37,6 +37,7 @@
 #include "macro.h"
 #include "autoarchive.h"
 #include "job.h"
+#include "catalog.h"
 #include "quota.h"
 #include "remotecheck.h"
 #include "usage.h"
@@ -391,6 +392,10 @@ static int run(struct tierd *t) {
         r = policy_watch_start(t);
         if (r < 0)
                 return r;
+        /* Catalogs last: their first snapshot walks the tenants' trees. */
+        for (size_t i = 0; i < t->n_tenants; i++)
+                if ((r = catalog_start(&t->tenants[i])) < 0)
+                        return log_error_errno(r, "tenant %s: cannot start its catalog: %m", t->tenants[i].cfg->name);
         log_info("serving %zu tenant(s) on %zu filesystem(s)", t->n_tenants, t->n_fss);
         /* Under systemd: ready, and sd-event pings the watchdog. */
         sd_notify(false, "READY=1");
@@ -407,6 +412,8 @@ static void teardown(struct tierd *t) {
         for (size_t i = 0; i < t->n_tenants && !t->handing_over; i++)
                 view_remove(&t->tenants[i]);
         for (size_t i = 0; i < t->n_tenants; i++) {
+                /* Before its worker: a request in flight ends with it. */
+                catalog_stop(&t->tenants[i]);
                 if (t->handing_over)
                         worker_abandon(&t->tenants[i].worker);
                 else

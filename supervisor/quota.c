@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "dispatch.h"
 #include "engine.h"
 #include "jobs.h"
@@ -83,6 +84,21 @@ static void on_copy_checked(void *userdata, int error, const char *msg) {
                 log_error_errno(r, "tenant %s: cannot schedule the releases after a check: %m", tn->cfg->name);
 }
 
+static void on_catalog_written(void *userdata) {
+        struct tenant *tn = userdata;
+        tn->quota_catalog_wait = false;
+        on_copy_checked(tn, 0, NULL);
+}
+
+/* Files whose catalog entries are not in the store yet wait for the next
+ * journal object (a second or so), and so do fills that need their room. */
+static void wait_for_catalog(struct tenant *tn) {
+        if (tn->quota_catalog_wait || catalog_when_written(tn, on_catalog_written, tn) < 0)
+                return;
+        tn->quota_catalog_wait = true;
+        tn->quota_checks++;
+}
+
 /* A release punches the only local copy: the store must still hold the
  * archived one (remotecheck.h). Known from a check or an archive a moment
  * ago, or asked now: the file waits for the answer (flagged busy meanwhile),
@@ -137,6 +153,8 @@ static bool release_index(struct tenant *tn, size_t index, const char *why) {
         }
         snprintf(name, sizeof(name), "file #%zu of tenant %s", index, tn->cfg->name);
         int r = job_release_fd(tn, fd, name, msg, sizeof(msg), &busy);
+        if (r == -EINPROGRESS)
+                wait_for_catalog(tn);
         if (r == 0) {
                 usage_update_fd(tn, fd);
                 tn->counters.quota_releases++;

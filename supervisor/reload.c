@@ -17,6 +17,7 @@
 #include "macro.h"
 #include "autoarchive.h"
 #include "secrets.h"
+#include "catalog.h"
 #include "usage.h"
 #include "usegroup.h"
 #include "workers.h"
@@ -63,6 +64,10 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                 if (rescan && ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0))
                         log_error_errno(r, "tenant %s: cannot build its file table: %m", tn->cfg->name);
                 autoarchive_update(tn);
+                if (!tn->cfg->catalog)
+                        catalog_stop(tn);
+                else if ((r = catalog_start(tn)) < 0)
+                        log_error_errno(r, "tenant %s: cannot start its catalog: %m", tn->cfg->name);
                 /* Credentials and header files may be named anew. */
                 if (restart && (r = tenant_secrets_load(tn)) < 0)
                         log_error_errno(r, "tenant %s: keeping the credentials it had: %m", tn->cfg->name);

@@ -105,8 +105,10 @@ struct tenant {
         uint64_t quota_pressure_usec, quota_stuck_until, busy_cleared_usec;
         uint64_t quota_reserved; /* bytes of fills admitted and not done yet */
         unsigned quota_checks;   /* read-back checks before quota releases, in flight */
+        bool quota_catalog_wait; /* one of them: for the catalog to write entries */
         sd_event_source *quota_retry_src;
         struct checked_objects *checked; /* what recent checks found: remotecheck.c */
+        struct catalog *catalog;         /* "catalog": true: catalog.c */
         unsigned auto_in_flight; /* background archives: autoarchive.c */
         double archive_tokens;   /* archive_rate's bucket, in bytes */
         uint64_t archive_tokens_usec;

@@ -130,10 +130,10 @@ static int file_store(struct backend *b, const char *key, int fd, uint64_t size,
         char tmp[STUB_KEY_MAX + 64], dir[STUB_KEY_MAX];
         _cleanup_close_ int out = -1;
         uint8_t got[32];
-        const char *slash = strrchr(key, '/');
         int r;
 
-        if (slash) {
+        /* Every directory of the key (catalog/journal/...), beneath the store. */
+        for (const char *slash = strchr(key, '/'); slash; slash = strchr(slash + 1, '/')) {
                 snprintf(dir, sizeof(dir), "%.*s", (int)(slash - key), key);
                 if (mkdirat(f->dir_fd, dir, 0700) < 0 && errno != EEXIST)
                         return -errno;

@@ -245,6 +245,10 @@ static int serve_get(struct backend *b, const struct proto_request *req, int fd,
         int r = b->ops->exists(b, req->key, &size);
         if (r < 0)
                 return r;
+        if (req->flags & PROTO_GET_SIZE_ONLY) {
+                rep->bytes = size;
+                return 0;
+        }
         if (size > req->length)
                 return -EFBIG; /* tierd's bound: a store cannot make it hold more */
         struct fill_sink sink = { .fd = fd };

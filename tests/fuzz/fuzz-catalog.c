@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
+#include "catalog-format.h"
 
 static int each(void *userdata, const struct catalog_entry *e) {
         (void)userdata;

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
-#include "catalog.h"
+#include "catalog-format.h"
 
 struct collected {
         struct catalog_entry e[8];

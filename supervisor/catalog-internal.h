@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by catalog.c (the writer) and catalogimport.c only.
+ */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "catalog-format.h"
+#include "catalog.h"
+
+#define CATALOG_NODE_MAX 320
+#define CATALOG_JOURNAL_MAX (64u << 20)   /* bytes of one journal object read back */
+#define CATALOG_SNAPSHOT_MAX (1024u << 20) /* and of a snapshot */
+#define CATALOG_INDEX_MAX (4u << 20)
+
+enum catalog_state {
+        CATALOG_STARTING, /* finding or taking the lease */
+        CATALOG_READY,    /* the writer */
+        CATALOG_FENCED,   /* another node writes it: nothing is released here */
+};
+
+struct catalog_import;
+
+struct catalog {
+        struct tenant *tn;
+        enum catalog_state state;
+        char node[CATALOG_NODE_MAX]; /* machine-id:subvolume, in the epoch objects */
+        uint32_t epoch;              /* ours, once ready */
+        uint64_t next_seq;           /* the next journal object's number */
+        bool busy;                   /* a request of the writer is in flight */
+        bool stopping;               /* catalog_stop() while busy: freed when it ends */
+        bool first_snapshot_done;    /* every file archived before this run is in the store */
+        bool snapshot_due;
+        struct catalog_pending *queue, **queue_tail, *sending;
+        char *sending_data; /* the journal object in flight */
+        size_t sending_len;
+        struct catalog_waiter *waiters;
+        struct catalog_import *import; /* waiting for the writer to be idle, or running */
+        sd_event_source *timer;
+        uint64_t last_put_usec, backoff_usec, snapshot_usec;
+        uint64_t journals_since_snapshot;
+        uint32_t probe_epoch; /* discovery: the next epoch object to read */
+        bool seq_known;       /* next_seq is the first number not in the store */
+        uint64_t latest_start_seq;
+        char latest_node[CATALOG_NODE_MAX];
+        json_object *index; /* catalog/snapshots, once read */
+};
+
+void catalog_epoch_key(uint32_t epoch, char key[STUB_KEY_MAX]);
+void catalog_journal_key(uint64_t seq, char key[STUB_KEY_MAX]);
+/* A writer's objects carry its epoch: a fenced writer never overwrites its
+ * successor's. */
+void catalog_snapshot_key(uint64_t seq, uint32_t epoch, char key[STUB_KEY_MAX]);
+void catalog_index_key(uint32_t epoch, char key[STUB_KEY_MAX]);
+/* An epoch object: 0 and its start_seq and node, or -EBADMSG. */
+int catalog_parse_epoch(const char *data, size_t len, uint32_t epoch, uint64_t *start_seq, char *node, size_t node_size);
+char *catalog_format_epoch(uint32_t epoch, uint64_t start_seq, const char *node);
+
+/* Every request's completion starts here: false if the catalog went
+ * meanwhile (it is freed then). */
+bool catalog_request_ended(struct catalog *c);
+/* The writer's next step, if it has one and is idle. */
+void catalog_writer_continue(struct catalog *c);
+/* The import has read the catalog and taken the lease (epoch, from
+ * next_seq on): the writer goes on from there, a snapshot first. */
+void catalog_writer_resume(struct catalog *c, uint32_t epoch, uint64_t next_seq);
+/* The writer is idle: an import waiting for that starts now. */
+void catalog_import_run(struct catalog *c);
+void catalog_import_abort(struct catalog *c);

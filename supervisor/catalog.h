@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A tenant's catalog, kept in its own store ("catalog": true), so that its
+ * tree can be found again without this node's disk (tierctl tenant import).
+ * Layout under the store's prefix:
+ *
+ *   catalog/epoch/<8 hex>     one per writer, created with If-None-Match: *;
+ *                             {"epoch", "start_seq", "node"}. The writer of
+ *                             the highest epoch is the only one; a writer
+ *                             whose next epoch exists is fenced, and its
+ *                             journal objects from that epoch's start_seq on
+ *                             are ignored by readers.
+ *   catalog/journal/<16 hex>  numbered from 1, each created once (If-None-
+ *                             Match: *): the entries of about a second.
+ *   catalog/snapshot/<16 hex>.<8 hex>
+ *                             the whole tree as of that journal number, by
+ *                             the writer of that epoch.
+ *   catalog/snapshots/<8 hex> the snapshots an epoch's writer wrote:
+ *                             [{"seq","time","epoch"}], for --at. A fenced
+ *                             writer's snapshot past its epoch's end is
+ *                             ignored.
+ *
+ * The format of journal and snapshot objects is common/catalog.h.
+ * Entries are written after the object is verified; a file may be released
+ * only once its entry is in the store (catalog_file_durable).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stub.h"
+#include "tierd.h"
+
+#define CATALOG_KEY_PREFIX "catalog/"
+
+/* At start (and when a reload turns "catalog" on): finds or takes the
+ * lease, then writes a snapshot of the tree, in the background. */
+int catalog_start(struct tenant *tn);
+void catalog_stop(struct tenant *tn);
+
+/* An archive recorded the stub s on the file open as fd, rel beneath the
+ * subvolume: its entry goes out with the next journal object. */
+void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const struct stub *s);
+
+/* May the archived file open as fd be released? Yes when the tenant keeps
+ * no catalog, or the file's entry is in the store; else *why says why not
+ * and catalog_when_written() tells when to ask again: the callback runs
+ * once, after the next write or failure (or when the catalog stops); it
+ * returns -ESTALE (fenced, or no catalog) or -EIO (the store fails now)
+ * when there is nothing to wait for. */
+bool catalog_file_durable(struct tenant *tn, int fd, const char **why);
+int catalog_when_written(struct tenant *tn, void (*callback)(void *userdata), void *userdata);
+
+/* tierctl tenant import: recreates the tree the catalog holds (as of
+ * at_usec, CLOCK_REALTIME; 0: the latest) as released stubs beneath the
+ * tenant's subvolume, and takes the lease. done() gets a message either
+ * way (static storage of the call). */
+int catalog_import(struct tenant *tn, uint64_t at_usec, void (*done)(void *userdata, int error, const char *message),
+                   void *userdata);

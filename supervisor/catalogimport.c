@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tierctl tenant import: the tree a catalog holds, made again here as
+ * released stubs. Reads the leases (to know which journal objects count),
+ * the list of snapshots, the snapshot to start from and the journal after
+ * it; takes the lease; then makes the tree. Each file restores on its
+ * first read, as anywhere else.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog-internal.h"
+#include "catalogtree.h"
+#include "log.h"
+#include "macro.h"
+#include "storeio.h"
+
+struct catalog_import {
+        struct catalog *c;
+        uint64_t at_usec;
+        void (*done)(void *userdata, int error, const char *message);
+        void *userdata;
+        bool running;
+        uint64_t *epoch_start; /* epoch k starts at journal number epoch_start[k - 1] */
+        uint32_t n_epochs;
+        uint64_t seq; /* the next journal object to read */
+        uint64_t snapshot_seq, journals_applied;
+        uint32_t snapshot_epoch; /* 0: no snapshot, the journal from 1 */
+        uint32_t index_epoch;    /* the list of snapshots read next */
+        bool past_at; /* journal objects from here on are read only to find the last */
+        struct catalog_entries all; /* in the order written */
+};
+
+static void import_free(struct catalog_import *imp) {
+        free(imp->epoch_start);
+        catalog_entries_done(&imp->all);
+        free(imp);
+}
+
+/* The import's answer; the writer does not go on here (see import_fail). */
+static void import_end(struct catalog *c, int error, const char *fmt, va_list ap) {
+        struct catalog_import *imp = c->import;
+        static char msg[512];
+
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        if (error < 0)
+                log_error("tenant %s: import: %s", c->tn->cfg->name, msg);
+        else
+                log_info("tenant %s: import: %s", c->tn->cfg->name, msg);
+        c->import = NULL;
+        imp->done(imp->userdata, error, msg);
+        import_free(imp);
+}
+
+static void import_finish(struct catalog *c, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void import_finish(struct catalog *c, int error, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        import_end(c, error, fmt, ap);
+        va_end(ap);
+}
+
+/* Nothing was made: the writer goes on as before the import. */
+static void import_fail(struct catalog *c, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void import_fail(struct catalog *c, int error, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        import_end(c, error, fmt, ap);
+        va_end(ap);
+        catalog_writer_continue(c);
+}
+
+void catalog_import_abort(struct catalog *c) {
+        if (c->import)
+                import_finish(c, -ECANCELED, "tierd stopped, or the tenant's catalog was turned off");
+}
+
+/* The lease that wrote journal number seq. */
+static uint32_t epoch_of(const struct catalog_import *imp, uint64_t seq) {
+        uint32_t e = 0;
+        for (uint32_t k = 1; k <= imp->n_epochs; k++)
+                if (imp->epoch_start[k - 1] <= seq)
+                        e = k;
+        return e;
+}
+
+static int keep_entry(void *userdata, const struct catalog_entry *e) {
+        struct catalog_import *imp = userdata;
+        struct catalog_entry copy = *e;
+
+        /* Deep copy: e is freed after the call. */
+        copy.path = strndup(e->path, e->path_len);
+        copy.target = e->target ? strndup(e->target, e->target_len) : NULL;
+        copy.xattrs = e->n_xattrs ? calloc(e->n_xattrs, sizeof(*copy.xattrs)) : NULL;
+        copy.n_xattrs = 0;
+        bool ok = copy.path && (!e->target || copy.target) && (!e->n_xattrs || copy.xattrs);
+        for (size_t i = 0; ok && i < e->n_xattrs; i++) {
+                struct catalog_xattr *x = &copy.xattrs[copy.n_xattrs++];
+                x->name = strdup(e->xattrs[i].name);
+                x->value = malloc(e->xattrs[i].len + 1);
+                x->len = e->xattrs[i].len;
+                ok = x->name && x->value;
+                if (ok)
+                        memcpy(x->value, e->xattrs[i].value, x->len);
+        }
+        if (!ok || catalog_entries_add(&imp->all, &copy) < 0) {
+                catalog_entry_done(&copy);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int compare_latest(const void *a, const void *b, void *entries) {
+        size_t x = *(const size_t *)a, y = *(const size_t *)b;
+        const struct catalog_entry *ex = (const struct catalog_entry *)entries + x,
+                                   *ey = (const struct catalog_entry *)entries + y;
+        int c = memcmp(ex->path, ey->path, MIN(ex->path_len, ey->path_len));
+        if (c == 0)
+                c = (ex->path_len > ey->path_len) - (ex->path_len < ey->path_len);
+        return c ? c : (x > y) - (x < y);
+}
+
+/* The last word on each path, puts only. */
+static int reduce(struct catalog_import *imp, struct catalog_entries *ret) {
+        size_t n = imp->all.n;
+        _cleanup_free_ size_t *order = calloc(n + 1, sizeof(size_t));
+
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                order[i] = i;
+        qsort_r(order, n, sizeof(size_t), compare_latest, imp->all.e);
+        for (size_t i = 0; i < n; i++) {
+                struct catalog_entry *e = &imp->all.e[order[i]];
+                if (i + 1 < n) {
+                        const struct catalog_entry *next = &imp->all.e[order[i + 1]];
+                        if (next->path_len == e->path_len && memcmp(next->path, e->path, e->path_len) == 0)
+                                continue; /* a later entry of the same path */
+                }
+                if (e->op == CATALOG_PUT && catalog_entries_add(ret, e) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static void import_step(struct catalog *c);
+
+static void on_lease_taken(void *userdata, int error) {
+        struct catalog *c = userdata;
+        _cleanup_(catalog_entries_done) struct catalog_entries tree = {};
+        struct catalog_made made = {};
+        int r;
+
+        if (!catalog_request_ended(c))
+                return;
+        struct catalog_import *imp = c->import;
+        uint32_t epoch = imp->n_epochs + 1;
+        uint64_t next_seq = imp->seq;
+        if (error == -EEXIST) {
+                import_fail(c, -EBUSY, "another node took the catalog's lease meanwhile; nothing was made, try again");
+                return;
+        }
+        if (error < 0) {
+                import_fail(c, error, "cannot take the catalog's lease: %s; nothing was made", strerror(-error));
+                return;
+        }
+        r = reduce(imp, &tree);
+        if (r == 0)
+                r = catalog_make_tree(c->tn, &tree, &made);
+        if (r < 0)
+                import_finish(c, r, "cannot make the tree: %s", strerror(-r));
+        else
+                import_finish(c, made.failed ? -EIO : 0,
+                              "%llu files (%llu bytes, released), %llu directories, %llu symlinks made from "
+                              "snapshot %llu and %llu journal objects; %llu there already, %llu failed (see the log); "
+                              "lease epoch %u",
+                              (unsigned long long)made.files, (unsigned long long)made.bytes,
+                              (unsigned long long)made.dirs, (unsigned long long)made.symlinks,
+                              (unsigned long long)imp->snapshot_seq, (unsigned long long)imp->journals_applied,
+                              (unsigned long long)made.existing, (unsigned long long)made.failed, epoch);
+        /* This node writes the catalog from here on: a snapshot first. */
+        catalog_writer_resume(c, epoch, next_seq);
+}
+
+static void take_lease(struct catalog *c) {
+        struct catalog_import *imp = c->import;
+        char key[STUB_KEY_MAX];
+        _cleanup_free_ char *text = catalog_format_epoch(imp->n_epochs + 1, imp->seq, c->node);
+
+        catalog_epoch_key(imp->n_epochs + 1, key);
+        c->busy = true;
+        int r = text ? store_put(c->tn, key, text, strlen(text), true, on_lease_taken, c) : -ENOMEM;
+        if (r < 0) {
+                c->busy = false;
+                import_fail(c, r, "cannot take the catalog's lease: %s", strerror(-r));
+        }
+}
+
+static void on_journal(void *userdata, int error, const char *data, size_t len) {
+        struct catalog *c = userdata;
+        struct catalog_header h;
+        const char *why = "";
+
+        if (!catalog_request_ended(c))
+                return;
+        struct catalog_import *imp = c->import;
+        if (error == -ENOENT) {
+                take_lease(c); /* the end of the journal */
+                return;
+        }
+        if (error < 0) {
+                import_fail(c, error, "cannot read journal object %llu: %s", (unsigned long long)imp->seq,
+                              strerror(-error));
+                return;
+        }
+        /* Check it all before applying any of it. */
+        int r = catalog_decode(data, len, &h, NULL, NULL, &why);
+        if (r == 0 && (h.kind != CATALOG_JOURNAL || h.seq != imp->seq))
+                r = -EBADMSG, why = "its header names another object";
+        if (r < 0) {
+                import_fail(c, r, "journal object %llu is corrupt (%s): nothing was made; --at a time before it "
+                              "imports what came before", (unsigned long long)imp->seq, why);
+                return;
+        }
+        if (imp->at_usec && h.time_usec > imp->at_usec)
+                imp->past_at = true;
+        /* A fenced writer's object (its lease ended before this number) is
+         * not the catalog. */
+        if (!imp->past_at && h.epoch == epoch_of(imp, imp->seq)) {
+                r = catalog_decode(data, len, &h, keep_entry, imp, &why);
+                if (r < 0) {
+                        import_fail(c, r, "cannot read journal object %llu: %s", (unsigned long long)imp->seq,
+                                      r == -EBADMSG ? why : strerror(-r));
+                        return;
+                }
+                imp->journals_applied++;
+        }
+        imp->seq++;
+        import_step(c);
+}
+
+static void on_snapshot(void *userdata, int error, const char *data, size_t len) {
+        struct catalog *c = userdata;
+        struct catalog_header h;
+        const char *why = "";
+
+        if (!catalog_request_ended(c))
+                return;
+        struct catalog_import *imp = c->import;
+        if (error < 0) {
+                import_fail(c, error, "cannot read snapshot %llu: %s", (unsigned long long)imp->snapshot_seq,
+                              strerror(-error));
+                return;
+        }
+        int r = catalog_decode(data, len, &h, NULL, NULL, &why);
+        if (r == 0 && (h.kind != CATALOG_SNAPSHOT || h.seq != imp->snapshot_seq || h.epoch != imp->snapshot_epoch))
+                r = -EBADMSG, why = "its header names another object";
+        if (r == 0)
+                r = catalog_decode(data, len, &h, keep_entry, imp, &why);
+        if (r < 0) {
+                import_fail(c, r, "snapshot %llu is unreadable (%s): nothing was made",
+                              (unsigned long long)imp->snapshot_seq, r == -EBADMSG ? why : strerror(-r));
+                return;
+        }
+        imp->seq = imp->snapshot_seq + 1;
+        import_step(c);
+}
+
+static void read_index(struct catalog *c);
+
+/* Each epoch's list of snapshots in turn; the latest snapshot written at or
+ * before at_usec (0: the latest) wins, a later epoch's on a tie. A fenced
+ * writer's snapshot past its epoch's end does not count. */
+static void on_index(void *userdata, int error, const char *data, size_t len) {
+        struct catalog *c = userdata;
+
+        if (!catalog_request_ended(c))
+                return;
+        struct catalog_import *imp = c->import;
+        uint32_t k = imp->index_epoch;
+        if (error < 0 && error != -ENOENT) {
+                import_fail(c, error, "cannot read the list of snapshots of epoch %u: %s", k, strerror(-error));
+                return;
+        }
+        uint64_t end = k < imp->n_epochs ? imp->epoch_start[k] - 1 : UINT64_MAX; /* epoch k's last number */
+        json_tokener *tok = json_tokener_new();
+        json_object *o = error == 0 && tok ? json_tokener_parse_ex(tok, data, (int)len) : NULL;
+        json_tokener_free(tok);
+        for (size_t i = 0; o && json_object_is_type(o, json_type_array) && i < json_object_array_length(o); i++) {
+                json_object *x = json_object_array_get_idx(o, i), *s, *t;
+                if (!json_object_object_get_ex(x, "seq", &s) || !json_object_object_get_ex(x, "time", &t))
+                        continue;
+                uint64_t seq = json_object_get_uint64(s), time_usec = json_object_get_uint64(t);
+                if (seq > end || (imp->at_usec && time_usec > imp->at_usec))
+                        continue;
+                if (!imp->snapshot_epoch || seq >= imp->snapshot_seq) {
+                        imp->snapshot_seq = seq;
+                        imp->snapshot_epoch = k;
+                }
+        }
+        json_object_put(o);
+        if (k < imp->n_epochs) {
+                imp->index_epoch++;
+                read_index(c);
+                return;
+        }
+        if (!imp->snapshot_epoch) { /* the whole journal, from its first object */
+                imp->snapshot_seq = 0;
+                imp->seq = 1;
+                import_step(c);
+                return;
+        }
+        char key[STUB_KEY_MAX];
+        catalog_snapshot_key(imp->snapshot_seq, imp->snapshot_epoch, key);
+        c->busy = true;
+        int r = store_get(c->tn, key, CATALOG_SNAPSHOT_MAX, on_snapshot, c);
+        if (r < 0) {
+                c->busy = false;
+                import_fail(c, r, "cannot read a snapshot: %s", strerror(-r));
+        }
+}
+
+static void read_index(struct catalog *c) {
+        char key[STUB_KEY_MAX];
+        catalog_index_key(c->import->index_epoch, key);
+        c->busy = true;
+        int r = store_get(c->tn, key, CATALOG_INDEX_MAX, on_index, c);
+        if (r < 0) {
+                c->busy = false;
+                import_fail(c, r, "cannot read the list of snapshots: %s", strerror(-r));
+        }
+}
+
+static void on_epoch(void *userdata, int error, const char *data, size_t len) {
+        struct catalog *c = userdata;
+        char node[CATALOG_NODE_MAX];
+        uint64_t start = 0;
+
+        if (!catalog_request_ended(c))
+                return;
+        struct catalog_import *imp = c->import;
+        if (error == -ENOENT && imp->n_epochs == 0) {
+                import_fail(c, -ENOENT, "the store holds no catalog of this tenant (catalog/epoch/00000001 is missing)");
+                return;
+        }
+        if (error == -ENOENT) {
+                imp->index_epoch = 1;
+                read_index(c);
+                return;
+        }
+        if (error == 0 && catalog_parse_epoch(data, len, imp->n_epochs + 1, &start, node, sizeof(node)) < 0)
+                error = -EBADMSG;
+        if (error < 0) {
+                import_fail(c, error, "cannot read lease %u: %s", imp->n_epochs + 1,
+                              error == -EBADMSG ? "corrupt" : strerror(-error));
+                return;
+        }
+        uint64_t *p = reallocarray(imp->epoch_start, imp->n_epochs + 1, sizeof(*p));
+        if (!p) {
+                import_fail(c, -ENOMEM, "out of memory");
+                return;
+        }
+        imp->epoch_start = p;
+        imp->epoch_start[imp->n_epochs++] = start;
+        import_step(c);
+}
+
+/* One request: the next lease while they last, then the journal. */
+static void import_step(struct catalog *c) {
+        struct catalog_import *imp = c->import;
+        char key[STUB_KEY_MAX];
+        int r;
+
+        c->busy = true;
+        if (imp->seq == 0) {
+                catalog_epoch_key(imp->n_epochs + 1, key);
+                r = store_get(c->tn, key, 4096, on_epoch, c);
+        } else {
+                catalog_journal_key(imp->seq, key);
+                r = store_get(c->tn, key, CATALOG_JOURNAL_MAX, on_journal, c);
+        }
+        if (r < 0) {
+                c->busy = false;
+                import_fail(c, r, "cannot read the catalog: %s", strerror(-r));
+        }
+}
+
+void catalog_import_run(struct catalog *c) {
+        if (c->import->running)
+                return;
+        c->import->running = true;
+        import_step(c);
+}
+
+int catalog_import(struct tenant *tn, uint64_t at_usec, void (*done)(void *userdata, int error, const char *message),
+                   void *userdata) {
+        struct catalog *c = tn->catalog;
+        struct catalog_import *imp;
+
+        if (!c)
+                return -ENOPROTOOPT;
+        if (c->import)
+                return -EALREADY;
+        if (!(imp = calloc(1, sizeof(*imp))))
+                return -ENOMEM;
+        *imp = (struct catalog_import){ .c = c, .at_usec = at_usec, .done = done, .userdata = userdata };
+        c->import = imp;
+        /* Once the writer's request in flight (if any) ends. */
+        if (!c->busy)
+                catalog_import_run(c);
+        return 0;
+}

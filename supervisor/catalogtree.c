@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+#include "catalogtree.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "log.h"
+#include "macro.h"
+#include "usage.h"
+
+#define WALK_MAX_DEPTH 256
+
+void catalog_entries_done(struct catalog_entries *l) {
+        for (size_t i = 0; i < l->n; i++)
+                catalog_entry_done(&l->e[i]);
+        free(l->e);
+        *l = (struct catalog_entries){};
+}
+
+int catalog_entries_add(struct catalog_entries *l, struct catalog_entry *e) {
+        if (l->n == l->allocated) {
+                size_t n = l->allocated ? l->allocated * 2 : 256;
+                struct catalog_entry *p = reallocarray(l->e, n, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                l->e = p;
+                l->allocated = n;
+        }
+        l->e[l->n++] = *e;
+        *e = (struct catalog_entry){};
+        return 0;
+}
+
+/* user.* and POSIX ACLs of an fd opened for reading. */
+static int read_xattrs(int fd, struct catalog_entry *e) {
+        char names[4096];
+        ssize_t n = flistxattr(fd, names, sizeof(names));
+        if (n < 0)
+                return errno == ENOTSUP || errno == EBADF ? 0 : -errno;
+        for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1) {
+                const char *name = names + i;
+                if (!catalog_xattr_name_allowed(name) || e->n_xattrs == CATALOG_XATTRS_MAX)
+                        continue;
+                ssize_t len = fgetxattr(fd, name, NULL, 0);
+                if (len < 0 || len > CATALOG_XATTR_VALUE_MAX)
+                        continue;
+                struct catalog_xattr *p = reallocarray(e->xattrs, e->n_xattrs + 1, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                e->xattrs = p;
+                struct catalog_xattr *x = &p[e->n_xattrs];
+                *x = (struct catalog_xattr){ .name = strdup(name), .value = malloc((size_t)len + 1) };
+                if (!x->name || !x->value) {
+                        free(x->name);
+                        free(x->value);
+                        return -ENOMEM;
+                }
+                len = fgetxattr(fd, name, x->value, (size_t)len);
+                if (len < 0) { /* removed meanwhile */
+                        free(x->name);
+                        free(x->value);
+                        continue;
+                }
+                x->len = (size_t)len;
+                e->n_xattrs++;
+        }
+        return 0;
+}
+
+int catalog_entry_from_fd(int fd, const char *rel, const struct stub *s, struct catalog_entry *ret) {
+        struct catalog_entry e = { .op = CATALOG_PUT };
+        struct stat st;
+        int r;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        e.mode = st.st_mode & 07777;
+        e.uid = st.st_uid;
+        e.gid = st.st_gid;
+        e.mtime_sec = st.st_mtim.tv_sec;
+        e.mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+        if (S_ISDIR(st.st_mode))
+                e.type = CATALOG_DIR;
+        else if (S_ISLNK(st.st_mode)) {
+                char target[CATALOG_PATH_MAX + 1];
+                ssize_t n = readlinkat(fd, "", target, sizeof(target));
+                if (n <= 0 || n > CATALOG_PATH_MAX)
+                        return n < 0 ? -errno : -ENODATA;
+                e.type = CATALOG_SYMLINK;
+                e.target_len = (size_t)n;
+                if (!(e.target = strndup(target, (size_t)n)))
+                        return -ENOMEM;
+        } else if (S_ISREG(st.st_mode) && s) {
+                /* The archived version: its content is the object's. */
+                e.type = CATALOG_FILE;
+                e.size = s->size;
+                memcpy(e.sha256, s->sha256, 32);
+                e.has_manifest = s->has_manifest;
+                memcpy(e.manifest, s->manifest, 32);
+                e.chunk = s->chunk;
+                e.mode = s->mode & 07777;
+                e.uid = s->uid;
+                e.gid = s->gid;
+                e.mtime_sec = s->mtime.tv_sec;
+                e.mtime_nsec = (uint32_t)s->mtime.tv_nsec;
+        } else if (S_ISREG(st.st_mode) && st.st_size == 0)
+                e.type = CATALOG_FILE; /* empty: nothing to archive, kept all the same */
+        else
+                return -ENODATA;
+        e.path_len = strlen(rel);
+        if (!catalog_path_valid(rel, e.path_len)) {
+                catalog_entry_done(&e);
+                return -ENODATA; /* a name longer than a catalog keeps */
+        }
+        if (!(e.path = strdup(rel))) {
+                catalog_entry_done(&e);
+                return -ENOMEM;
+        }
+        if (e.type != CATALOG_SYMLINK && (r = read_xattrs(fd, &e)) < 0) {
+                catalog_entry_done(&e);
+                return r;
+        }
+        *ret = e;
+        return 0;
+}
+
+/* The entry of dir/name (st: its lstat), if the catalog keeps one. */
+static int add_one(int dir, const char *name, const char *rel, const struct stat *stp, struct catalog_entries *l) {
+        _cleanup_(stub_done) struct stub s = {};
+        struct catalog_entry e = {};
+        const struct stat st = *stp;
+        const char *err = "";
+        int fd, r;
+
+        if (S_ISLNK(st.st_mode))
+                fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        else if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+                fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        else
+                return 0;
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (S_ISREG(st.st_mode) && (r = stub_read_fd(fd, &s, &err)) < 0 && r != -ENODATA) {
+                log_warning("catalog: %s: corrupt stub, not in the snapshot: %s", rel, err);
+                close(fd);
+                return 0;
+        }
+        r = catalog_entry_from_fd(fd, rel, S_ISREG(st.st_mode) && s.key[0] ? &s : NULL, &e);
+        close(fd);
+        if (r == -ENODATA)
+                return 0;
+        if (r < 0)
+                return r;
+        return catalog_entries_add(l, &e);
+}
+
+static int walk(int dir_fd, dev_t dev, char *rel, size_t rel_len, unsigned depth, struct catalog_entries *l) {
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int r;
+
+        if (depth > WALK_MAX_DEPTH)
+                return -ELOOP;
+        if (!(d = fdopendir(dir_fd))) {
+                close(dir_fd);
+                return -errno;
+        }
+        while ((de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                size_t n = strlen(de->d_name);
+                if (rel_len + 1 + n >= CATALOG_PATH_MAX)
+                        continue;
+                size_t sub_len = rel_len ? rel_len + 1 + n : n;
+                if (rel_len)
+                        rel[rel_len] = '/';
+                memcpy(rel + (rel_len ? rel_len + 1 : 0), de->d_name, n + 1);
+                struct stat st;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        rel[rel_len] = 0;
+                        continue; /* gone meanwhile */
+                }
+                bool is_dir = S_ISDIR(st.st_mode);
+                /* Another filesystem or subvolume inside (a snapshot the
+                 * tenant made): not this tree. */
+                if (st.st_dev == dev && (r = add_one(dirfd(d), de->d_name, rel, &st, l)) < 0)
+                        return r;
+                if (is_dir && st.st_dev == dev) {
+                        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0 && (r = walk(sub, dev, rel, sub_len, depth + 1, l)) < 0)
+                                return r;
+                }
+                rel[rel_len] = 0;
+        }
+        return 0;
+}
+
+int catalog_walk(struct tenant *tn, struct catalog_entries *ret) {
+        char rel[CATALOG_PATH_MAX + 1] = "";
+        struct stat st;
+        int fd = openat(tn->subvol_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0) {
+                close(fd);
+                return -errno;
+        }
+        return walk(fd, st.st_dev, rel, 0, 0, ret);
+}
+
+/* ---- making a tree ---- */
+
+static int compare_paths(const void *a, const void *b) {
+        const struct catalog_entry *x = a, *y = b;
+        int c = memcmp(x->path, y->path, MIN(x->path_len, y->path_len));
+        return c ? c : (x->path_len > y->path_len) - (x->path_len < y->path_len);
+}
+
+/* dir beneath the subvolume, made if missing; never through a symlink. */
+static int open_dir_beneath(struct tenant *tn, const char *dir, bool make) {
+        struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV |
+                                           RESOLVE_NO_MAGICLINKS };
+        int fd = (int)syscall(SYS_openat2, tn->subvol_fd, dir, &how, sizeof(how));
+        if (fd >= 0 || errno != ENOENT || !make)
+                return fd < 0 ? -errno : fd;
+        /* Missing parents (the catalog had no entry for them): made 0755. */
+        _cleanup_free_ char *copy = strdup(dir);
+        if (!copy)
+                return -ENOMEM;
+        char *slash = strrchr(copy, '/');
+        int parent = -1;
+        if (slash) {
+                *slash = 0;
+                parent = open_dir_beneath(tn, copy, true);
+                if (parent < 0)
+                        return parent;
+        }
+        int r = mkdirat(slash ? parent : tn->subvol_fd, slash ? slash + 1 : copy, 0755);
+        if (parent >= 0)
+                close(parent);
+        if (r < 0 && errno != EEXIST)
+                return -errno;
+        fd = (int)syscall(SYS_openat2, tn->subvol_fd, dir, &how, sizeof(how));
+        return fd < 0 ? -errno : fd;
+}
+
+static int set_xattrs(int fd, const struct catalog_entry *e) {
+        for (size_t i = 0; i < e->n_xattrs; i++)
+                if (fsetxattr(fd, e->xattrs[i].name, e->xattrs[i].value, e->xattrs[i].len, 0) < 0)
+                        return -errno;
+        return 0;
+}
+
+static int fill_in_file(struct tenant *tn, int fd, const struct catalog_entry *e) {
+        struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = e->mtime_sec, .tv_nsec = e->mtime_nsec } };
+        int r;
+
+        if (fchown(fd, e->uid, e->gid) < 0)
+                return -errno;
+        if ((r = set_xattrs(fd, e)) < 0)
+                return r;
+        if (e->size == 0)
+                return fchmod(fd, e->mode) < 0 || futimens(fd, ts) < 0 ? -errno : 0;
+        /* A released stub, as a release leaves one: a hole of the file's
+         * size, and the record that says where its content is. */
+        struct stub s = { .state = STUB_RELEASED, .size = e->size, .mode = S_IFREG | e->mode, .uid = e->uid,
+                          .gid = e->gid, .mtime = { .tv_sec = e->mtime_sec, .tv_nsec = e->mtime_nsec },
+                          .chunk = e->chunk ? e->chunk : tn->cfg->chunk, .has_manifest = e->has_manifest };
+        snprintf(s.tenant, sizeof(s.tenant), "%s", tn->cfg->name);
+        stub_key_for_hash(e->sha256, s.key);
+        memcpy(s.sha256, e->sha256, 32);
+        memcpy(s.manifest, e->manifest, 32);
+        if (ftruncate(fd, (off_t)e->size) < 0)
+                return -errno;
+        if ((r = stub_write_fd(fd, &s)) < 0 || (r = stub_put_back_attrs(fd, &s, false)) < 0)
+                return r;
+        usage_update_fd(tn, fd);
+        return 0;
+}
+
+static int make_file(struct tenant *tn, int parent, const char *name, const struct catalog_entry *e) {
+        _cleanup_close_ int fd = openat(parent, name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        int r = fill_in_file(tn, fd, e);
+        /* Never a hole without its stub: a reader would see zeros. */
+        if (r < 0 && unlinkat(parent, name, 0) < 0)
+                log_error("tenant %s: import: cannot remove the half-made %s: %m", tn->cfg->name, e->path);
+        return r == -EEXIST ? -EIO : r; /* EEXIST counts as "there already" */
+}
+
+static int make_dir(int parent, const char *name, const struct catalog_entry *e) {
+        if (mkdirat(parent, name, 0700) < 0)
+                return -errno; /* EEXIST: left as it is, its entries go in */
+        _cleanup_close_ int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fchown(fd, e->uid, e->gid) < 0 || set_xattrs(fd, e) < 0 || fchmod(fd, e->mode) < 0)
+                return -errno;
+        return 0; /* its mtime once its entries are in */
+}
+
+static int make_symlink(int parent, const char *name, const struct catalog_entry *e) {
+        struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = e->mtime_sec, .tv_nsec = e->mtime_nsec } };
+        if (symlinkat(e->target, parent, name) < 0)
+                return -errno;
+        if (fchownat(parent, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+            utimensat(parent, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        return 0;
+}
+
+static void set_dir_mtime(struct tenant *tn, const struct catalog_entry *e) {
+        struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = e->mtime_sec, .tv_nsec = e->mtime_nsec } };
+        int fd = open_dir_beneath(tn, e->path, false);
+        if (fd < 0)
+                return;
+        /* O_PATH: through /proc would be a magic link; an fd of the dir itself. */
+        int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+                futimens(dfd, ts);
+                close(dfd);
+        }
+        close(fd);
+}
+
+int catalog_make_tree(struct tenant *tn, struct catalog_entries *l, struct catalog_made *made) {
+        _cleanup_free_ char *parent_path = NULL;
+        _cleanup_free_ bool *made_dir = calloc(l->n + 1, sizeof(bool));
+        int parent = -1;
+
+        *made = (struct catalog_made){};
+        if (!made_dir)
+                return -ENOMEM;
+        qsort(l->e, l->n, sizeof(l->e[0]), compare_paths);
+        for (size_t i = 0; i < l->n; i++) {
+                const struct catalog_entry *e = &l->e[i];
+                const char *slash = strrchr(e->path, '/');
+                const char *dir = ".", *name = e->path;
+                _cleanup_free_ char *dir_copy = NULL;
+                int r;
+
+                if (slash) {
+                        dir = dir_copy = strndup(e->path, (size_t)(slash - e->path));
+                        name = slash + 1;
+                        if (!dir_copy)
+                                return -ENOMEM;
+                }
+                /* Sorted: the entries of one directory come together. */
+                if (!parent_path || strcmp(parent_path, dir) != 0) {
+                        safe_close(parent);
+                        free(parent_path);
+                        parent_path = strdup(dir);
+                        parent = parent_path ? open_dir_beneath(tn, dir, true) : -ENOMEM;
+                }
+                if (parent < 0)
+                        r = parent;
+                else if (e->type == CATALOG_DIR)
+                        r = make_dir(parent, name, e);
+                else if (e->type == CATALOG_SYMLINK)
+                        r = make_symlink(parent, name, e);
+                else
+                        r = make_file(tn, parent, name, e);
+                if (r == -EEXIST)
+                        made->existing++;
+                else if (r < 0) {
+                        made->failed++;
+                        log_error_errno(r, "tenant %s: import: cannot make %s: %m", tn->cfg->name, e->path);
+                } else if (e->type == CATALOG_DIR)
+                        made->dirs++, made_dir[i] = true;
+                else if (e->type == CATALOG_SYMLINK)
+                        made->symlinks++;
+                else
+                        made->files++, made->bytes += e->size;
+                if (parent < 0 && parent != -ENOMEM)
+                        parent_path = mfree(parent_path); /* try again for the next entry */
+        }
+        safe_close(parent);
+        /* Deepest first: setting a directory's mtime is its last change. */
+        for (size_t i = l->n; i-- > 0;)
+                if (made_dir[i])
+                        set_dir_mtime(tn, &l->e[i]);
+        return 0;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small objects tierd itself keeps in a tenant's store (the catalog), read
+ * and written by the tenant's worker through a memfd: tierd never talks to
+ * the network.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tierd.h"
+
+/* done(userdata, 0, data, len) with the whole object (data valid during the
+ * call only), or a negative errno: -ENOENT not there, -EFBIG over max. */
+typedef void (*store_got_t)(void *userdata, int error, const char *data, size_t len);
+int store_get(struct tenant *tn, const char *key, size_t max, store_got_t done, void *userdata);
+
+/* Is key there? done(userdata, 0, NULL, its size) or -ENOENT. */
+int store_head(struct tenant *tn, const char *key, store_got_t done, void *userdata);
+
+/* Stores len bytes as key; if_absent: -EEXIST when key is there already
+ * (nothing written). done(userdata, 0 or a negative errno). */
+typedef void (*store_put_t)(void *userdata, int error);
+int store_put(struct tenant *tn, const char *key, const void *data, size_t len, bool if_absent, store_put_t done,
+              void *userdata);
