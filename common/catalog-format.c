@@ -135,6 +135,8 @@ int catalog_writer_add(struct catalog_writer *w, const struct catalog_entry *e) 
         json_object_object_add(o, "op", json_object_new_string(e->op == CATALOG_DEL ? "del" : "put"));
         if ((r = add_bytes(o, "path", e->path, e->path_len)) < 0)
                 return r;
+        if (e->op == CATALOG_DEL && e->type == CATALOG_DIR)
+                json_object_object_add(o, "type", json_object_new_string("dir"));
         if (e->op == CATALOG_PUT) {
                 json_object_object_add(o, "type", json_object_new_string(type_name(e->type)));
                 json_object_object_add(o, "mode", json_object_new_uint64(e->mode));
@@ -326,8 +328,14 @@ static int decode_entry(json_object *o, struct catalog_entry *e, const char **wh
                 return r;
         if (r < 0 || !catalog_path_valid(e->path, e->path_len))
                 return bad(why, "an entry's path is missing or not a relative path beneath the subvolume");
-        if (e->op == CATALOG_DEL)
+        if (e->op == CATALOG_DEL) {
+                /* A directory's: everything beneath it goes too. */
+                bool typed = json_object_object_get_ex(o, "type", &v);
+                if (typed && (!json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), "dir") != 0))
+                        return bad(why, "a del entry's type is not dir");
+                e->type = typed ? CATALOG_DIR : 0;
                 return 0;
+        }
 
         if (!json_object_object_get_ex(o, "type", &v) || !json_object_is_type(v, json_type_string))
                 return bad(why, "an entry has no type");

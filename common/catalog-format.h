@@ -44,7 +44,7 @@ struct catalog_xattr {
 
 struct catalog_entry {
         enum catalog_op op;
-        enum catalog_type type; /* PUT only */
+        enum catalog_type type; /* PUT; DEL of a directory: all beneath it goes too */
         char *path;             /* NUL-terminated; no NUL inside, no "." or ".." part, relative */
         size_t path_len;
         uint64_t size;

@@ -517,7 +517,7 @@ static void write_snapshot(struct catalog *c) {
          * the journal after it too. */
         struct catalog_header h = { .kind = CATALOG_SNAPSHOT, .epoch = c->epoch, .seq = c->next_seq - 1,
                                     .time_usec = realtime_usec() };
-        r = catalog_walk(c->tn, &l);
+        r = catalog_walk(c->tn, "", &l);
         h.entries = l.n;
         struct array_cursor cur = { .e = l.e };
         if (r == 0)
@@ -762,6 +762,11 @@ void catalog_stop(struct tenant *tn) {
                 catalog_free(c);
 }
 
+static void queue_entry(struct catalog *c, struct catalog_pending *p) {
+        *c->queue_tail = p;
+        c->queue_tail = &p->next;
+}
+
 void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const struct stub *s) {
         struct catalog *c = tn->catalog;
         struct catalog_pending *p;
@@ -781,8 +786,59 @@ void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const str
                         log_error_errno(r, "tenant %s: catalog: cannot record %s: %m", tn->cfg->name, rel);
                 return;
         }
-        *c->queue_tail = p;
-        c->queue_tail = &p->next;
+        queue_entry(c, p);
+        catalog_writer_continue(c);
+}
+
+void catalog_note_created(struct tenant *tn, const char *rel) {
+        _cleanup_(catalog_entries_done) struct catalog_entries l = {};
+        struct catalog *c = tn->catalog;
+        int r;
+
+        if (!c || c->state == CATALOG_FENCED)
+                return;
+        r = catalog_walk(tn, rel, &l);
+        for (size_t i = 0; r == 0 && i < l.n; i++) {
+                struct catalog_pending *p = calloc(1, sizeof(*p));
+                if (!p) {
+                        r = -ENOMEM;
+                        break;
+                }
+                p->e = l.e[i];
+                l.e[i] = (struct catalog_entry){};
+                queue_entry(c, p);
+        }
+        if (r < 0) { /* the next snapshot has it */
+                log_error_errno(r, "tenant %s: catalog: cannot record %s: %m", tn->cfg->name, rel);
+                c->snapshot_due = true;
+        }
+        catalog_writer_continue(c);
+}
+
+void catalog_note_deleted(struct tenant *tn, const char *rel, bool dir) {
+        struct catalog *c = tn->catalog;
+        struct catalog_pending *p;
+
+        if (!c || c->state == CATALOG_FENCED || !*rel)
+                return;
+        if (!(p = calloc(1, sizeof(*p))) || !(p->e.path = strdup(rel))) {
+                free(p);
+                c->snapshot_due = true;
+                catalog_writer_continue(c);
+                return;
+        }
+        p->e.op = CATALOG_DEL;
+        p->e.type = dir ? CATALOG_DIR : 0;
+        p->e.path_len = strlen(rel);
+        queue_entry(c, p);
+        catalog_writer_continue(c);
+}
+
+void catalog_note_lost(struct tenant *tn) {
+        struct catalog *c = tn->catalog;
+        if (!c)
+                return;
+        c->snapshot_due = true;
         catalog_writer_continue(c);
 }
 

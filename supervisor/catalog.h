@@ -43,6 +43,14 @@ void catalog_stop(struct tenant *tn);
  * subvolume: its entry goes out with the next journal object. */
 void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const struct stub *s);
 
+/* The tree changed (supervisor/catalogwatch.c): rel was created or came
+ * by a rename (it is recorded, with all beneath it), or went (with all
+ * beneath it, for a directory). */
+void catalog_note_created(struct tenant *tn, const char *rel);
+void catalog_note_deleted(struct tenant *tn, const char *rel, bool dir);
+/* Changes were lost (a queue overflow): a snapshot soon. */
+void catalog_note_lost(struct tenant *tn);
+
 /* May the archived file open as fd be released? Yes when the tenant keeps
  * no catalog, or the file's entry is in the store; else *why says why not
  * and catalog_when_written() tells when to ask again: the callback runs

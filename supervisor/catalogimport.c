@@ -123,13 +123,29 @@ static int compare_latest(const void *a, const void *b, void *entries) {
         return c ? c : (x > y) - (x < y);
 }
 
+/* Gone with a directory deleted (or renamed) after it was recorded? */
+static bool under_later_dir_delete(const struct catalog_import *imp, const size_t *dir_dels, size_t n_dir_dels,
+                                   size_t index) {
+        const struct catalog_entry *e = &imp->all.e[index];
+        for (size_t k = 0; k < n_dir_dels; k++) {
+                const struct catalog_entry *d = &imp->all.e[dir_dels[k]];
+                if (dir_dels[k] > index && e->path_len > d->path_len && e->path[d->path_len] == '/' &&
+                    memcmp(e->path, d->path, d->path_len) == 0)
+                        return true;
+        }
+        return false;
+}
+
 /* The last word on each path, puts only. */
 static int reduce(struct catalog_import *imp, struct catalog_entries *ret) {
-        size_t n = imp->all.n;
-        _cleanup_free_ size_t *order = calloc(n + 1, sizeof(size_t));
+        size_t n = imp->all.n, n_dir_dels = 0;
+        _cleanup_free_ size_t *order = calloc(n + 1, sizeof(size_t)), *dir_dels = calloc(n + 1, sizeof(size_t));
 
-        if (!order)
+        if (!order || !dir_dels)
                 return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (imp->all.e[i].op == CATALOG_DEL && imp->all.e[i].type == CATALOG_DIR)
+                        dir_dels[n_dir_dels++] = i;
         for (size_t i = 0; i < n; i++)
                 order[i] = i;
         qsort_r(order, n, sizeof(size_t), compare_latest, imp->all.e);
@@ -140,7 +156,8 @@ static int reduce(struct catalog_import *imp, struct catalog_entries *ret) {
                         if (next->path_len == e->path_len && memcmp(next->path, e->path, e->path_len) == 0)
                                 continue; /* a later entry of the same path */
                 }
-                if (e->op == CATALOG_PUT && catalog_entries_add(ret, e) < 0)
+                if (e->op == CATALOG_PUT && !under_later_dir_delete(imp, dir_dels, n_dir_dels, order[i]) &&
+                    catalog_entries_add(ret, e) < 0)
                         return -ENOMEM;
         }
         return 0;

@@ -205,18 +205,45 @@ static int walk(int dir_fd, dev_t dev, char *rel, size_t rel_len, unsigned depth
         return 0;
 }
 
-int catalog_walk(struct tenant *tn, struct catalog_entries *ret) {
-        char rel[CATALOG_PATH_MAX + 1] = "";
-        struct stat st;
-        int fd = openat(tn->subvol_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+static int open_dir_beneath(struct tenant *tn, const char *dir, bool make);
 
-        if (fd < 0)
+int catalog_walk(struct tenant *tn, const char *start, struct catalog_entries *ret) {
+        char rel[CATALOG_PATH_MAX + 1];
+        struct stat root, st;
+        int fd, r;
+
+        if (fstat(tn->subvol_fd, &root) < 0)
                 return -errno;
-        if (fstat(fd, &st) < 0) {
-                close(fd);
-                return -errno;
+        if (!*start) { /* the whole tree */
+                rel[0] = 0;
+                if ((fd = openat(tn->subvol_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+                        return -errno;
+                return walk(fd, root.st_dev, rel, 0, 0, ret);
         }
-        return walk(fd, st.st_dev, rel, 0, 0, ret);
+        size_t len = strlen(start);
+        if (len >= sizeof(rel) || !catalog_path_valid(start, len))
+                return -ENODATA;
+        memcpy(rel, start, len + 1);
+        /* The entry itself, found from its directory without following a
+         * symlink, then what is beneath it. */
+        char *slash = strrchr(rel, '/');
+        if (slash)
+                *slash = 0;
+        _cleanup_close_ int parent = open_dir_beneath(tn, slash ? rel : ".", false);
+        if (slash)
+                *slash = '/';
+        if (parent < 0)
+                return parent == -ENOENT || parent == -ELOOP || parent == -EXDEV ? 0 : parent; /* gone, or moved on */
+        const char *name = slash ? slash + 1 : rel;
+        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (st.st_dev != root.st_dev)
+                return 0;
+        if ((r = add_one(parent, name, rel, &st, ret)) < 0 || !S_ISDIR(st.st_mode))
+                return r;
+        if ((fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return walk(fd, root.st_dev, rel, len, 1, ret);
 }
 
 /* ---- making a tree ---- */

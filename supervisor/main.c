@@ -38,6 +38,7 @@
 #include "autoarchive.h"
 #include "job.h"
 #include "catalog.h"
+#include "catalogwatch.h"
 #include "quota.h"
 #include "remotecheck.h"
 #include "usage.h"
@@ -194,6 +195,7 @@ static struct tiered_fs *fs_for(struct tierd *t, const char *mountpoint, const c
                         return &t->fss[i];
         struct tiered_fs *fs = &t->fss[t->n_fss++];
         *fs = (struct tiered_fs){ .t = t, .mnt_fd = -1, .tree_fd = -1, .root_fd = -1, .pre_fd = -1, .notif_fd = -1, .use_fd = -1,
+                                   .catalog_fd = -1,
                                   .mountpoint = strdup(mountpoint), .fstype = strdup(fstype) };
         return fs;
 }
@@ -392,7 +394,11 @@ static int run(struct tierd *t) {
         r = policy_watch_start(t);
         if (r < 0)
                 return r;
-        /* Catalogs last: their first snapshot walks the tenants' trees. */
+        /* Catalogs last: their first snapshot walks the tenants' trees, and
+         * what changes from now on is heard. */
+        for (size_t i = 0; i < t->n_fss; i++)
+                if ((r = catalogwatch_open(&t->fss[i])) < 0)
+                        return r;
         for (size_t i = 0; i < t->n_tenants; i++)
                 if ((r = catalog_start(&t->tenants[i])) < 0)
                         return log_error_errno(r, "tenant %s: cannot start its catalog: %m", t->tenants[i].cfg->name);
@@ -442,6 +448,7 @@ static void teardown(struct tierd *t) {
                         bootmount_remove(t->fss[i].mountpoint);
                 safe_close(t->fss[i].mnt_fd);
                 usegroup_close(&t->fss[i]);
+                catalogwatch_close(&t->fss[i]);
                 fsgroup_close(&t->fss[i]);
                 free(t->fss[i].mountpoint);
                 free(t->fss[i].fstype);

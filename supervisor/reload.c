@@ -18,6 +18,7 @@
 #include "autoarchive.h"
 #include "secrets.h"
 #include "catalog.h"
+#include "catalogwatch.h"
 #include "usage.h"
 #include "usegroup.h"
 #include "workers.h"
@@ -66,7 +67,7 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                 autoarchive_update(tn);
                 if (!tn->cfg->catalog)
                         catalog_stop(tn);
-                else if ((r = catalog_start(tn)) < 0)
+                else if ((r = catalogwatch_open(tn->fs)) < 0 || (r = catalog_start(tn)) < 0)
                         log_error_errno(r, "tenant %s: cannot start its catalog: %m", tn->cfg->name);
                 /* Credentials and header files may be named anew. */
                 if (restart && (r = tenant_secrets_load(tn)) < 0)

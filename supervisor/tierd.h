@@ -43,6 +43,8 @@ struct tiered_fs {
         int notif_fd; /* FAN_REPORT_FID notification group: FAN_CLOSE_WRITE */
         sd_event_source *pre_src, *notif_src;
         int use_fd; /* opens, writes, deletes for the file tables: usegroup.c */
+        int catalog_fd; /* creates, deletes, renames for the catalogs: catalogwatch.c */
+        sd_event_source *catalog_src;
         bool writes_maybe_missed; /* a notification queue overflowed: release checks content */
         sd_event_source *use_src;
 };

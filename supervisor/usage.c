@@ -158,9 +158,9 @@ char *usage_rel_of_fd(const struct tenant *tn, int fd) {
         if (strcmp(tn->subvol_rel, ".") == 0)
                 return strdup(where + 1);
         size_t k = strlen(tn->subvol_rel);
-        if (strncmp(where + 1, tn->subvol_rel, k) != 0 || where[1 + k] != '/')
+        if (strncmp(where + 1, tn->subvol_rel, k) != 0 || (where[1 + k] != '/' && where[1 + k] != 0))
                 return NULL;
-        return strdup(where + 2 + k);
+        return strdup(where[1 + k] ? where + 2 + k : ""); /* "": the subvolume itself */
 }
 
 static void entry_set(struct usage *u, size_t slot, const struct stat *st, enum engine_state state, bool pin) {

@@ -67,6 +67,7 @@ else
 	run_suite "quotas and the policy engine" bash tests/integration/quota.sh
 	run_suite "integrity: chunk manifests" bash tests/integration/integrity.sh
 	run_suite "catalog: import on another node, --at, fencing" bash tests/integration/catalog.sh
+	run_suite "catalog on Ceph RGW" bash tests/integration/catalog.sh s3
 	run_suite "crashes: worker and tierd killed, handover, fd limit" bash tests/integration/crash.sh
 	run_suite "valgrind memcheck of the worker's fill path" bash tests/integration/valgrind.sh
 	run_suite "core on btrfs, daemons built with ASan+UBSan" env BUILD="$BUILD/asan" bash tests/integration/core.sh btrfs

@@ -6,15 +6,34 @@
 # tierd on filesystem B (ext4) imports the tenant from the store and every
 # file reads back identical, with the same stat. --at shows the tree as it
 # was; the node that imported holds the lease, and node A, back, is fenced:
-# it releases nothing.
+# it releases nothing. $1: the store, "file" (default) or "s3" (a real
+# one-node Ceph RGW, whose conditional PUTs the lease and journal rely on).
 set -u
+KIND=${1:-file}
 source "$(dirname "$0")/../lib/lib.sh"
+source "$(dirname "$0")/../lib/rgw.sh"
 tl_init
-echo "# catalog: import on another node, --at, fencing (file:// store)"
+echo "# catalog: import on another node, --at, fencing ($KIND store)"
 TIERCTL=$BUILD/tierctl
 FSA=$TL_DIR/fsa FSB=$TL_DIR/fsb STORE=$TL_DIR/store/alpha
 VA=$TL_DIR/views/a VB=$TL_DIR/views/b
 mkdir -p "$TL_DIR/store"
+if [ "$KIND" = s3 ]; then
+	RGW_PORT=${RGW_PORT:-19000}
+	rgw_install >"$TL_DIR/rgw-install.log" 2>&1 || { cat "$TL_DIR/rgw-install.log"; not_ok "Ceph RGW installs"; tl_summary; exit 1; }
+	RGW_START_TIMEOUT=180 rgw_start "$TL_DIR/rgw" "$RGW_PORT" >"$TL_DIR/rgw-start.log" 2>&1 ||
+		{ tail -n 30 "$TL_DIR/rgw-start.log"; not_ok "Ceph RGW starts"; tl_summary; exit 1; }
+	cleanup_rgw() { rgw_stop "$TL_DIR/rgw" >/dev/null 2>&1; tl_cleanup; }
+	trap cleanup_rgw EXIT
+	rgw_make_bucket tierd-cat >/dev/null
+	printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$RGW_ACCESS_KEY" "$RGW_SECRET_KEY" >"$TL_DIR/s3.cred"
+	BACKEND=s3://tierd-cat/alpha
+	EXTRA=", \"endpoint\": \"http://127.0.0.1:$RGW_PORT\", \"credentials\": \"$TL_DIR/s3.cred\""
+	store_get() { rgw_curl -sf "$RGW_ENDPOINT/tierd-cat/alpha/$1"; }
+else
+	BACKEND=file://$STORE EXTRA=
+	store_get() { cat "$STORE/$1" 2>/dev/null; }
+fi
 
 tl_loopfs btrfs 1G "$FSA" || { not_ok "mkfs A"; tl_summary; exit 1; }
 tl_loopfs ext4 1G "$FSB" || { not_ok "mkfs B"; tl_summary; exit 1; }
@@ -22,8 +41,8 @@ tl_subvol btrfs "$FSA/alpha"
 mkdir -p "$FSB/b1" "$FSB/b2"
 policy() { # FILE SUBVOLUME VIEW
 	cat >"$1" <<-EOF2
-	{"tenants": [{"name": "alpha", "subvolume": "$2", "mount": "$3", "backend": "file://$STORE",
-	  "catalog": true}]}
+	{"tenants": [{"name": "alpha", "subvolume": "$2", "mount": "$3", "backend": "$BACKEND",
+	  "catalog": true$EXTRA}]}
 	EOF2
 }
 policy "$TL_DIR/a.json" "$FSA/alpha" "$VA"
@@ -61,8 +80,25 @@ check "every file with content archived" bash -c "xargs -0 '$TIERCTL' archive <'
 # Released right after the archive: each release waits for its entry.
 check "half of them released at once (each waits for its catalog entry)" \
 	"$TIERCTL" release "$VA/d1/d2/d3/deep" "$VA/with space" "$VA/"$'new\nline' "$VA/"$'raw\xff\xfe bytes' "$VA/private/owned" "$VA/changed"
-check "... the store holds a lease, a snapshot and journal objects" \
-	test -s "$STORE/catalog/epoch/00000001" -a -d "$STORE/catalog/snapshot" -a -s "$STORE/catalog/journal/0000000000000001"
+in_store() { # KEY PATTERN
+	store_get "$1" | grep -q "$2" || { echo "# $1 is not in the store, or has no '$2'"; return 1; }
+}
+store_holds_catalog() {
+	in_store catalog/epoch/00000001 '"epoch":1' && in_store catalog/snapshot/0000000000000000.00000001 tierd_catalog &&
+		in_store catalog/journal/0000000000000001 '"kind":"journal"'
+}
+check "... the store holds a lease, a snapshot and journal objects" store_holds_catalog
+if [ "$KIND" = s3 ]; then
+	# The lease and the journal rely on it: a second create of a key is refused.
+	second_create_refused() {
+		local key=catalog/journal/0000000000000001 code
+		code=$(printf forged | rgw_curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'If-None-Match: *' \
+			-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --data-binary @- "$RGW_ENDPOINT/tierd-cat/alpha/$key")
+		echo "# HTTP $code"
+		[ "$code" = 412 ] && in_store "$key" tierd_catalog
+	}
+	check "s3: a PUT with If-None-Match: * of a journal key that exists: 412, the object unchanged" second_create_refused
+fi
 check "... tierd says the lease is taken and the snapshot written" \
 	grep -q "tenant alpha: catalog: snapshot written" "$TL_TIERD_LOG"
 sleep 1.2
@@ -74,6 +110,21 @@ head -c 9000 /dev/urandom >"$TL_DIR/changed.new"
 "$TIERCTL" restore "$VA/changed" && cp "$TL_DIR/changed.new" "$VA/changed"
 check "after T1: a new file and a changed one archived" "$TIERCTL" archive "$VA/late" "$VA/changed"
 check "... and released (their entries in the journal first)" "$TIERCTL" release "$VA/late" "$VA/changed"
+# Renames, deletes and creates after T1, heard by the catalog's
+# notification group; the same done to the originals.
+tree_changes() { # ROOT
+	mv "$1/d1/d2" "$1/d1/moved" && mv "$1/with space" "$1/renamed file" && rm "$1/empty" &&
+		mkdir "$1/new dir" && ln -s ../d1 "$1/new dir/link"
+}
+check "after T1: a directory and a file renamed, a file deleted, a directory and a symlink made" tree_changes "$VA"
+tree_changes "$TL_DIR/orig" && touch -h -r "$VA/new dir/link" "$TL_DIR/orig/new dir/link"
+journal_has() { # PATTERN: in one of the first 30 journal objects
+	local s
+	for s in $(seq 30); do store_get "catalog/journal/$(printf %016x "$s")" | grep -q "$1" && return 0; done
+	return 1
+}
+wait_journal() { for _ in $(seq 50); do journal_has "$1" && return 0; sleep 0.1; done; return 1; }
+check "... in the journal within seconds" wait_journal '"path":"new dir/link"'
 check "SIGTERM: tierd A exits 0" tl_tierd_stop
 
 # Node A is lost. Node B: another tierd, another filesystem.
@@ -82,11 +133,11 @@ fenced() { for _ in $(seq 100); do grep -q "catalog: its lease (epoch $1) is hel
 check "... and says the lease is held by node A" fenced 1
 check_fails "tierctl tenant import from another backend: refused" \
 	"$TIERCTL" tenant import alpha --from "file://$TL_DIR/elsewhere"
-check_fails "... unknown tenant: refused" "$TIERCTL" tenant import nosuch --from "file://$STORE"
+check_fails "... unknown tenant: refused" "$TIERCTL" tenant import nosuch --from "$BACKEND"
 check_fails "... as an unprivileged user: refused" setpriv --reuid 65534 --regid 65534 --clear-groups \
-	"$TIERCTL" tenant import alpha --from "file://$STORE"
+	"$TIERCTL" tenant import alpha --from "$BACKEND"
 START=$(date +%s.%N)
-check "tierctl tenant import alpha --from the store" bash -c "'$TIERCTL' tenant import alpha --from 'file://$STORE' | tee '$TL_DIR/import.out'"
+check "tierctl tenant import alpha --from the store" bash -c "'$TIERCTL' tenant import alpha --from '$BACKEND' | tee '$TL_DIR/import.out'"
 END=$(date +%s.%N)
 echo "# $(cat "$TL_DIR/import.out") in $(echo "$END - $START" | bc) s"
 check "... files come back as released stubs (no data on B until read)" bash -c "
@@ -124,18 +175,19 @@ check "every file, directory and symlink identical on B: content, names, stat, x
 	python3 "$TL_DIR/treecmp.py" "$TL_DIR/orig" "$VB" late
 check "... the late file too" cmp -s "$VB/late" "$TL_DIR/late.orig"
 check "... the name that is not UTF-8 survived" test -f "$VB/"$'raw\xff\xfe bytes'
-check "B now writes the catalog: lease epoch 2 is B's" grep -q "\"epoch\":2" "$STORE/catalog/epoch/00000002"
+check "B now writes the catalog: lease epoch 2 is B's" in_store catalog/epoch/00000002 '"epoch":2'
 head -c 5000 /dev/urandom >"$VB/from-b"
 check "... B archives and releases a file of its own" bash -c "'$TIERCTL' archive '$VB/from-b' && '$TIERCTL' release '$VB/from-b'"
 check "SIGTERM: tierd B exits 0" tl_tierd_stop
 
 # --at T1: the tree as it was then, on another directory of B.
 check "tierd B again, on another directory" tl_tierd_start "$TL_DIR/b2.json"
-check "tierctl tenant import --at $T1" "$TIERCTL" tenant import alpha --from "file://$STORE" --at "$T1"
+check "tierctl tenant import --at $T1" "$TIERCTL" tenant import alpha --from "$BACKEND" --at "$T1"
 check "... the file made after T1 is not there" test ! -e "$VB/late"
 check "... nor B's own file" test ! -e "$VB/from-b"
 check "... the changed file has its old content" cmp -s "$VB/changed" "$TL_DIR/orig.changed.old"
-check_fails "--at that is not a time: refused" "$TIERCTL" tenant import alpha --from "file://$STORE" --at yesterday
+check "... and the names before the renames and deletes" bash -c "test -f '$VB/d1/d2/d3/deep' -a -f '$VB/with space' -a -f '$VB/empty' -a ! -e '$VB/d1/moved' -a ! -e '$VB/renamed file' -a ! -e '$VB/new dir'"
+check_fails "--at that is not a time: refused" "$TIERCTL" tenant import alpha --from "$BACKEND" --at yesterday
 check "SIGTERM: exits 0" tl_tierd_stop
 
 # Node A comes back: its lease was taken over. It must release nothing.

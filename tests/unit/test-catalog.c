@@ -71,6 +71,7 @@ static void test_roundtrip(void **state) {
                 { .op = CATALOG_PUT, .type = CATALOG_SYMLINK, .path = "dir/link", .path_len = 8, .mode = 0777,
                   .target = "../elsewhere/\x80", .target_len = 14 },
                 { .op = CATALOG_DEL, .path = "gone file", .path_len = 9 },
+                { .op = CATALOG_DEL, .type = CATALOG_DIR, .path = "gone dir", .path_len = 8 },
         };
         size_t len, n = sizeof(in) / sizeof(in[0]);
         char *obj = encode(in, n, &len);
@@ -88,8 +89,10 @@ static void test_roundtrip(void **state) {
                 assert_int_equal(c.e[i].op, in[i].op);
                 assert_int_equal(c.e[i].path_len, in[i].path_len);
                 assert_memory_equal(c.e[i].path, in[i].path, in[i].path_len);
-                if (in[i].op == CATALOG_DEL)
+                if (in[i].op == CATALOG_DEL) {
+                        assert_int_equal(c.e[i].type, in[i].type);
                         continue;
+                }
                 assert_int_equal(c.e[i].type, in[i].type);
                 assert_int_equal(c.e[i].mode, in[i].mode);
                 assert_int_equal(c.e[i].uid, in[i].uid);
@@ -184,6 +187,7 @@ static void test_hostile(void **state) {
                 "{\"op\":\"put\",\"type\":\"dir\",\"path\":\"a\",\"mode\":420,\"uid\":0,\"gid\":0,\"mtime\":[0,0],"
                 "\"xattrs\":[[\"7472757374656400\",\"00\"]]}\n",
                 "{\"op\":\"move\",\"path\":\"a\"}\n",
+                "{\"op\":\"del\",\"path\":\"a\",\"type\":\"file\"}\n",
                 "[1,2]\n",
                 "{\"op\":\"del\",\"path\":\"a\"} trailing\n",
         };
