@@ -35,6 +35,9 @@ struct catalog {
         bool stopping;               /* catalog_stop() while busy: freed when it ends */
         bool first_snapshot_done;    /* every file archived before this run is in the store */
         bool snapshot_due;
+        bool unrecorded;             /* an entry could not be made: nothing is released until a clean snapshot */
+        bool retry_pending;          /* a failed step waits for its backoff */
+        uint64_t snapshot_after_usec; /* a due snapshot waits until then */
         struct catalog_pending *queue, **queue_tail, *sending;
         char *sending_data; /* the journal object in flight */
         size_t sending_len;
@@ -71,3 +74,5 @@ void catalog_writer_resume(struct catalog *c, uint32_t epoch, uint64_t next_seq)
 /* The writer is idle: an import waiting for that starts now. */
 void catalog_import_run(struct catalog *c);
 void catalog_import_abort(struct catalog *c);
+/* At start: an import tierd did not finish is done again. */
+int catalog_import_resume_if_marked(struct tenant *tn);

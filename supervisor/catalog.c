@@ -30,6 +30,8 @@
 #define BACKOFF_MAX_USEC (60 * 1000 * 1000ull)
 #define SNAPSHOT_EVERY_JOURNALS 1000
 #define SNAPSHOT_EVERY_USEC (3600 * 1000 * 1000ull)
+#define SNAPSHOT_RETRY_USEC (60 * 1000 * 1000ull)  /* after one that missed entries */
+#define JOURNAL_ENTRIES_MAX 10000                  /* per journal object: well under what a reader takes */
 #define INDEX_KEEP_USEC (7 * 24 * 3600 * 1000 * 1000ull) /* snapshots listed for --at */
 
 struct catalog_pending {
@@ -203,12 +205,18 @@ static void fence(struct catalog *c, const char *why) {
         pending_free_list(c->queue);
         c->queue = NULL;
         c->queue_tail = &c->queue;
+        /* Entries were dropped: should an import make this node the writer
+         * again, nothing is released before its first snapshot. */
+        c->first_snapshot_done = false;
         wake_waiters(c);
+        catalog_writer_continue(c); /* an import waiting for the writer runs now */
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct catalog *c = userdata;
         (void)s, (void)usec;
-        catalog_writer_continue(userdata);
+        c->retry_pending = false;
+        catalog_writer_continue(c);
         return 0;
 }
 
@@ -231,6 +239,7 @@ static void retry_later(struct catalog *c, int error, const char *what) {
         log_error("tenant %s: catalog: %s: %s; trying again in %llu s", c->tn->cfg->name, what, strerror(-error),
                   (unsigned long long)(c->backoff_usec / 1000000));
         tenant_set_last_error(c->tn, "catalog: %s: %s", what, strerror(-error));
+        c->retry_pending = true; /* nothing new starts before (a change heard meanwhile waits too) */
         continue_after(c, c->backoff_usec);
         /* Those waiting for an entry hear of it (and give up). */
         struct catalog_waiter *w = c->waiters;
@@ -381,8 +390,19 @@ static int encode_entries(const struct catalog_header *h, const struct catalog_e
         return r;
 }
 
+/* A snapshot on its way: the object, then the list of snapshots. */
+struct snapshot_put {
+        struct catalog *c;
+        uint64_t seq, time_usec;
+        size_t failed; /* entries the walk could not make */
+};
+
 static void on_index_put(void *userdata, int error) {
-        struct catalog *c = userdata;
+        struct snapshot_put *p = userdata;
+        struct catalog *c = p->c;
+        size_t failed = p->failed;
+
+        free(p);
         if (!catalog_request_ended(c))
                 return;
         if (error < 0) {
@@ -393,7 +413,18 @@ static void on_index_put(void *userdata, int error) {
         c->snapshot_due = false;
         c->journals_since_snapshot = 0;
         c->snapshot_usec = tierd_now_usec(c->tn->t);
-        if (!c->first_snapshot_done) {
+        /* Entries it could not make: nothing is released until a snapshot
+         * without them, tried again in a minute. */
+        if (failed) {
+                log_error("tenant %s: catalog: %zu entries could not be recorded (see above): no release until "
+                          "they are", c->tn->cfg->name, failed);
+                tenant_set_last_error(c->tn, "catalog: %zu entries could not be recorded", failed);
+                c->snapshot_due = true;
+                c->snapshot_after_usec = c->snapshot_usec + SNAPSHOT_RETRY_USEC;
+        }
+        bool was_unrecorded = c->unrecorded;
+        c->unrecorded = failed > 0;
+        if (!c->first_snapshot_done || was_unrecorded) {
                 c->first_snapshot_done = true;
                 log_info("tenant %s: catalog: snapshot written (journal %llu, epoch %u)", c->tn->cfg->name,
                          (unsigned long long)(c->next_seq - 1), c->epoch);
@@ -404,7 +435,9 @@ static void on_index_put(void *userdata, int error) {
 
 /* The list of snapshots, for imports --at: the new one added, those past
  * the retention dropped (the latest always kept). */
-static void put_index(struct catalog *c, uint64_t seq, uint64_t time_usec) {
+static void put_index(struct snapshot_put *p) {
+        struct catalog *c = p->c;
+        uint64_t seq = p->seq, time_usec = p->time_usec;
         json_object *n = json_object_new_array(), *e = json_object_new_object();
         size_t len = c->index ? json_object_array_length(c->index) : 0;
         int r = -ENOMEM;
@@ -428,34 +461,31 @@ static void put_index(struct catalog *c, uint64_t seq, uint64_t time_usec) {
                 char key[STUB_KEY_MAX];
                 catalog_index_key(c->epoch, key);
                 c->busy = true;
-                r = store_put(c->tn, key, text, strlen(text), false, on_index_put, c);
+                r = store_put(c->tn, key, text, strlen(text), false, on_index_put, p);
         }
         json_object_put(n);
         json_object_put(e);
         if (r < 0) {
+                free(p);
                 c->busy = false;
                 retry_later(c, r, "cannot write the list of snapshots");
         }
 }
 
-struct snapshot_put {
-        struct catalog *c;
-        uint64_t seq, time_usec;
-};
-
 static void on_snapshot_put(void *userdata, int error) {
         struct snapshot_put *p = userdata;
         struct catalog *c = p->c;
-        uint64_t seq = p->seq, time_usec = p->time_usec;
 
-        free(p);
-        if (!catalog_request_ended(c))
+        if (!catalog_request_ended(c)) {
+                free(p);
                 return;
+        }
         if (error < 0) {
+                free(p);
                 retry_later(c, error, "cannot write a snapshot");
                 return;
         }
-        put_index(c, seq, time_usec);
+        put_index(p);
 }
 
 static void on_index_read(void *userdata, int error, const char *data, size_t len) {
@@ -531,7 +561,7 @@ static void write_snapshot(struct catalog *c) {
                 retry_later(c, -ENOMEM, "cannot make a snapshot");
                 return;
         }
-        *p = (struct snapshot_put){ .c = c, .seq = h.seq, .time_usec = h.time_usec };
+        *p = (struct snapshot_put){ .c = c, .seq = h.seq, .time_usec = h.time_usec, .failed = l.failed };
         catalog_snapshot_key(h.seq, c->epoch, key);
         c->busy = true;
         /* Ours (the key has our epoch): written again after a restart. */
@@ -574,6 +604,38 @@ static void journal_requeue(struct catalog *c) {
         c->sending_data = mfree(c->sending_data);
 }
 
+/* After the PUT as before it: a lease taken in between (an import
+ * elsewhere that read up to this number) makes the object one readers
+ * ignore, and its entries are not in the catalog. */
+static void on_fence_checked_after(void *userdata, int error, const char *data, size_t len) {
+        struct catalog *c = userdata;
+        (void)data, (void)len;
+        if (!catalog_request_ended(c))
+                return;
+        if (error == 0) {
+                journal_requeue(c);
+                fence(c, "another node took the catalog over (a newer lease is in the store)");
+                return;
+        }
+        if (error != -ENOENT) {
+                retry_later(c, error, "cannot check the lease");
+                return; /* checked again next time: the object is written, its entries pending */
+        }
+        journal_done(c);
+        catalog_writer_continue(c);
+}
+
+static void check_fence_after_put(struct catalog *c) {
+        char key[STUB_KEY_MAX];
+        catalog_epoch_key(c->epoch + 1, key);
+        c->busy = true;
+        int r = store_head(c->tn, key, on_fence_checked_after, c);
+        if (r < 0) {
+                c->busy = false;
+                retry_later(c, r, "cannot check the lease");
+        }
+}
+
 static void on_journal_read_back(void *userdata, int error, const char *data, size_t len) {
         struct catalog *c = userdata;
         struct catalog_header h = {};
@@ -582,8 +644,7 @@ static void on_journal_read_back(void *userdata, int error, const char *data, si
         if (!catalog_request_ended(c))
                 return;
         if (error == 0 && len == c->sending_len && memcmp(data, c->sending_data, len) == 0) {
-                journal_done(c); /* ours: written before a worker died */
-                catalog_writer_continue(c);
+                check_fence_after_put(c); /* ours: written before a worker died */
                 return;
         }
         if (error == 0 && catalog_decode(data, len, &h, NULL, NULL, &why) == 0 && h.epoch > c->epoch) {
@@ -591,12 +652,18 @@ static void on_journal_read_back(void *userdata, int error, const char *data, si
                 fence(c, "another node took the catalog over (a newer lease wrote this journal number)");
                 return;
         }
-        if (error < 0 && error != -ENOENT) {
+        if (error == -ENOENT) { /* there, then gone: the same number again */
+                journal_requeue(c);
+                catalog_writer_continue(c);
+                return;
+        }
+        if (error < 0 && error != -EFBIG) {
                 journal_requeue(c);
                 retry_later(c, error, "cannot read a journal object back");
                 return;
         }
-        /* A fenced writer's leftover, or gone again: the next number. */
+        /* A fenced writer's leftover (or an object no reader takes): the
+         * next number. */
         log_warning("tenant %s: catalog: journal %llu is another writer's: skipped", c->tn->cfg->name,
                     (unsigned long long)c->next_seq);
         c->next_seq++;
@@ -626,8 +693,7 @@ static void on_journal_put(void *userdata, int error) {
                 retry_later(c, error, "cannot write a journal object");
                 return;
         }
-        journal_done(c);
-        catalog_writer_continue(c);
+        check_fence_after_put(c);
 }
 
 static void put_journal(struct catalog *c) {
@@ -635,11 +701,17 @@ static void put_journal(struct catalog *c) {
         size_t n = 0;
         int r;
 
-        c->sending = c->queue;
-        c->queue = NULL;
-        c->queue_tail = &c->queue;
-        for (struct catalog_pending *p = c->sending; p; p = p->next)
+        /* At most JOURNAL_ENTRIES_MAX entries an object: the rest go next. */
+        struct catalog_pending **cut = &c->queue;
+        while (*cut && n < JOURNAL_ENTRIES_MAX) {
+                cut = &(*cut)->next;
                 n++;
+        }
+        c->sending = c->queue;
+        c->queue = *cut;
+        *cut = NULL;
+        if (!c->queue)
+                c->queue_tail = &c->queue;
         struct catalog_header h = { .kind = CATALOG_JOURNAL, .epoch = c->epoch, .seq = c->next_seq,
                                     .time_usec = realtime_usec(), .entries = n };
         struct catalog_pending *cur = c->sending;
@@ -686,7 +758,7 @@ static void check_fence_then_put(struct catalog *c) {
 /* ---- the writer's next step ---- */
 
 void catalog_writer_continue(struct catalog *c) {
-        if (c->busy || c->stopping)
+        if (c->busy || c->stopping || c->retry_pending)
                 return;
         if (c->import) {
                 catalog_import_run(c); /* it resumes the writer when done */
@@ -705,13 +777,20 @@ void catalog_writer_continue(struct catalog *c) {
                 probe_seq(c);
                 return;
         }
-        if (!c->first_snapshot_done || c->snapshot_due) {
+        uint64_t now = tierd_now_usec(c->tn->t);
+        if (!c->first_snapshot_done || (c->snapshot_due && now >= c->snapshot_after_usec)) {
                 write_snapshot(c);
                 return;
         }
-        if (!c->queue)
+        if (c->sending) { /* written, the lease not checked after it yet */
+                check_fence_after_put(c);
                 return;
-        uint64_t now = tierd_now_usec(c->tn->t);
+        }
+        if (!c->queue) {
+                if (c->snapshot_due)
+                        continue_after(c, c->snapshot_after_usec - now);
+                return;
+        }
         if (c->last_put_usec && now < c->last_put_usec + FLUSH_EVERY_USEC) {
                 continue_after(c, c->last_put_usec + FLUSH_EVERY_USEC - now);
                 return;
@@ -746,6 +825,9 @@ int catalog_start(struct tenant *tn) {
         c->probe_epoch = 1;
         node_name(tn, c->node, sizeof(c->node));
         tn->catalog = c;
+        int r = catalog_import_resume_if_marked(tn);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: cannot import again: %m", tn->cfg->name);
         catalog_writer_continue(c);
         return 0;
 }
@@ -762,9 +844,25 @@ void catalog_stop(struct tenant *tn) {
                 catalog_free(c);
 }
 
+/* A name the catalog cannot hold (too long) is never queued: it would
+ * fail the journal object it is in. */
 static void queue_entry(struct catalog *c, struct catalog_pending *p) {
+        if (!catalog_path_valid(p->e.path, p->e.path_len)) {
+                catalog_entry_done(&p->e);
+                free(p);
+                return;
+        }
         *c->queue_tail = p;
         c->queue_tail = &p->next;
+}
+
+/* An entry could not be made: releases stop until a snapshot has it. */
+static void unrecorded(struct catalog *c, const char *rel, int error) {
+        log_error_errno(error, "tenant %s: catalog: cannot record %s: %m; no release until a snapshot has it",
+                        c->tn->cfg->name, rel);
+        c->unrecorded = true;
+        c->snapshot_due = true;
+        c->snapshot_after_usec = 0;
 }
 
 void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const struct stub *s) {
@@ -775,15 +873,21 @@ void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const str
 
         if (!c || c->state == CATALOG_FENCED)
                 return;
-        if (fstat(fd, &st) < 0 || !(p = calloc(1, sizeof(*p))))
+        if (fstat(fd, &st) < 0 || !(p = calloc(1, sizeof(*p)))) {
+                unrecorded(c, rel, -ENOMEM);
+                catalog_writer_continue(c);
                 return;
+        }
         p->dev = st.st_dev;
         p->ino = st.st_ino;
         r = catalog_entry_from_fd(fd, rel, s, &p->e);
         if (r < 0) {
                 free(p);
+                /* ENODATA: a name the catalog cannot hold: catalog_file_durable
+                 * refuses the file's release. */
                 if (r != -ENODATA)
-                        log_error_errno(r, "tenant %s: catalog: cannot record %s: %m", tn->cfg->name, rel);
+                        unrecorded(c, rel, r);
+                catalog_writer_continue(c);
                 return;
         }
         queue_entry(c, p);
@@ -808,10 +912,10 @@ void catalog_note_created(struct tenant *tn, const char *rel) {
                 l.e[i] = (struct catalog_entry){};
                 queue_entry(c, p);
         }
-        if (r < 0) { /* the next snapshot has it */
-                log_error_errno(r, "tenant %s: catalog: cannot record %s: %m", tn->cfg->name, rel);
-                c->snapshot_due = true;
-        }
+        if (r < 0)
+                unrecorded(c, rel, r);
+        else if (l.failed)
+                unrecorded(c, rel, -EIO);
         catalog_writer_continue(c);
 }
 
@@ -823,7 +927,7 @@ void catalog_note_deleted(struct tenant *tn, const char *rel, bool dir) {
                 return;
         if (!(p = calloc(1, sizeof(*p))) || !(p->e.path = strdup(rel))) {
                 free(p);
-                c->snapshot_due = true;
+                unrecorded(c, rel, -ENOMEM);
                 catalog_writer_continue(c);
                 return;
         }
@@ -849,6 +953,17 @@ static bool pending_has(const struct catalog_pending *p, const struct stat *st) 
         return false;
 }
 
+/* Can the catalog hold the file's name at all? */
+static bool name_fits(struct tenant *tn, int fd) {
+        _cleanup_free_ char *rel = usage_rel_of_fd(tn, fd);
+        size_t depth = 0;
+        if (!rel || !catalog_path_valid(rel, strlen(rel)))
+                return false;
+        for (const char *p = rel; (p = strchr(p, '/')); p++)
+                depth++;
+        return depth <= CATALOG_DEPTH_MAX;
+}
+
 bool catalog_file_durable(struct tenant *tn, int fd, const char **why) {
         struct catalog *c = tn->catalog;
         struct stat st;
@@ -857,6 +972,15 @@ bool catalog_file_durable(struct tenant *tn, int fd, const char **why) {
                 return true;
         if (!c || c->state == CATALOG_FENCED) {
                 *why = "the tenant's catalog is written by another node: nothing is released here";
+                return false;
+        }
+        if (!name_fits(tn, fd)) {
+                *why = "its path is longer or deeper than a catalog keeps (4096 bytes, 256 directories)";
+                return false;
+        }
+        if (c->unrecorded) {
+                *why = "the catalog misses entries it could not make (see tierd's log): no release until a snapshot "
+                       "has them";
                 return false;
         }
         if (!c->first_snapshot_done || fstat(fd, &st) < 0 || pending_has(c->queue, &st) || pending_has(c->sending, &st)) {

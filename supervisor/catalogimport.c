@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "catalog-internal.h"
 #include "catalogtree.h"
@@ -31,11 +33,13 @@ struct catalog_import {
         uint32_t snapshot_epoch; /* 0: no snapshot, the journal from 1 */
         uint32_t index_epoch;    /* the list of snapshots read next */
         bool past_at; /* journal objects from here on are read only to find the last */
+        char *lease_text; /* the lease object this import writes */
         struct catalog_entries all; /* in the order written */
 };
 
 static void import_free(struct catalog_import *imp) {
         free(imp->epoch_start);
+        free(imp->lease_text);
         catalog_entries_done(&imp->all);
         free(imp);
 }
@@ -165,17 +169,92 @@ static int reduce(struct catalog_import *imp, struct catalog_entries *ret) {
 
 static void import_step(struct catalog *c);
 
+/* Between the lease and the tree made, a mark in the state directory: a
+ * tierd that dies there imports again when it starts, before its writer
+ * would take the half-made tree for the truth. */
+static char *import_mark_path(struct tenant *tn) {
+        char *p = NULL;
+        return asprintf(&p, "%s/%s.catalog-import", tn->t->state_dir, tn->cfg->name) < 0 ? NULL : p;
+}
+
+static int import_mark(struct tenant *tn, uint64_t at_usec) {
+        _cleanup_free_ char *path = import_mark_path(tn);
+        FILE *f;
+        if (!path)
+                return -ENOMEM;
+        (void)mkdir(tn->t->state_dir, 0700);
+        if (!(f = fopen(path, "we")))
+                return -errno;
+        fprintf(f, "%llu\n", (unsigned long long)at_usec);
+        int r = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
+        fclose(f);
+        return r;
+}
+
+static void import_unmark(struct tenant *tn) {
+        _cleanup_free_ char *path = import_mark_path(tn);
+        if (path)
+                unlink(path);
+}
+
+static void on_resumed_import(void *userdata, int error, const char *message) {
+        (void)userdata, (void)error, (void)message; /* logged by import_end */
+}
+
+int catalog_import_resume_if_marked(struct tenant *tn) {
+        _cleanup_free_ char *path = import_mark_path(tn);
+        unsigned long long at = 0;
+        FILE *f = path ? fopen(path, "re") : NULL;
+        if (!f)
+                return 0;
+        if (fscanf(f, "%llu", &at) != 1)
+                at = 0;
+        fclose(f);
+        log_warning("tenant %s: an import did not finish (tierd stopped during it): importing again", tn->cfg->name);
+        return catalog_import(tn, at, on_resumed_import, NULL);
+}
+
+static void on_lease_read_back(void *userdata, int error, const char *data, size_t len);
+static void make_tree(struct catalog *c, int error);
+
 static void on_lease_taken(void *userdata, int error) {
         struct catalog *c = userdata;
-        _cleanup_(catalog_entries_done) struct catalog_entries tree = {};
-        struct catalog_made made = {};
-        int r;
 
         if (!catalog_request_ended(c))
                 return;
+        uint32_t epoch = c->import->n_epochs + 1;
+        if (error == -EEXIST) { /* ours, if a worker died after writing it? */
+                char key[STUB_KEY_MAX];
+                catalog_epoch_key(epoch, key);
+                c->busy = true;
+                int r = store_get(c->tn, key, 4096, on_lease_read_back, c);
+                if (r < 0) {
+                        c->busy = false;
+                        import_fail(c, r, "cannot read the catalog's lease back: %s; nothing was made", strerror(-r));
+                }
+                return;
+        }
+        make_tree(c, error);
+}
+
+static void on_lease_read_back(void *userdata, int error, const char *data, size_t len) {
+        struct catalog *c = userdata;
+        if (!catalog_request_ended(c))
+                return;
+        struct catalog_import *imp = c->import;
+        bool ours = error == 0 && len == strlen(imp->lease_text) && memcmp(data, imp->lease_text, len) == 0;
+        make_tree(c, ours ? 0 : -EEXIST);
+}
+
+/* The lease is taken (error 0): the tree is made. */
+static void make_tree(struct catalog *c, int error) {
+        _cleanup_(catalog_entries_done) struct catalog_entries tree = {};
+        struct catalog_made made = {};
         struct catalog_import *imp = c->import;
         uint32_t epoch = imp->n_epochs + 1;
         uint64_t next_seq = imp->seq;
+        int r;
+
         if (error == -EEXIST) {
                 import_fail(c, -EBUSY, "another node took the catalog's lease meanwhile; nothing was made, try again");
                 return;
@@ -187,6 +266,8 @@ static void on_lease_taken(void *userdata, int error) {
         r = reduce(imp, &tree);
         if (r == 0)
                 r = catalog_make_tree(c->tn, &tree, &made);
+        if (r == 0)
+                import_unmark(c->tn);
         if (r < 0)
                 import_finish(c, r, "cannot make the tree: %s", strerror(-r));
         else
@@ -205,11 +286,19 @@ static void on_lease_taken(void *userdata, int error) {
 static void take_lease(struct catalog *c) {
         struct catalog_import *imp = c->import;
         char key[STUB_KEY_MAX];
-        _cleanup_free_ char *text = catalog_format_epoch(imp->n_epochs + 1, imp->seq, c->node);
+        int k = import_mark(c->tn, imp->at_usec);
+        if (k < 0) {
+                import_fail(c, k, "cannot write the import's mark in %s: %s; nothing was made", c->tn->t->state_dir,
+                            strerror(-k));
+                return;
+        }
+        free(imp->lease_text);
+        imp->lease_text = catalog_format_epoch(imp->n_epochs + 1, imp->seq, c->node);
 
         catalog_epoch_key(imp->n_epochs + 1, key);
         c->busy = true;
-        int r = text ? store_put(c->tn, key, text, strlen(text), true, on_lease_taken, c) : -ENOMEM;
+        int r = imp->lease_text ? store_put(c->tn, key, imp->lease_text, strlen(imp->lease_text), true, on_lease_taken, c)
+                                : -ENOMEM;
         if (r < 0) {
                 c->busy = false;
                 import_fail(c, r, "cannot take the catalog's lease: %s", strerror(-r));
@@ -311,8 +400,8 @@ static void on_index(void *userdata, int error, const char *data, size_t len) {
                 if (!json_object_object_get_ex(x, "seq", &s) || !json_object_object_get_ex(x, "time", &t))
                         continue;
                 uint64_t seq = json_object_get_uint64(s), time_usec = json_object_get_uint64(t);
-                if (seq > end || (imp->at_usec && time_usec > imp->at_usec))
-                        continue;
+                if (seq > end || seq >= UINT64_MAX / 2 || (imp->at_usec && time_usec > imp->at_usec))
+                        continue; /* past its epoch, absurd, or after --at */
                 if (!imp->snapshot_epoch || seq >= imp->snapshot_seq) {
                         imp->snapshot_seq = seq;
                         imp->snapshot_epoch = k;

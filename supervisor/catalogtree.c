@@ -18,7 +18,6 @@
 #include "macro.h"
 #include "usage.h"
 
-#define WALK_MAX_DEPTH 256
 
 void catalog_entries_done(struct catalog_entries *l) {
         for (size_t i = 0; i < l->n; i++)
@@ -43,10 +42,15 @@ int catalog_entries_add(struct catalog_entries *l, struct catalog_entry *e) {
 
 /* user.* and POSIX ACLs of an fd opened for reading. */
 static int read_xattrs(int fd, struct catalog_entry *e) {
-        char names[4096];
-        ssize_t n = flistxattr(fd, names, sizeof(names));
-        if (n < 0)
+        ssize_t size = flistxattr(fd, NULL, 0);
+        if (size < 0)
                 return errno == ENOTSUP || errno == EBADF ? 0 : -errno;
+        _cleanup_free_ char *names = malloc((size_t)size + 1);
+        if (!names)
+                return -ENOMEM;
+        ssize_t n = flistxattr(fd, names, (size_t)size);
+        if (n < 0)
+                return errno == ERANGE ? -EAGAIN : -errno; /* grew meanwhile: the next try */
         for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1) {
                 const char *name = names + i;
                 if (!catalog_xattr_name_allowed(name) || e->n_xattrs == CATALOG_XATTRS_MAX)
@@ -169,8 +173,10 @@ static int walk(int dir_fd, dev_t dev, char *rel, size_t rel_len, unsigned depth
         struct dirent *de;
         int r;
 
-        if (depth > WALK_MAX_DEPTH)
-                return -ELOOP;
+        if (depth > CATALOG_DEPTH_MAX) {
+                close(dir_fd);
+                return 0; /* deeper than a catalog keeps: catalog_file_durable refuses their release */
+        }
         if (!(d = fdopendir(dir_fd))) {
                 close(dir_fd);
                 return -errno;
@@ -193,8 +199,15 @@ static int walk(int dir_fd, dev_t dev, char *rel, size_t rel_len, unsigned depth
                 bool is_dir = S_ISDIR(st.st_mode);
                 /* Another filesystem or subvolume inside (a snapshot the
                  * tenant made): not this tree. */
-                if (st.st_dev == dev && (r = add_one(dirfd(d), de->d_name, rel, &st, l)) < 0)
-                        return r;
+                /* One entry that cannot be made (changed under us, leased...)
+                 * does not stop the walk: counted, and the catalog knows it
+                 * misses something. */
+                if (st.st_dev == dev && (r = add_one(dirfd(d), de->d_name, rel, &st, l)) < 0) {
+                        if (r == -ENOMEM)
+                                return r;
+                        log_warning("catalog: %s: not recorded: %s", rel, strerror(-r));
+                        l->failed++;
+                }
                 if (is_dir && st.st_dev == dev) {
                         int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (sub >= 0 && (r = walk(sub, dev, rel, sub_len, depth + 1, l)) < 0)
@@ -313,19 +326,29 @@ static int fill_in_file(struct tenant *tn, int fd, const struct catalog_entry *e
                 return -errno;
         if ((r = stub_write_fd(fd, &s)) < 0 || (r = stub_put_back_attrs(fd, &s, false)) < 0)
                 return r;
-        usage_update_fd(tn, fd);
         return 0;
 }
 
+/* Made whole without a name, then linked in: never a hole without its stub
+ * under a name (a reader would see zeros), even if tierd dies half way. */
 static int make_file(struct tenant *tn, int parent, const char *name, const struct catalog_entry *e) {
-        _cleanup_close_ int fd = openat(parent, name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+        struct stat st;
+        if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return -EEXIST;
+        _cleanup_close_ int dir = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0)
+                return -errno;
+        _cleanup_close_ int fd = openat(dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (fd < 0)
                 return -errno;
         int r = fill_in_file(tn, fd, e);
-        /* Never a hole without its stub: a reader would see zeros. */
-        if (r < 0 && unlinkat(parent, name, 0) < 0)
-                log_error("tenant %s: import: cannot remove the half-made %s: %m", tn->cfg->name, e->path);
-        return r == -EEXIST ? -EIO : r; /* EEXIST counts as "there already" */
+        if (r < 0)
+                return r == -EEXIST ? -EIO : r; /* EEXIST counts as "there already" */
+        /* linkat(AT_EMPTY_PATH) wants CAP_DAC_READ_SEARCH, which tierd has. */
+        if (linkat(fd, "", dir, name, AT_EMPTY_PATH) < 0)
+                return -errno; /* EEXIST: made meanwhile by someone else, left alone */
+        usage_update_fd(tn, fd);
+        return 0;
 }
 
 static int make_dir(int parent, const char *name, const struct catalog_entry *e) {

@@ -20,9 +20,12 @@
 int catalog_entry_from_fd(int fd, const char *rel, const struct stub *s, struct catalog_entry *ret);
 
 /* Every entry of the tenant's tree, in no particular order. */
+#define CATALOG_DEPTH_MAX 256 /* directories a walk goes down */
+
 struct catalog_entries {
         struct catalog_entry *e;
         size_t n, allocated;
+        size_t failed; /* entries a walk could not make (logged): the catalog misses them */
 };
 void catalog_entries_done(struct catalog_entries *l);
 int catalog_entries_add(struct catalog_entries *l, struct catalog_entry *e); /* takes e's contents */

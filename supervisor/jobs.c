@@ -699,8 +699,10 @@ static int walk(int dir_fd, unsigned depth, struct tenant_usage *u) {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
 
-        if (depth > WALK_MAX_DEPTH)
+        if (depth > WALK_MAX_DEPTH) {
+                close(dir_fd);
                 return -ELOOP;
+        }
         d = fdopendir(dir_fd);
         if (!d) {
                 close(dir_fd);

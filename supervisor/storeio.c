@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -18,6 +19,7 @@ struct get {
         store_got_t done;
         void *userdata;
         int fd;
+        size_t max;
 };
 
 static void on_got(struct request *req, const struct proto_reply *rep) {
@@ -25,6 +27,16 @@ static void on_got(struct request *req, const struct proto_reply *rep) {
         int r = rep->error;
         char *data = NULL;
 
+        struct stat st;
+        /* The worker is not trusted: what it says it wrote must be there,
+         * and no more than asked (a mapping past the end would be SIGBUS). */
+        if (r == 0 && !(req->msg.flags & PROTO_GET_SIZE_ONLY) &&
+            (rep->bytes > g->max || fstat(g->fd, &st) < 0 || (uint64_t)st.st_size < rep->bytes))
+                r = -EBADMSG;
+        /* Sealed: the worker cannot shrink it under the mapping. */
+        if (r == 0 && rep->bytes > 0 && !(req->msg.flags & PROTO_GET_SIZE_ONLY) &&
+            fcntl(g->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+                r = -errno;
         if (r == 0 && rep->bytes > 0 && !(req->msg.flags & PROTO_GET_SIZE_ONLY)) {
                 /* The worker wrote exactly rep->bytes from offset 0. */
                 data = mmap(NULL, rep->bytes, PROT_READ, MAP_PRIVATE, g->fd, 0);
@@ -49,8 +61,8 @@ static int get(struct tenant *tn, const char *key, size_t max, unsigned flags, s
 
         if (!g)
                 return -ENOMEM;
-        *g = (struct get){ .done = done, .userdata = userdata };
-        g->fd = memfd_create("tierd-get", MFD_CLOEXEC);
+        *g = (struct get){ .done = done, .userdata = userdata, .max = max };
+        g->fd = memfd_create("tierd-get", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (g->fd < 0) {
                 int r = -errno;
                 free(g);

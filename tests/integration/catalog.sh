@@ -27,6 +27,7 @@ if [ "$KIND" = s3 ]; then
 	trap cleanup_rgw EXIT
 	rgw_make_bucket tierd-cat >/dev/null
 	printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$RGW_ACCESS_KEY" "$RGW_SECRET_KEY" >"$TL_DIR/s3.cred"
+	chmod 600 "$TL_DIR/s3.cred"
 	BACKEND=s3://tierd-cat/alpha
 	EXTRA=", \"endpoint\": \"http://127.0.0.1:$RGW_PORT\", \"credentials\": \"$TL_DIR/s3.cred\""
 	store_get() { rgw_curl -sf "$RGW_ENDPOINT/tierd-cat/alpha/$1"; }
