@@ -247,6 +247,15 @@ static void retry_later(struct catalog *c, int error, const char *what) {
         call_waiters(w);
 }
 
+/* A request to the store was given (busy set before): if it could not
+ * even start, the step waits its backoff. */
+static void request_started(struct catalog *c, int r, const char *what) {
+        if (r < 0) {
+                c->busy = false;
+                retry_later(c, r, what);
+        }
+}
+
 /* ---- the lease ---- */
 
 static void discover_next(struct catalog *c);
@@ -272,17 +281,13 @@ static void on_epoch_taken(void *userdata, int error) {
 static void take_epoch(struct catalog *c, uint32_t epoch, uint64_t start_seq) {
         char key[STUB_KEY_MAX];
         _cleanup_free_ char *text = catalog_format_epoch(epoch, start_seq, c->node);
-        int r;
 
         c->probe_epoch = epoch;
         c->latest_start_seq = start_seq;
         catalog_epoch_key(epoch, key);
         c->busy = true;
-        r = text ? store_put(c->tn, key, text, strlen(text), true, on_epoch_taken, c) : -ENOMEM;
-        if (r < 0) {
-                c->busy = false;
-                retry_later(c, r, "cannot take the lease");
-        }
+        request_started(c, text ? store_put(c->tn, key, text, strlen(text), true, on_epoch_taken, c) : -ENOMEM,
+                        "cannot take the lease");
 }
 
 static void on_seq_probed(void *userdata, int error, const char *data, size_t len) {
@@ -309,11 +314,7 @@ static void probe_seq(struct catalog *c) {
         char key[STUB_KEY_MAX];
         catalog_journal_key(c->next_seq, key);
         c->busy = true;
-        int r = store_head(c->tn, key, on_seq_probed, c);
-        if (r < 0) {
-                c->busy = false;
-                retry_later(c, r, "cannot find the last journal object");
-        }
+        request_started(c, store_head(c->tn, key, on_seq_probed, c), "cannot find the last journal object");
 }
 
 static void on_epoch_read(void *userdata, int error, const char *data, size_t len) {
@@ -357,11 +358,7 @@ static void discover_next(struct catalog *c) {
         char key[STUB_KEY_MAX];
         catalog_epoch_key(c->probe_epoch, key);
         c->busy = true;
-        int r = store_get(c->tn, key, 4096, on_epoch_read, c);
-        if (r < 0) {
-                c->busy = false;
-                retry_later(c, r, "cannot read the lease");
-        }
+        request_started(c, store_get(c->tn, key, 4096, on_epoch_read, c), "cannot read the lease");
 }
 
 /* ---- snapshots ---- */
@@ -537,10 +534,8 @@ static void write_snapshot(struct catalog *c) {
         if (!c->index) { /* this epoch's, read once: each snapshot adds to it */
                 catalog_index_key(c->epoch, key);
                 c->busy = true;
-                if ((r = store_get(c->tn, key, CATALOG_INDEX_MAX, on_index_read, c)) < 0) {
-                        c->busy = false;
-                        retry_later(c, r, "cannot read the list of snapshots");
-                }
+                request_started(c, store_get(c->tn, key, CATALOG_INDEX_MAX, on_index_read, c),
+                                "cannot read the list of snapshots");
                 return;
         }
         /* As of the last journal object: what is archived meanwhile is in
@@ -629,11 +624,7 @@ static void check_fence_after_put(struct catalog *c) {
         char key[STUB_KEY_MAX];
         catalog_epoch_key(c->epoch + 1, key);
         c->busy = true;
-        int r = store_head(c->tn, key, on_fence_checked_after, c);
-        if (r < 0) {
-                c->busy = false;
-                retry_later(c, r, "cannot check the lease");
-        }
+        request_started(c, store_head(c->tn, key, on_fence_checked_after, c), "cannot check the lease");
 }
 
 static void on_journal_read_back(void *userdata, int error, const char *data, size_t len) {
@@ -748,11 +739,7 @@ static void check_fence_then_put(struct catalog *c) {
         char key[STUB_KEY_MAX];
         catalog_epoch_key(c->epoch + 1, key);
         c->busy = true;
-        int r = store_head(c->tn, key, on_fence_checked, c);
-        if (r < 0) {
-                c->busy = false;
-                retry_later(c, r, "cannot check the lease");
-        }
+        request_started(c, store_head(c->tn, key, on_fence_checked, c), "cannot check the lease");
 }
 
 /* ---- the writer's next step ---- */

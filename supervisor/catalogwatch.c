@@ -16,12 +16,12 @@
 
 #include "catalog.h"
 #include "fanotify-uapi.h"
+#include "fsgroup.h"
 #include "log.h"
 #include "macro.h"
 #include "usage.h"
 
 #define CATALOG_MASK (FAN_CREATE | FAN_DELETE | FAN_RENAME | FAN_ONDIR)
-#define CATALOG_BUF 65536
 
 static bool fs_has_catalog(const struct tiered_fs *fs) {
         for (size_t i = 0; i < fs->t->n_tenants; i++)
@@ -112,19 +112,8 @@ static void catalog_event(struct tiered_fs *fs, const struct fanotify_event_meta
 }
 
 static int on_catalog_events(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        char buf[CATALOG_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
-        struct tiered_fs *fs = userdata;
         (void)s, (void)revents;
-
-        for (int rounds = 0; rounds < 16; rounds++) { /* then readers' events get their turn */
-                ssize_t n = read(fd, buf, sizeof(buf));
-                if (n <= 0)
-                        break;
-                for (const struct fanotify_event_metadata *md = (const void *)buf; FAN_EVENT_OK(md, n);
-                     md = FAN_EVENT_NEXT(md, n))
-                        if (md->vers == FANOTIFY_METADATA_VERSION)
-                                catalog_event(fs, md);
-        }
+        fsgroup_read_notifications(userdata, fd, catalog_event);
         return 0;
 }
 

@@ -79,6 +79,21 @@ bool fanotify_event_range(const struct fanotify_event_metadata *md, uint64_t *of
         return false;
 }
 
+void fsgroup_read_notifications(struct tiered_fs *fs, int fd,
+                                void (*handle)(struct tiered_fs *fs, const struct fanotify_event_metadata *md)) {
+        char buf[65536] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+
+        for (int rounds = 0; rounds < 16; rounds++) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n <= 0)
+                        break;
+                for (const struct fanotify_event_metadata *md = (const void *)buf; FAN_EVENT_OK(md, n);
+                     md = FAN_EVENT_NEXT(md, n))
+                        if (md->vers == FANOTIFY_METADATA_VERSION)
+                                handle(fs, md);
+        }
+}
+
 struct file_handle *fanotify_event_fid(const struct fanotify_event_metadata *md) {
         const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
         while (p + sizeof(struct fanotify_event_info_header) <= end) {

@@ -42,3 +42,8 @@ void fsgroup_drain_notifications(struct tiered_fs *fs);
 /* The same, under a write lease on the file leased: its events are not
  * acted on (opening it would break the lease) but reported: true if any. */
 bool fsgroup_drain_notifications_except(struct tiered_fs *fs, const struct file_handle *leased);
+
+/* Reads what a notification group has (at most 16 reads of 64 KiB: then
+ * readers' events get their turn) and hands each event to handle. */
+void fsgroup_read_notifications(struct tiered_fs *fs, int fd,
+                                void (*handle)(struct tiered_fs *fs, const struct fanotify_event_metadata *md));

@@ -16,7 +16,6 @@
  * open. Unlimited queue: a dropped write would leave a file's bytes
  * miscounted. */
 #define USE_MASK (FAN_OPEN | FAN_CLOSE_WRITE | FAN_DELETE_SELF | FAN_MOVE_SELF)
-#define USE_BUF 65536
 
 static void use_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
         const struct file_handle *fh;
@@ -39,20 +38,9 @@ static void use_event(struct tiered_fs *fs, const struct fanotify_event_metadata
 }
 
 static int on_use(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        char buf[USE_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
-        struct tiered_fs *fs = userdata;
         (void)s;
         (void)revents;
-
-        for (int rounds = 0; rounds < 16; rounds++) { /* then readers' events get their turn */
-                ssize_t n = read(fd, buf, sizeof(buf));
-                if (n <= 0)
-                        break;
-                for (const struct fanotify_event_metadata *md = (const void *)buf; FAN_EVENT_OK(md, n);
-                     md = FAN_EVENT_NEXT(md, n))
-                        if (md->vers == FANOTIFY_METADATA_VERSION)
-                                use_event(fs, md);
-        }
+        fsgroup_read_notifications(userdata, fd, use_event);
         return 0;
 }
 
