@@ -351,39 +351,44 @@ static int make_file(struct tenant *tn, int parent, const char *name, const stru
         return 0;
 }
 
-static int make_dir(int parent, const char *name, const struct catalog_entry *e) {
+/* Root's and 0700 while its entries are made: no tenant process can
+ * rename or swap anything in it under the import. finish_dir gives it
+ * its owner, mode, xattrs and mtime at the end. */
+static int make_dir(int parent, const char *name) {
         if (mkdirat(parent, name, 0700) < 0)
                 return -errno; /* EEXIST: left as it is, its entries go in */
-        _cleanup_close_ int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        if (fchown(fd, e->uid, e->gid) < 0 || set_xattrs(fd, e) < 0 || fchmod(fd, e->mode) < 0)
-                return -errno;
-        return 0; /* its mtime once its entries are in */
+        return 0;
 }
 
 static int make_symlink(int parent, const char *name, const struct catalog_entry *e) {
         struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = e->mtime_sec, .tv_nsec = e->mtime_nsec } };
+        struct stat st;
         if (symlinkat(e->target, parent, name) < 0)
                 return -errno;
-        if (fchownat(parent, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+        /* Owned through an fd of the link itself: in a directory that was
+         * there before, a tenant could swap the name for another file. */
+        _cleanup_close_ int fd = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISLNK(st.st_mode))
+                return -EIO;
+        if (fchownat(fd, "", e->uid, e->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ||
             utimensat(parent, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
         return 0;
 }
 
-static void set_dir_mtime(struct tenant *tn, const struct catalog_entry *e) {
+static void finish_dir(struct tenant *tn, const struct catalog_entry *e) {
         struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = e->mtime_sec, .tv_nsec = e->mtime_nsec } };
-        int fd = open_dir_beneath(tn, e->path, false);
+        _cleanup_close_ int fd = open_dir_beneath(tn, e->path, false);
         if (fd < 0)
                 return;
         /* O_PATH: through /proc would be a magic link; an fd of the dir itself. */
-        int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-                futimens(dfd, ts);
-                close(dfd);
-        }
-        close(fd);
+        _cleanup_close_ int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || fchown(dfd, e->uid, e->gid) < 0 || set_xattrs(dfd, e) < 0 || fchmod(dfd, e->mode) < 0 ||
+            futimens(dfd, ts) < 0)
+                log_error("tenant %s: import: cannot give %s its owner, mode, xattrs and mtime: %m", tn->cfg->name,
+                          e->path);
 }
 
 int catalog_make_tree(struct tenant *tn, struct catalog_entries *l, struct catalog_made *made) {
@@ -418,7 +423,7 @@ int catalog_make_tree(struct tenant *tn, struct catalog_entries *l, struct catal
                 if (parent < 0)
                         r = parent;
                 else if (e->type == CATALOG_DIR)
-                        r = make_dir(parent, name, e);
+                        r = make_dir(parent, name);
                 else if (e->type == CATALOG_SYMLINK)
                         r = make_symlink(parent, name, e);
                 else
@@ -441,6 +446,6 @@ int catalog_make_tree(struct tenant *tn, struct catalog_entries *l, struct catal
         /* Deepest first: setting a directory's mtime is its last change. */
         for (size_t i = l->n; i-- > 0;)
                 if (made_dir[i])
-                        set_dir_mtime(tn, &l->e[i]);
+                        finish_dir(tn, &l->e[i]);
         return 0;
 }
