@@ -72,6 +72,17 @@ head -c 9000 /dev/urandom >"$T/changed"
 ln -s d1/d2/d3/deep "$T/rel-link"; ln -s /etc/hostname "$T/abs-link"; ln -s "nowhere/"$'\xff' "$T/dangling"
 touch -h -d '2001-02-03 04:05:06.123456789' "$T/rel-link"
 touch -d '1999-12-31 23:59:59.5' "$T/with space" "$T/d1/d2"
+# And many small files (the issue's 10,000, in 100 directories two deep).
+MANY=${CATALOG_MANY:-10000}
+python3 - "$T/many" "$MANY" <<'PY'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    d = os.path.join(root, "g%02d" % (i % 10), "h%02d" % (i // 10 % 10))
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "f %05d" % i), "wb") as f:
+        f.write(os.urandom(100 + i % 1900))
+PY
 cp -a "$T" "$TL_DIR/orig" # the originals, apart
 cp "$T/changed" "$TL_DIR/orig.changed.old"
 
@@ -81,6 +92,23 @@ check "every file with content archived" bash -c "xargs -0 '$TIERCTL' archive <'
 # Released right after the archive: each release waits for its entry.
 check "half of them released at once (each waits for its catalog entry)" \
 	"$TIERCTL" release "$VA/d1/d2/d3/deep" "$VA/with space" "$VA/"$'new\nline' "$VA/"$'raw\xff\xfe bytes' "$VA/private/owned" "$VA/changed"
+START=$(date +%s.%N)
+check "the $MANY small files released" bash -c "find '$VA/many' -type f -print0 | xargs -0 '$TIERCTL' release"
+echo "# $MANY archived files released in $(echo "$(date +%s.%N) - $START" | bc) s"
+all_released() { # DIR COUNT
+	python3 - "$1" "$2" <<'PY'
+import os, sys
+n = 0
+for d, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        if b"\nstate=released\n" not in b"\n" + os.getxattr(os.path.join(d, f), "security.tierd"):
+            sys.exit("# %s is not released" % os.path.join(d, f))
+        n += 1
+sys.exit(0 if n == int(sys.argv[2]) else "# %d files, not %s" % (n, sys.argv[2]))
+PY
+}
+check "... all of them" all_released "$FSA/alpha/many" "$MANY"
+
 in_store() { # KEY PATTERN
 	store_get "$1" | grep -q "$2" || { echo "# $1 is not in the store, or has no '$2'"; return 1; }
 }
@@ -119,9 +147,10 @@ tree_changes() { # ROOT
 }
 check "after T1: a directory and a file renamed, a file deleted, a directory and a symlink made" tree_changes "$VA"
 tree_changes "$TL_DIR/orig" && touch -h -r "$VA/new dir/link" "$TL_DIR/orig/new dir/link"
-journal_has() { # PATTERN: in one of the first 30 journal objects
-	local s
-	for s in $(seq 30); do store_get "catalog/journal/$(printf %016x "$s")" | grep -q "$1" && return 0; done
+journal_has() { # PATTERN: in one of the journal objects, from the last
+	local s=1 objs=()
+	while store_get "catalog/journal/$(printf %016x "$s")" >/dev/null 2>&1; do objs=("$s" "${objs[@]}"); s=$((s + 1)); done
+	for s in "${objs[@]}"; do store_get "catalog/journal/$(printf %016x "$s")" | grep -q "$1" && return 0; done
 	return 1
 }
 wait_journal() { for _ in $(seq 50); do journal_has "$1" && return 0; sleep 0.1; done; return 1; }
