@@ -1,0 +1,113 @@
+#!/bin/bash
+# The catalog under SIGKILL: tierd is killed at random moments while files
+# change and are archived again (and so while it writes journal objects and
+# snapshots), then restarted, round after round. Another tierd then
+# imports the tenant: every file reads back as one of the versions it had
+# (one whose archive a kill cut short may be older), never anything else,
+# never an error; and the files changed, archived and released in a last
+# round without a kill read back as they were last written.
+set -u
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+echo "# catalog: tierd SIGKILLed at random while it writes the catalog"
+TIERCTL=$BUILD/tierctl
+FSA=$TL_DIR/fsa FSB=$TL_DIR/fsb STORE=$TL_DIR/store/alpha VA=$TL_DIR/views/a VB=$TL_DIR/views/b
+ROUNDS=${CATALOG_KILL_ROUNDS:-12} N=200
+mkdir -p "$TL_DIR/store" "$TL_DIR/versions"
+tl_loopfs btrfs 1G "$FSA" || { not_ok "mkfs A"; tl_summary; exit 1; }
+tl_loopfs btrfs 1G "$FSB" || { not_ok "mkfs B"; tl_summary; exit 1; }
+tl_subvol btrfs "$FSA/alpha"
+tl_subvol btrfs "$FSB/alpha"
+policy() { # FILE SUBVOLUME VIEW
+	cat >"$1" <<-EOF2
+	{"tenants": [{"name": "alpha", "subvolume": "$2", "mount": "$3", "backend": "file://$STORE", "catalog": true}]}
+	EOF2
+}
+policy "$TL_DIR/a.json" "$FSA/alpha" "$VA"
+policy "$TL_DIR/b.json" "$FSB/alpha" "$VB"
+tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
+
+# versions/NAME: the hashes a file had, one a line, the last last.
+version() { # NAME: writes a new content into A's file, records its hash
+	local tmp="$TL_DIR/new.$BASHPID" # this shell's: a pipeline's parts have their own
+	head -c $((1000 + RANDOM % 60000)) /dev/urandom >"$tmp"
+	mkdir -p "$(dirname "$TL_DIR/versions/$1")"
+	sha256sum <"$tmp" | cut -d' ' -f1 >>"$TL_DIR/versions/$1"
+	cat "$tmp" >"$VA/$1"
+}
+# With tierd-holder: readers and writers of A's files wait for the next
+# tierd while it is dead, as in production.
+HOLDER_SOCK=$TL_DIR/holder.sock
+"$BUILD/tierd-holder" --socket "$HOLDER_SOCK" >>"$TL_DIR/holder.log" 2>&1 &
+TL_PIDS+=("$!")
+export TL_TIERD_ARGS="--holder $HOLDER_SOCK"
+check "tierd A starts (with tierd-holder)" tl_tierd_start "$TL_DIR/a.json" || { tl_summary; exit 1; }
+mkdir -p "$VA/d1/d2" "$VA/d3"
+for i in $(seq $N); do
+	f=d$((i % 3 + 1))/f$i
+	[ $((i % 3)) = 1 ] && f=d1/d2/f$i
+	version "$f"
+done
+( cd "$TL_DIR/versions" && find . -type f | sed 's|^\./||' | sort ) >"$TL_DIR/names"
+[ "$(wc -l <"$TL_DIR/names")" -eq "$N" ] || not_ok "the test's own list of $N files"
+
+check "$N files archived, half released" bash -c "
+	sed 's|^|$VA/|' '$TL_DIR/names' | tr '\n' '\0' | xargs -0 '$TIERCTL' archive &&
+	sed -n 'p;n' '$TL_DIR/names' | sed 's|^|$VA/|' | tr '\n' '\0' | xargs -0 '$TIERCTL' release"
+
+kills=0
+for round in $(seq "$ROUNDS"); do
+	# Changes and archives in the background, a SIGKILL at a random moment.
+	mapfile -t some < <(shuf -n 20 "$TL_DIR/names")
+	(
+		for f in "${some[@]}"; do "$TIERCTL" restore "$VA/$f" >/dev/null 2>&1; version "$f"; done
+		for f in "${some[@]}"; do echo "$VA/$f"; done | tr '\n' '\0' | xargs -0 "$TIERCTL" archive >/dev/null 2>&1
+		for f in "${some[@]:0:10}"; do echo "$VA/$f"; done | tr '\n' '\0' | xargs -0 "$TIERCTL" release >/dev/null 2>&1
+	) &
+	worker=$!
+	sleep "$(printf "%d.%03d" $((RANDOM % 3)) $((RANDOM % 1000)))" # within the restores, writes, archive, journal or release
+	kill -KILL "$TL_TIERD_PID" && kills=$((kills + 1))
+	wait "$TL_TIERD_PID" 2>/dev/null
+	TL_TIERD_PID=
+	# The writers wait in the kernel for the next tierd: it starts first.
+	tl_tierd_start "$TL_DIR/a.json" || { not_ok "round $round: tierd A restarts"; break; }
+	timeout 60 tail --pid="$worker" -f /dev/null || echo "# round $round: the changes still run 60 s after tierd is back"
+	wait "$worker" 2>/dev/null
+done
+check "$kills SIGKILLs of tierd A, each restarted" test "$kills" -eq "$ROUNDS"
+# A last round without a kill: released, their entries are in the store.
+mapfile -t last < <(shuf -n 20 "$TL_DIR/names")
+for f in "${last[@]}"; do "$TIERCTL" restore "$VA/$f" >/dev/null 2>&1; version "$f"; done
+check "a last round: 20 files changed, archived and released" bash -c "
+	printf '$VA/%s\0' $(printf '%q ' "${last[@]}") | xargs -0 '$TIERCTL' archive &&
+	printf '$VA/%s\0' $(printf '%q ' "${last[@]}") | xargs -0 '$TIERCTL' release"
+check "SIGTERM: tierd A exits 0" tl_tierd_stop
+
+export TL_TIERD_ARGS=--no-holder
+check "tierd B starts" tl_tierd_start "$TL_DIR/b.json"
+check "tierctl tenant import" "$TIERCTL" tenant import alpha --from "file://$STORE"
+consistent() {
+	local f h last=0 older=0 bad=0
+	while read -r f; do
+		if ! h=$(sha256sum <"$VB/$f" 2>/dev/null | cut -d' ' -f1) || [ -z "$h" ]; then
+			echo "# $f: cannot be read on B"; bad=$((bad + 1)); continue
+		fi
+		if [ "$h" = "$(tail -n 1 "$TL_DIR/versions/$f")" ]; then last=$((last + 1))
+		elif grep -qx "$h" "$TL_DIR/versions/$f"; then older=$((older + 1))
+		else echo "# $f: none of the versions it had ($h; $(tr "\n" " " <"$TL_DIR/versions/$f"))"; bad=$((bad + 1)); fi
+	done <"$TL_DIR/names"
+	echo "# $last files as last written, $older as an earlier version (an archive a kill cut short), $bad wrong"
+	[ "$bad" -eq 0 ] && [ $((last + older)) -eq "$N" ]
+}
+check "every file on B reads back as one of the versions it had" consistent
+last_round() {
+	local f
+	for f in "${last[@]}"; do
+		[ "$(sha256sum <"$VB/$f" | cut -d' ' -f1)" = "$(tail -n 1 "$TL_DIR/versions/$f")" ] || { echo "# $f"; return 1; }
+	done
+}
+check "... and the last round's 20 files as last written" last_round
+check "... and B has no file A never had" bash -c "
+	[ \$(find '$FSB/alpha' -type f | wc -l) -eq $N ]"
+check "SIGTERM: tierd B exits 0" tl_tierd_stop
+tl_summary
