@@ -59,6 +59,10 @@ void catalog_journal_key(uint64_t seq, char key[STUB_KEY_MAX]);
  * successor's. */
 void catalog_snapshot_key(uint64_t seq, uint32_t epoch, char key[STUB_KEY_MAX]);
 void catalog_index_key(uint32_t epoch, char key[STUB_KEY_MAX]);
+/* A small JSON object of the catalog's (a lease, a list of snapshots), read
+ * the strict way (json-strict.h): the store is outside tierd. NULL if it
+ * is not valid JSON. */
+json_object *catalog_parse_json(const char *data, size_t len);
 /* An epoch object: 0 and its start_seq and node, or -EBADMSG. */
 int catalog_parse_epoch(const char *data, size_t len, uint32_t epoch, uint64_t *start_seq, char *node, size_t node_size);
 char *catalog_format_epoch(uint32_t epoch, uint64_t start_seq, const char *node);

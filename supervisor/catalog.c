@@ -20,6 +20,7 @@
 #include "catalog-internal.h"
 #include "catalogtree.h"
 #include "engine.h"
+#include "json-strict.h"
 #include "log.h"
 #include "macro.h"
 #include "quota.h"
@@ -84,9 +85,14 @@ char *catalog_format_epoch(uint32_t epoch, uint64_t start_seq, const char *node)
         return text;
 }
 
+json_object *catalog_parse_json(const char *data, size_t len) {
+        _cleanup_free_ char *why = NULL, *dup = NULL;
+        json_object *o = NULL;
+        return json_parse_strict(data, len, &o, &why, &dup) == 0 ? o : NULL;
+}
+
 int catalog_parse_epoch(const char *data, size_t len, uint32_t epoch, uint64_t *start_seq, char *node, size_t node_size) {
-        json_tokener *tok = json_tokener_new();
-        json_object *o = tok ? json_tokener_parse_ex(tok, data, (int)len) : NULL, *v;
+        json_object *o = catalog_parse_json(data, len), *v;
         int r = -EBADMSG;
 
         if (o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, "epoch", &v) &&
@@ -100,7 +106,6 @@ int catalog_parse_epoch(const char *data, size_t len, uint32_t epoch, uint64_t *
                 }
         }
         json_object_put(o);
-        json_tokener_free(tok);
         return r;
 }
 
@@ -493,9 +498,7 @@ static void on_index_read(void *userdata, int error, const char *data, size_t le
                 retry_later(c, error, "cannot read the list of snapshots");
                 return;
         }
-        json_tokener *tok = json_tokener_new();
-        json_object *o = error == 0 && tok ? json_tokener_parse_ex(tok, data, (int)len) : NULL;
-        json_tokener_free(tok);
+        json_object *o = error == 0 ? catalog_parse_json(data, len) : NULL;
         if (!o || !json_object_is_type(o, json_type_array)) {
                 if (error == 0)
                         log_warning("tenant %s: catalog: the list of snapshots is corrupt: written anew",

@@ -392,9 +392,7 @@ static void on_index(void *userdata, int error, const char *data, size_t len) {
                 return;
         }
         uint64_t end = k < imp->n_epochs ? imp->epoch_start[k] - 1 : UINT64_MAX; /* epoch k's last number */
-        json_tokener *tok = json_tokener_new();
-        json_object *o = error == 0 && tok ? json_tokener_parse_ex(tok, data, (int)len) : NULL;
-        json_tokener_free(tok);
+        json_object *o = error == 0 ? catalog_parse_json(data, len) : NULL;
         for (size_t i = 0; o && json_object_is_type(o, json_type_array) && i < json_object_array_length(o); i++) {
                 json_object *x = json_object_array_get_idx(o, i), *s, *t;
                 if (!json_object_object_get_ex(x, "seq", &s) || !json_object_object_get_ex(x, "time", &t))

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "log.h"
 #include "macro.h"
 #include "workers.h"
@@ -100,18 +101,6 @@ static void on_put(struct request *req, const struct proto_reply *rep) {
         free(p);
 }
 
-static int write_all(int fd, const void *data, size_t len) {
-        for (size_t done = 0; done < len;) {
-                ssize_t n = write(fd, (const char *)data + done, len - done);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                done += (size_t)n;
-        }
-        return 0;
-}
-
 int store_put(struct tenant *tn, const char *key, const void *data, size_t len, bool if_absent, store_put_t done,
               void *userdata) {
         _cleanup_close_ int fd = memfd_create("tierd-put", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -121,7 +110,7 @@ int store_put(struct tenant *tn, const char *key, const void *data, size_t len, 
 
         if (fd < 0)
                 return -errno;
-        if ((r = write_all(fd, data, len)) < 0)
+        if ((r = write_full(fd, data, len)) < 0)
                 return r;
         /* Sealed: what the worker uploads is what was hashed here. */
         if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)

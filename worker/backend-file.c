@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "fdio.h"
 #include "hash.h"
 #include "macro.h"
 #include "progress.h"
@@ -111,17 +112,8 @@ static int file_exists(struct backend *b, const char *key, uint64_t *size) {
 }
 
 static int write_all(void *ctx, const void *buf, size_t n) {
-        int fd = *(int *)ctx;
         progress_report();
-        for (size_t done = 0; done < n;) {
-                ssize_t w = write(fd, (const char *)buf + done, n - done);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0)
-                        return -errno;
-                done += (size_t)w;
-        }
-        return 0;
+        return write_full(*(int *)ctx, buf, n);
 }
 
 static int file_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "hash.h"
 #include "log.h"
 #include "macro.h"
@@ -55,14 +56,9 @@ static int store_manifest(struct backend *b, const uint8_t *buf, size_t len, con
         _cleanup_close_ int fd = memfd_create("manifest", MFD_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        for (size_t off = 0; off < len;) {
-                ssize_t w = write(fd, buf + off, len - off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return -errno ?: -EIO;
-                off += (size_t)w;
-        }
+        int r = write_full(fd, buf, len);
+        if (r < 0)
+                return r;
         EVP_Digest(buf, len, sha, NULL, EVP_sha256(), NULL);
         return b->ops->store(b, key, fd, len, sha, 0);
 }
