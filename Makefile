@@ -28,7 +28,7 @@ CFLAGS ?=
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 
 COMMON_SRC := common/log.c common/ranges.c common/size.c common/url.c common/hex.c common/stub.c common/proto.c \
-	common/utf8.c common/hash.c common/manifest.c common/catalog-format.c common/fdio.c
+	common/utf8.c common/hash.c common/manifest.c common/catalog-format.c common/fdio.c common/objkey.c
 POLICY_SRC := policy/policy.c policy/json-strict.c policy/edit.c policy/engine.c
 TIERD_SRC := $(wildcard supervisor/*.c) $(wildcard dbus/*.c)
 WORKER_SRC := $(wildcard worker/*.c)

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* tierctl tenant set NAME KEY=VALUE...: SetTenantPolicy.
- * tierctl tenant import NAME --from BACKEND [--at TIME]: ImportTenant. */
+ * tierctl tenant import NAME --from BACKEND [--at TIME]: ImportTenant.
+ * tierctl gc NAME [--dry-run]: CollectGarbage.
+ * tierctl audit NAME [--repair]: AuditTenant. */
 #include <errno.h>
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +96,79 @@ static int tenant_import(sd_bus *bus, int argc, char **argv) {
                 return EXIT_FAILED;
         printf("tenant %s imported: %s\n", argv[1], summary);
         return EXIT_OK;
+}
+
+/* NAME and one optional flag, in any order; NULL if not that. */
+static const char *name_and_flag(int argc, char **argv, const char *flag, bool *set) {
+        const char *name = NULL;
+        *set = false;
+        for (int i = 0; i < argc; i++) {
+                if (strcmp(argv[i], flag) == 0)
+                        *set = true;
+                else if (argv[i][0] == '-' || name)
+                        return NULL;
+                else
+                        name = argv[i];
+        }
+        return name;
+}
+
+int verb_gc(sd_bus *bus, int argc, char **argv) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        const char *summary, *name;
+        bool dry_run;
+        int r;
+
+        if (!(name = name_and_flag(argc, argv, "--dry-run", &dry_run))) {
+                fprintf(stderr, "tierctl: usage: tierctl gc TENANT [--dry-run]\n");
+                return EXIT_USAGE;
+        }
+        /* It lists the whole store and walks the filesystem. */
+        sd_bus_set_method_call_timeout(bus, 24ull * 3600 * 1000000);
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "CollectGarbage", &e, &reply, "sb", name,
+                               (int)dry_run);
+        if (r < 0) {
+                r = call_failed("gc", &e, r);
+                sd_bus_error_free(&e);
+                return r;
+        }
+        if (sd_bus_message_read(reply, "s", &summary) < 0)
+                return EXIT_FAILED;
+        printf("tenant %s%s: %s\n", name, dry_run ? " (dry run)" : "", summary);
+        return EXIT_OK;
+}
+
+int verb_audit(sd_bus *bus, int argc, char **argv) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        const char *summary, *name, *kind, *what, *detail;
+        bool repair;
+        int r;
+
+        if (!(name = name_and_flag(argc, argv, "--repair", &repair))) {
+                fprintf(stderr, "tierctl: usage: tierctl audit TENANT [--repair]\n");
+                return EXIT_USAGE;
+        }
+        sd_bus_set_method_call_timeout(bus, 24ull * 3600 * 1000000);
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "AuditTenant", &e, &reply, "sb", name, (int)repair);
+        if (r < 0) {
+                r = call_failed("audit", &e, r);
+                sd_bus_error_free(&e);
+                return r;
+        }
+        if (sd_bus_message_read(reply, "s", &summary) < 0 || sd_bus_message_enter_container(reply, 'a', "(sss)") < 0)
+                return EXIT_FAILED;
+        unsigned problems = 0;
+        while ((r = sd_bus_message_read(reply, "(sss)", &kind, &what, &detail)) > 0) {
+                printf("%s\t%s\t%s\n", kind, what, detail);
+                problems += strcmp(kind, "unreferenced") != 0; /* those are gc's */
+        }
+        if (r < 0)
+                return EXIT_FAILED;
+        printf("tenant %s: %s\n", name, summary);
+        /* Problems found (repaired or not: audit again to see what is left). */
+        return problems ? EXIT_FAILED : EXIT_OK;
 }
 
 int verb_tenant(sd_bus *bus, int argc, char **argv) {

@@ -262,6 +262,12 @@ static void usage(FILE *f) {
                    "                           make the tree the tenant's catalog (in BACKEND, its\n"
                    "                           store) holds as released stubs; take the catalog over;\n"
                    "                           TIME: @SECONDS or YYYY-MM-DDTHH:MM:SSZ\n"
+                   "  gc NAME [--dry-run]      delete the objects of the tenant's store that neither its\n"
+                   "                           catalog (within catalog_retention) nor any stub names,\n"
+                   "                           if older than gc_grace; --dry-run: only say what\n"
+                   "  audit NAME [--repair]    compare the tenant's stubs, catalog and store; --repair\n"
+                   "                           uploads archived files whose object is gone again and\n"
+                   "                           snapshots the catalog from the disk\n"
                    "  tenant set NAME KEY=VALUE...\n"
                    "                           change a tenant's policy keys (VALUE is JSON, or a\n"
                    "                           string; null restores the default): written to the\n"
@@ -321,7 +327,8 @@ int main(int argc, char **argv) {
         }
         argc = n;
         bool known = strcmp(verb, "status") == 0 || strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0 ||
-                     strcmp(verb, "reload") == 0 || strcmp(verb, "tenant") == 0 || strcmp(verb, "container") == 0;
+                     strcmp(verb, "reload") == 0 || strcmp(verb, "tenant") == 0 || strcmp(verb, "container") == 0 ||
+                     strcmp(verb, "gc") == 0 || strcmp(verb, "audit") == 0;
         for (size_t i = 0; i < ARRAY_SIZE(file_verbs); i++)
                 known = known || strcmp(verb, file_verbs[i].verb) == 0;
         if (!known) {
@@ -342,6 +349,10 @@ int main(int argc, char **argv) {
                 return verb_metrics(bus);
         if (strcmp(verb, "tenant") == 0)
                 return verb_tenant(bus, argc, argv);
+        if (strcmp(verb, "gc") == 0)
+                return verb_gc(bus, argc, argv);
+        if (strcmp(verb, "audit") == 0)
+                return verb_audit(bus, argc, argv);
         if (strcmp(verb, "container") == 0)
                 return verb_container(bus, argc, argv);
         if (strcmp(verb, "reload") == 0)

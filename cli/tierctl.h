@@ -27,6 +27,10 @@ int call_failed(const char *what, const sd_bus_error *e, int r);
 int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, char **argv);
 /* tierctl tenant set NAME KEY=VALUE...: argv starts after "tenant". */
 int verb_tenant(sd_bus *bus, int argc, char **argv);
+/* tierctl gc NAME [--dry-run]: argv starts after "gc". */
+int verb_gc(sd_bus *bus, int argc, char **argv);
+/* tierctl audit NAME [--repair]: argv starts after "audit". */
+int verb_audit(sd_bus *bus, int argc, char **argv);
 /* tierctl metrics: every counter in the Prometheus text format. */
 int verb_metrics(sd_bus *bus);
 /* tierctl oci-hook [STAGE]: the OCI runtime hook (state JSON on stdin);

@@ -25,6 +25,31 @@ enum proto_type {
          * a memfd of tierd's: */
         PROTO_GET = 7, /* write the whole object key, at most `length` bytes, to fd */
         PROTO_PUT = 8, /* store fd's `size` bytes (hashing to sha256) as key */
+        /* Garbage collection (supervisor/gc.c): */
+        PROTO_LIST = 9,    /* the objects of kind `offset` (enum proto_object_kind), as
+                            * struct proto_object records written to fd (a memfd of
+                            * tierd's), at most `length` bytes of them */
+        PROTO_DELETE = 10, /* remove key unless it is newer than `offset` (seconds since
+                            * the epoch, the store's clock) or not of `size` bytes: -EBUSY */
+};
+
+/* What tierd keeps in a store, by key: a listing names only these. */
+enum proto_object_kind {
+        PROTO_OBJECT_DATA = 1,     /* sha256/<64 hex> */
+        PROTO_OBJECT_MANIFEST = 2, /* manifest/<64 hex> */
+        PROTO_OBJECT_JOURNAL = 3,  /* catalog/journal/<16 hex> */
+        PROTO_OBJECT_SNAPSHOT = 4, /* catalog/snapshot/<16 hex>.<8 hex> */
+};
+
+/* One object of a listing: its key in parts, never as text, so tierd
+ * parses nothing the store made up. */
+struct proto_object {
+        uint32_t kind;
+        uint32_t epoch;      /* snapshot */
+        uint64_t seq;        /* journal, snapshot */
+        uint8_t hash[32];    /* data, manifest */
+        uint64_t size;
+        int64_t mtime;       /* last modified, seconds since the epoch */
 };
 
 enum proto_flags {

@@ -10,6 +10,7 @@
 #include <sys/xattr.h>
 
 #include "hex.h"
+#include "objkey.h"
 
 static const char *const state_names[_STUB_STATE_MAX] = {
         [STUB_ARCHIVED] = "archived",
@@ -49,15 +50,15 @@ uint64_t stub_resident_bytes(const struct stub *s) {
 }
 
 void stub_key_for_hash(const uint8_t sha256[32], char key[STUB_KEY_MAX]) {
-        char hex[65];
-        hex_encode(sha256, 32, hex);
-        snprintf(key, STUB_KEY_MAX, "sha256/%s", hex);
+        struct proto_object o = { .kind = PROTO_OBJECT_DATA };
+        memcpy(o.hash, sha256, 32);
+        object_key_format(&o, key);
 }
 
 void stub_manifest_key(const uint8_t root[32], char key[STUB_KEY_MAX]) {
-        char hex[65];
-        hex_encode(root, 32, hex);
-        snprintf(key, STUB_KEY_MAX, "manifest/%s", hex);
+        struct proto_object o = { .kind = PROTO_OBJECT_MANIFEST };
+        memcpy(o.hash, root, 32);
+        object_key_format(&o, key);
 }
 
 /* Unsigned decimal, no sign, no leading garbage, no overflow. */

@@ -68,8 +68,8 @@ int bus_check_root(sd_bus_message *m, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (uid != 0)
-                return sd_bus_error_setf(error, ERROR_ACCESS_DENIED, "only root may attach or detach containers "
-                                         "(caller is uid %u)", (unsigned)uid);
+                return sd_bus_error_setf(error, ERROR_ACCESS_DENIED, "only root may call %s (caller is uid %u)",
+                                         sd_bus_message_get_member(m), (unsigned)uid);
         return 0;
 }
 

@@ -43,6 +43,12 @@ struct bus_job {
         bool canceled;
         bool running_emitted; /* the State last signalled */
         uint64_t progress_usec;
+        /* A task job (bus_task_job_start): one task, not files. */
+        bool task, task_ended;
+        const char *phase; /* static text */
+        uint64_t task_done, task_total; /* its items (n and done count files only) */
+        void (*cancel)(void *userdata);
+        void *cancel_userdata;
 };
 
 /* A file in progress: owns its file_ref, and finds its job by id when done,
@@ -87,7 +93,7 @@ static void job_free(struct bus_job *j) {
 }
 
 static const char *job_state(const struct bus_job *j) {
-        return j->running > 0 ? "running" : "waiting";
+        return j->running > 0 || j->task ? "running" : "waiting";
 }
 
 static void job_emit_progress(struct bus_job *j) {
@@ -98,7 +104,8 @@ static void job_emit_progress(struct bus_job *j) {
                 return;
         j->running_emitted = j->running > 0;
         j->progress_usec = t_now;
-        sd_bus_emit_properties_changed(j->t->bus, j->path, TIERD_BUS_JOB, "State", "FilesDone", "FilesFailed", NULL);
+        sd_bus_emit_properties_changed(j->t->bus, j->path, TIERD_BUS_JOB, "State", "FilesDone", "FilesFailed",
+                                       "FilesTotal", "Phase", NULL);
 }
 
 static int job_send_removed(struct bus_job *j, const char *result, bool with_errors) {
@@ -207,7 +214,7 @@ static int on_jobs_turn(sd_event_source *s, void *userdata) {
         t->jobs_pumping = false;
         for (struct bus_job **p = &t->jobs; *p;) {
                 struct bus_job *j = *p;
-                if (j->running > 0 || (j->started < j->n && !j->canceled)) {
+                if (j->task ? !j->task_ended : j->running > 0 || (j->started < j->n && !j->canceled)) {
                         job_emit_progress(j);
                         p = &j->next;
                         continue;
@@ -250,9 +257,11 @@ GETTER(get_job_property) {
         if (strcmp(property, "State") == 0)
                 return sd_bus_message_append(reply, "s", job_state(j));
         if (strcmp(property, "FilesTotal") == 0)
-                return sd_bus_message_append(reply, "u", (uint32_t)j->n);
+                return sd_bus_message_append(reply, "u", (uint32_t)(j->task ? j->task_total : j->n));
         if (strcmp(property, "FilesDone") == 0)
-                return sd_bus_message_append(reply, "u", (uint32_t)j->done);
+                return sd_bus_message_append(reply, "u", (uint32_t)(j->task ? j->task_done : j->done));
+        if (strcmp(property, "Phase") == 0)
+                return sd_bus_message_append(reply, "s", j->phase ?: "");
         return sd_bus_message_append(reply, "u", (uint32_t)j->failed);
 }
 
@@ -261,7 +270,8 @@ static int method_job_cancel(sd_bus_message *m, void *userdata, sd_bus_error *er
         int r = bus_check_admin(j->t, m, error);
         if (r < 0)
                 return r;
-        bus_job_cancel(j->t, j->path);
+        if (bus_job_cancel(j->t, j->path) < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_CANCELABLE, "job %s cannot be canceled", j->path);
         return sd_bus_reply_method_return(m, "");
 }
 
@@ -270,47 +280,98 @@ static const sd_bus_vtable job_vtable[] = {
         SD_BUS_PROPERTY("Id", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Operation", "s", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("State", "s", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("FilesTotal", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("FilesTotal", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("FilesDone", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("FilesFailed", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Phase", "s", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD("Cancel", "", "", method_job_cancel, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
 
-int bus_job_start(struct tierd *t, const char *operation, file_job_t fn, struct file_ref *refs, size_t n,
-                  char **ret_path) {
+/* A job with its object on the bus, not listed yet. */
+static struct bus_job *job_new(struct tierd *t, const char *operation, size_t n) {
         struct bus_job *j = calloc(1, sizeof(*j));
-        int r;
-
-        if (!j || !(j->refs = calloc(n ?: 1, sizeof(*refs)))) {
+        if (!j || !(j->refs = calloc(n ?: 1, sizeof(struct file_ref)))) {
                 free(j);
-                return -ENOMEM;
+                return NULL;
         }
         j->t = t;
         j->id = ++t->last_job_id;
         j->operation = operation;
-        j->fn = fn;
         j->n = n;
         if (asprintf(&j->path, "%s/%u", TIERD_BUS_JOB_PREFIX, j->id) < 0) {
                 j->path = NULL;
                 job_free(j);
-                return -ENOMEM;
+                return NULL;
         }
-        r = sd_bus_add_object_vtable(t->bus, &j->slot, j->path, TIERD_BUS_JOB, job_vtable, j);
-        if (r < 0 || !(*ret_path = strdup(j->path))) {
+        if (sd_bus_add_object_vtable(t->bus, &j->slot, j->path, TIERD_BUS_JOB, job_vtable, j) < 0) {
                 job_free(j);
-                return r < 0 ? r : -ENOMEM;
+                return NULL;
         }
-        memcpy(j->refs, refs, n * sizeof(*refs));
-        memset(refs, 0, n * sizeof(*refs));
-        /* Appended: jobs run in the order they were made. */
+        return j;
+}
+
+/* Appended: jobs run in the order they were made. */
+static void job_add(struct tierd *t, struct bus_job *j) {
         struct bus_job **p = &t->jobs;
         while (*p)
                 p = &(*p)->next;
         *p = j;
         sd_bus_emit_object_added(t->bus, j->path);
-        sd_bus_emit_signal(t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "JobNew", "uos", j->id, j->path, operation);
+        sd_bus_emit_signal(t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "JobNew", "uos", j->id, j->path, j->operation);
+}
+
+int bus_job_start(struct tierd *t, const char *operation, file_job_t fn, struct file_ref *refs, size_t n,
+                  char **ret_path) {
+        struct bus_job *j = job_new(t, operation, n);
+
+        if (!j)
+                return -ENOMEM;
+        if (!(*ret_path = strdup(j->path))) {
+                job_free(j);
+                return -ENOMEM;
+        }
+        j->fn = fn;
+        memcpy(j->refs, refs, n * sizeof(*refs));
+        memset(refs, 0, n * sizeof(*refs));
+        job_add(t, j);
         return 0;
+}
+
+uint32_t bus_task_job_start(struct tierd *t, const char *operation, void (*cancel)(void *userdata), void *userdata) {
+        struct bus_job *j = t->bus ? job_new(t, operation, 0) : NULL;
+        if (!j)
+                return 0; /* the task runs anyway, without its object */
+        j->task = true;
+        j->cancel = cancel;
+        j->cancel_userdata = userdata;
+        job_add(t, j);
+        return j->id;
+}
+
+void bus_task_job_progress(struct tierd *t, uint32_t id, const char *phase, uint64_t done, uint64_t total) {
+        struct bus_job *j = job_find(t, id);
+        if (!j)
+                return;
+        bool new_phase = phase != j->phase;
+        j->phase = phase;
+        j->task_done = done;
+        j->task_total = total;
+        if (new_phase)
+                j->progress_usec = 0; /* a new phase is told at once */
+        job_emit_progress(j);
+}
+
+void bus_task_job_end(struct tierd *t, uint32_t id, int error, const char *message) {
+        struct bus_job *j = job_find(t, id);
+        if (!j)
+                return;
+        j->task_ended = true;
+        if (error == -ECANCELED)
+                j->canceled = true;
+        else if (error < 0)
+                job_record_error(j, 0, error, message);
+        jobs_schedule(t);
 }
 
 void bus_jobs_run(struct tierd *t) {
@@ -320,7 +381,11 @@ void bus_jobs_run(struct tierd *t) {
 int bus_job_cancel(struct tierd *t, const char *path) {
         for (struct bus_job *j = t->jobs; j; j = j->next)
                 if (strcmp(j->path, path) == 0) {
+                        if (j->task && !j->cancel)
+                                return -EOPNOTSUPP;
                         j->canceled = true;
+                        if (j->task && !j->task_ended)
+                                j->cancel(j->cancel_userdata); /* it ends the job, now or later */
                         jobs_schedule(t);
                         return 1;
                 }

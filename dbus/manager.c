@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "access.h"
+#include "catalogbus.h"
 #include "container.h"
-#include "import.h"
 #include "job.h"
 #include "jobs.h"
 #include "reload.h"
@@ -194,8 +194,11 @@ static int method_cancel_job(sd_bus_message *m, void *userdata, sd_bus_error *er
                 return r;
         if ((r = bus_check_admin(t, m, error)) < 0)
                 return r;
-        if (bus_job_cancel(t, path) == 0)
+        r = bus_job_cancel(t, path);
+        if (r == 0)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_JOB, "no job %s (finished already?)", path);
+        if (r < 0)
+                return sd_bus_error_setf(error, BUS_ERROR_NOT_CANCELABLE, "job %s cannot be canceled", path);
         return sd_bus_reply_method_return(m, "");
 }
 
@@ -359,6 +362,11 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_set_tenant_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ImportTenant", SD_BUS_ARGS("s", tenant, "s", backend, "t", at_usec),
                                 SD_BUS_RESULT("s", summary), catalog_bus_method_import, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("CollectGarbage", SD_BUS_ARGS("s", tenant, "b", dry_run), SD_BUS_RESULT("s", summary),
+                                catalog_bus_method_collect, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("AuditTenant", SD_BUS_ARGS("s", tenant, "b", repair),
+                                SD_BUS_RESULT("s", summary, "a(sss)", findings), catalog_bus_method_audit,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("AttachContainer",
                                 SD_BUS_ARGS("s", id, "s", tenant, "u", pid, "s", rootfs, "s", mount_path, "s",
                                             kubernetes_namespace, "a{sv}", options),

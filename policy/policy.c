@@ -49,7 +49,7 @@ static int fail(struct parse_ctx *c, const char *tenant, const char *key, const 
 #define SETTING_KEYS "backend", "chunk", "readahead", "small_file", "endpoint", "region", "credentials", "addressing", \
         "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size", \
         "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "pin", "restore", \
-        "verify", "manifest_cache", "catalog"
+        "verify", "manifest_cache", "catalog", "catalog_retention", "gc_grace"
 static const char *const tenant_keys[] = { "name", "subvolume", "mount", "namespaces", "containers", SETTING_KEYS };
 static const char *const default_keys[] = { SETTING_KEYS };
 
@@ -129,6 +129,7 @@ struct tenant_settings {
         json_object *headers, *pin;
         uint64_t chunk, readahead, small_file, connect_timeout, stall_timeout, multipart_threshold, part_size;
         uint64_t quota, archive_after, archive_min_size, archive_rate, manifest_cache;
+        uint64_t catalog_retention, gc_grace;
         double high_watermark, low_watermark;
         const char *restore;
         bool verify, catalog;
@@ -309,6 +310,9 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
                 return fail(c, tenant, "manifest_cache", "must be at most 1G");
         if ((r = get_bool(c, o, tenant, "verify", &s->verify)) < 0)
                 return r;
+        if ((r = get_duration(c, o, tenant, "catalog_retention", &s->catalog_retention)) < 0 ||
+            (r = get_duration(c, o, tenant, "gc_grace", &s->gc_grace)) < 0)
+                return r;
         return get_bool(c, o, tenant, "catalog", &s->catalog);
 }
 
@@ -432,7 +436,8 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .archive_after_usec = s.archive_after, .archive_min_size = s.archive_min_size,
                 .archive_rate = s.archive_rate, .pin = strings_to_strv(s.pin),
                 .restore_whole = s.restore && strcmp(s.restore, "whole") == 0, .verify = s.verify,
-                .catalog = s.catalog, .manifest_cache = s.manifest_cache, .namespaces = strings_to_strv(namespaces),
+                .catalog = s.catalog, .catalog_retention_usec = s.catalog_retention, .gc_grace_usec = s.gc_grace,
+                .manifest_cache = s.manifest_cache, .namespaces = strings_to_strv(namespaces),
                 .containers = strings_to_strv(containers),
         };
         if (!t->name || !t->subvolume || !t->mount || !t->backend || !t->region || !t->headers || !t->pin ||
@@ -533,6 +538,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
                 .multipart_threshold = 64u << 20, .part_size = 8u << 20,
                 .high_watermark = 0.90, .low_watermark = 0.80, .verify = true, .manifest_cache = 8u << 20,
+                .catalog_retention = 7 * 86400 * 1000000ull, .gc_grace = 86400 * 1000000ull,
         };
         _cleanup_json_ json_object *root = NULL;
         json_object *v, *tenants;

@@ -45,6 +45,8 @@ struct policy_tenant {
         bool restore_whole;             /* "restore": "whole" */
         bool verify;                    /* ranged fills checked against the chunk manifest */
         bool catalog;                   /* keep the tenant's catalog in its store: supervisor/catalog.c */
+        uint64_t catalog_retention_usec; /* its history kept, and the objects it names: supervisor/gc.c */
+        uint64_t gc_grace_usec;          /* objects younger than this are never collected */
         uint64_t manifest_cache;        /* the worker's cache of manifest parts, bytes */
 };
 

@@ -23,6 +23,7 @@
 #include "json-strict.h"
 #include "log.h"
 #include "macro.h"
+#include "objkey.h"
 #include "quota.h"
 #include "storeio.h"
 #include "usage.h"
@@ -54,11 +55,11 @@ void catalog_epoch_key(uint32_t epoch, char key[STUB_KEY_MAX]) {
 }
 
 void catalog_journal_key(uint64_t seq, char key[STUB_KEY_MAX]) {
-        snprintf(key, STUB_KEY_MAX, CATALOG_KEY_PREFIX "journal/%016llx", (unsigned long long)seq);
+        object_key_format(&(struct proto_object){ .kind = PROTO_OBJECT_JOURNAL, .seq = seq }, key);
 }
 
 void catalog_snapshot_key(uint64_t seq, uint32_t epoch, char key[STUB_KEY_MAX]) {
-        snprintf(key, STUB_KEY_MAX, CATALOG_KEY_PREFIX "snapshot/%016llx.%08x", (unsigned long long)seq, epoch);
+        object_key_format(&(struct proto_object){ .kind = PROTO_OBJECT_SNAPSHOT, .seq = seq, .epoch = epoch }, key);
 }
 
 void catalog_index_key(uint32_t epoch, char key[STUB_KEY_MAX]) {
@@ -853,6 +854,42 @@ static void unrecorded(struct catalog *c, const char *rel, int error) {
         c->unrecorded = true;
         c->snapshot_due = true;
         c->snapshot_after_usec = 0;
+}
+
+const char *catalog_busy_why(const struct tenant *tn) {
+        const struct catalog *c = tn->catalog;
+        if (!c)
+                return "the tenant keeps no catalog (\"catalog\": true in its policy), so what its catalog names "
+                       "cannot be known";
+        if (c->import)
+                return "an import of the tenant is running";
+        switch (c->state) {
+        case CATALOG_STARTING:
+                return "the tenant's catalog is starting (finding its lease): try again in a moment";
+        case CATALOG_FENCED:
+                return "another node has taken the tenant's catalog: collect its garbage there";
+        case CATALOG_READY:
+                break;
+        }
+        return NULL;
+}
+
+static void pending_objects(const struct catalog_pending *p, void (*each)(void *userdata, const uint8_t hash[32]),
+                            void *userdata) {
+        for (; p; p = p->next)
+                if (p->e.op == CATALOG_PUT && p->e.type == CATALOG_FILE) {
+                        each(userdata, p->e.sha256);
+                        if (p->e.has_manifest)
+                                each(userdata, p->e.manifest);
+                }
+}
+
+void catalog_pending_objects(const struct tenant *tn, void (*each)(void *userdata, const uint8_t hash[32]),
+                             void *userdata) {
+        if (!tn->catalog)
+                return;
+        pending_objects(tn->catalog->sending, each, userdata);
+        pending_objects(tn->catalog->queue, each, userdata);
 }
 
 void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const struct stub *s) {

@@ -29,10 +29,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "objkey.h"
 #include "stub.h"
 #include "tierd.h"
 
-#define CATALOG_KEY_PREFIX "catalog/"
+#define CATALOG_KEY_PREFIX OBJECT_CATALOG_PREFIX
 
 /* At start (and when a reload turns "catalog" on): finds or takes the
  * lease, then writes a snapshot of the tree, in the background. */
@@ -60,9 +61,26 @@ void catalog_note_lost(struct tenant *tn);
 bool catalog_file_durable(struct tenant *tn, int fd, const char **why);
 int catalog_when_written(struct tenant *tn, void (*callback)(void *userdata), void *userdata);
 
+/* Why a collection (supervisor/gc.c) cannot run now, or NULL: it needs
+ * the catalog, written by this node, and no import. */
+const char *catalog_busy_why(const struct tenant *tn);
+/* The objects named by entries not in the store yet. */
+void catalog_pending_objects(const struct tenant *tn, void (*each)(void *userdata, const uint8_t hash[32]),
+                             void *userdata);
+
+/* The tree the catalog holds now (the latest snapshot and the journal
+ * after it), read without taking the lease: done(userdata, 0, NULL, tree),
+ * the tree valid during the call only, or an error and a message.
+ * -EALREADY while an import (or another read) runs. */
+struct catalog_entries;
+int catalog_read_tree(struct tenant *tn,
+                      void (*done)(void *userdata, int error, const char *message, const struct catalog_entries *tree),
+                      void *userdata);
+
 /* tierctl tenant import: recreates the tree the catalog holds (as of
  * at_usec, CLOCK_REALTIME; 0: the latest) as released stubs beneath the
  * tenant's subvolume, and takes the lease. done() gets a message either
- * way (static storage of the call). */
+ * way (static storage of the call); progress() where it is (phase: static
+ * text; the catalog objects read, then the entries to make), or NULL. */
 int catalog_import(struct tenant *tn, uint64_t at_usec, void (*done)(void *userdata, int error, const char *message),
-                   void *userdata);
+                   void (*progress)(void *userdata, const char *phase, uint64_t done, uint64_t total), void *userdata);

@@ -24,6 +24,9 @@ struct catalog_import {
         struct catalog *c;
         uint64_t at_usec;
         void (*done)(void *userdata, int error, const char *message);
+        void (*progress)(void *userdata, const char *phase, uint64_t done, uint64_t total);
+        /* catalog_read_tree: the tree read is handed over, nothing made. */
+        void (*tree_read)(void *userdata, int error, const char *message, const struct catalog_entries *tree);
         void *userdata;
         bool running;
         uint64_t *epoch_start; /* epoch k starts at journal number epoch_start[k - 1] */
@@ -55,7 +58,10 @@ static void import_end(struct catalog *c, int error, const char *fmt, va_list ap
         else
                 log_info("tenant %s: import: %s", c->tn->cfg->name, msg);
         c->import = NULL;
-        imp->done(imp->userdata, error, msg);
+        if (imp->tree_read)
+                imp->tree_read(imp->userdata, error, msg, NULL);
+        else
+                imp->done(imp->userdata, error, msg);
         import_free(imp);
 }
 
@@ -211,7 +217,7 @@ int catalog_import_resume_if_marked(struct tenant *tn) {
                 at = 0;
         fclose(f);
         log_warning("tenant %s: an import did not finish (tierd stopped during it): importing again", tn->cfg->name);
-        return catalog_import(tn, at, on_resumed_import, NULL);
+        return catalog_import(tn, at, on_resumed_import, NULL, NULL);
 }
 
 static void on_lease_read_back(void *userdata, int error, const char *data, size_t len);
@@ -264,6 +270,8 @@ static void make_tree(struct catalog *c, int error) {
                 return;
         }
         r = reduce(imp, &tree);
+        if (r == 0 && imp->progress)
+                imp->progress(imp->userdata, "making the tree", 0, tree.n);
         if (r == 0)
                 r = catalog_make_tree(c->tn, &tree, &made);
         if (r == 0)
@@ -305,6 +313,22 @@ static void take_lease(struct catalog *c) {
         }
 }
 
+/* catalog_read_tree: the catalog's tree as it is, to the caller; the
+ * writer goes on. */
+static void hand_tree_over(struct catalog *c) {
+        _cleanup_(catalog_entries_done) struct catalog_entries tree = {};
+        struct catalog_import *imp = c->import;
+        int r = reduce(imp, &tree);
+        if (r < 0) {
+                import_fail(c, r, "out of memory");
+                return;
+        }
+        c->import = NULL;
+        imp->tree_read(imp->userdata, 0, NULL, &tree);
+        import_free(imp);
+        catalog_writer_continue(c);
+}
+
 static void on_journal(void *userdata, int error, const char *data, size_t len) {
         struct catalog *c = userdata;
         struct catalog_header h;
@@ -313,8 +337,11 @@ static void on_journal(void *userdata, int error, const char *data, size_t len) 
         if (!catalog_request_ended(c))
                 return;
         struct catalog_import *imp = c->import;
-        if (error == -ENOENT) {
-                take_lease(c); /* the end of the journal */
+        if (error == -ENOENT) { /* the end of the journal */
+                if (imp->tree_read)
+                        hand_tree_over(c);
+                else
+                        take_lease(c);
                 return;
         }
         if (error < 0) {
@@ -478,6 +505,8 @@ static void import_step(struct catalog *c) {
         char key[STUB_KEY_MAX];
         int r;
 
+        if (imp->progress)
+                imp->progress(imp->userdata, "reading the catalog", imp->journals_applied + !!imp->snapshot_epoch, 0);
         c->busy = true;
         if (imp->seq == 0) {
                 catalog_epoch_key(imp->n_epochs + 1, key);
@@ -499,8 +528,8 @@ void catalog_import_run(struct catalog *c) {
         import_step(c);
 }
 
-int catalog_import(struct tenant *tn, uint64_t at_usec, void (*done)(void *userdata, int error, const char *message),
-                   void *userdata) {
+/* The reading starts once the writer's request in flight (if any) ends. */
+static int import_begin(struct tenant *tn, const struct catalog_import *proto) {
         struct catalog *c = tn->catalog;
         struct catalog_import *imp;
 
@@ -510,10 +539,24 @@ int catalog_import(struct tenant *tn, uint64_t at_usec, void (*done)(void *userd
                 return -EALREADY;
         if (!(imp = calloc(1, sizeof(*imp))))
                 return -ENOMEM;
-        *imp = (struct catalog_import){ .c = c, .at_usec = at_usec, .done = done, .userdata = userdata };
+        *imp = *proto;
+        imp->c = c;
         c->import = imp;
-        /* Once the writer's request in flight (if any) ends. */
         if (!c->busy)
                 catalog_import_run(c);
         return 0;
+}
+
+int catalog_read_tree(struct tenant *tn,
+                      void (*done)(void *userdata, int error, const char *message, const struct catalog_entries *tree),
+                      void *userdata) {
+        return import_begin(tn, &(struct catalog_import){ .tree_read = done, .userdata = userdata });
+}
+
+int catalog_import(struct tenant *tn, uint64_t at_usec, void (*done)(void *userdata, int error, const char *message),
+                   void (*progress)(void *userdata, const char *phase, uint64_t done, uint64_t total), void *userdata) {
+        if (tn->gc || tn->audit)
+                return -EBUSY; /* the tree it makes names objects a collection may be deleting */
+        return import_begin(tn, &(struct catalog_import){ .at_usec = at_usec, .done = done, .progress = progress,
+                                                          .userdata = userdata });
 }

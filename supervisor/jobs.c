@@ -16,6 +16,7 @@
 #include "catalog.h"
 #include "dispatch.h"
 #include "fsgroup.h"
+#include "gc.h"
 #include "handle.h"
 #include "hash.h"
 #include "log.h"
@@ -245,6 +246,7 @@ static void on_archived(struct request *req, const struct proto_reply *rep) {
         fsgroup_ignore_file(j->tn->fs, j->fd);
         remote_check_remember(j->tn, s.sha256, s.size); /* put or found just now: releasable without asking */
         catalog_note_archived(j->tn, j->fd, j->rel, &s);
+        gc_note_archived(j->tn, s.sha256, s.has_manifest ? s.manifest : NULL);
         usage_update_fd(j->tn, j->fd);
         quota_candidates_changed(j->tn); /* one more file that may be released */
         j->tn->counters.archives++;
@@ -261,9 +263,16 @@ static bool stub_matches_file(const struct stub *s, int fd) {
                st.st_mtim.tv_nsec == s->mtime.tv_nsec;
 }
 
+enum archive_mode {
+        ARCHIVE_CHANGED, /* only what is not archived as it is */
+        ARCHIVE_REHASH,  /* and archived files without a chunk manifest */
+        ARCHIVE_AGAIN,   /* and archived files whatever they have: their object is gone */
+};
+
 /* rehash: an archived file without a chunk manifest is hashed (and its
  * manifest stored) again; the object, content-addressed, is not sent again. */
-static int archive(struct tierd *t, const struct file_ref *f, bool rehash, job_done_t done, void *userdata) {
+static int archive(struct tierd *t, const struct file_ref *f, enum archive_mode mode, job_done_t done,
+                   void *userdata) {
         _cleanup_(stub_done) struct stub s = {};
         struct archive_job *j;
         struct request *req;
@@ -291,7 +300,8 @@ static int archive(struct tierd *t, const struct file_ref *f, bool rehash, job_d
          * file here would upload holes as zeros. Archived and unchanged:
          * nothing to do. */
         if (r == 0 && (s.state == STUB_PARTIAL || s.state == STUB_RELEASED ||
-                       (s.state == STUB_ARCHIVED && stub_matches_file(&s, fd) && !(rehash && !s.has_manifest)))) {
+                       (s.state == STUB_ARCHIVED && stub_matches_file(&s, fd) && mode != ARCHIVE_AGAIN &&
+                        !(mode == ARCHIVE_REHASH && !s.has_manifest)))) {
                 close(fd);
                 done(userdata, 0, NULL);
                 return 0;
@@ -320,7 +330,11 @@ static int archive(struct tierd *t, const struct file_ref *f, bool rehash, job_d
 }
 
 int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
-        return archive(t, f, false, done, userdata);
+        return archive(t, f, ARCHIVE_CHANGED, done, userdata);
+}
+
+int job_archive_again(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
+        return archive(t, f, ARCHIVE_AGAIN, done, userdata);
 }
 
 struct rehash_job {
@@ -334,7 +348,7 @@ static void rehash_restored(void *userdata, int error, const char *message) {
         struct rehash_job *j = userdata;
         if (error < 0)
                 j->done(j->userdata, error, message);
-        else if (archive(j->t, j->f, true, j->done, j->userdata) < 0)
+        else if (archive(j->t, j->f, ARCHIVE_REHASH, j->done, j->userdata) < 0)
                 j->done(j->userdata, -ENOMEM, NULL);
         free(j);
 }

@@ -35,6 +35,11 @@ typedef void (*job_done_t)(void *userdata, int error, const char *message);
 typedef int (*file_job_t)(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 
 int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
+/* Uploads an archived file whose object the store lost (tierctl audit
+ * --repair): as an archive, but also when the stub says it is archived
+ * and unchanged. Released and partial files cannot be: their bytes are
+ * not here. */
+int job_archive_again(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 /* Archive again to add a chunk manifest to a file archived without one
  * (tierctl archive --rehash); a released file is restored for it first. */
 int job_rehash(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);

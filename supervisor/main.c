@@ -29,6 +29,8 @@
 #include "containerstate.h"
 #include "dispatch.h"
 #include "fsgroup.h"
+#include "audit.h"
+#include "gc.h"
 #include "handover.h"
 #include "holder-proto.h"
 #include "journal.h"
@@ -419,6 +421,8 @@ static void teardown(struct tierd *t) {
                 view_remove(&t->tenants[i]);
         for (size_t i = 0; i < t->n_tenants; i++) {
                 /* Before its worker: a request in flight ends with it. */
+                gc_stop(&t->tenants[i]);
+                audit_stop(&t->tenants[i]);
                 catalog_stop(&t->tenants[i]);
                 if (t->handing_over)
                         worker_abandon(&t->tenants[i].worker);

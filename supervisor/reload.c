@@ -19,6 +19,8 @@
 #include "secrets.h"
 #include "catalog.h"
 #include "catalogwatch.h"
+#include "audit.h"
+#include "gc.h"
 #include "usage.h"
 #include "usegroup.h"
 #include "workers.h"
@@ -65,8 +67,11 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                 if (rescan && ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0))
                         log_error_errno(r, "tenant %s: cannot build its file table: %m", tn->cfg->name);
                 autoarchive_update(tn);
-                if (!tn->cfg->catalog)
+                if (!tn->cfg->catalog) {
+                        gc_stop(tn);
+                        audit_stop(tn);
                         catalog_stop(tn);
+                }
                 else if ((r = catalogwatch_open(tn->fs)) < 0 || (r = catalog_start(tn)) < 0)
                         log_error_errno(r, "tenant %s: cannot start its catalog: %m", tn->cfg->name);
                 /* Credentials and header files may be named anew. */

@@ -18,35 +18,55 @@
 
 struct get {
         store_got_t done;
+        store_listed_t listed; /* a listing's, instead of done */
         void *userdata;
         int fd;
         size_t max;
 };
 
+/* What the worker wrote into the memfd, mapped read-only: exactly
+ * rep->bytes, never more than asked, and sealed first so the worker
+ * cannot shrink it under the mapping (SIGBUS). */
+static int map_reply(struct get *g, const struct proto_reply *rep, char **ret) {
+        struct stat st;
+        *ret = NULL;
+        if (rep->bytes > g->max || fstat(g->fd, &st) < 0 || (uint64_t)st.st_size < rep->bytes)
+                return -EBADMSG;
+        if (rep->bytes == 0)
+                return 0;
+        if (fcntl(g->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+                return -errno;
+        char *data = mmap(NULL, rep->bytes, PROT_READ, MAP_PRIVATE, g->fd, 0);
+        if (data == MAP_FAILED)
+                return -errno;
+        *ret = data;
+        return 0;
+}
+
+/* A listing's records: whole ones, of the kind asked, nothing else. */
+static int check_listing(const struct proto_object *o, size_t n, uint32_t kind) {
+        for (size_t i = 0; i < n; i++)
+                if (o[i].kind != kind || o[i].seq >= UINT64_MAX / 2 || o[i].mtime <= 0)
+                        return -EBADMSG;
+        return 0;
+}
+
 static void on_got(struct request *req, const struct proto_reply *rep) {
         struct get *g = req->userdata;
+        bool size_only = req->msg.flags & PROTO_GET_SIZE_ONLY;
         int r = rep->error;
         char *data = NULL;
 
-        struct stat st;
-        /* The worker is not trusted: what it says it wrote must be there,
-         * and no more than asked (a mapping past the end would be SIGBUS). */
-        if (r == 0 && !(req->msg.flags & PROTO_GET_SIZE_ONLY) &&
-            (rep->bytes > g->max || fstat(g->fd, &st) < 0 || (uint64_t)st.st_size < rep->bytes))
-                r = -EBADMSG;
-        /* Sealed: the worker cannot shrink it under the mapping. */
-        if (r == 0 && rep->bytes > 0 && !(req->msg.flags & PROTO_GET_SIZE_ONLY) &&
-            fcntl(g->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
-                r = -errno;
-        if (r == 0 && rep->bytes > 0 && !(req->msg.flags & PROTO_GET_SIZE_ONLY)) {
-                /* The worker wrote exactly rep->bytes from offset 0. */
-                data = mmap(NULL, rep->bytes, PROT_READ, MAP_PRIVATE, g->fd, 0);
-                if (data == MAP_FAILED) {
-                        data = NULL;
-                        r = -errno;
-                }
-        }
-        if (req->msg.flags & PROTO_GET_SIZE_ONLY)
+        if (r == 0 && !size_only)
+                r = map_reply(g, rep, &data);
+        if (g->listed) {
+                size_t n = rep->bytes / sizeof(struct proto_object);
+                if (r == 0 && (rep->bytes % sizeof(struct proto_object) ||
+                               (n && (!data || check_listing((const struct proto_object *)data, n,
+                                                             (uint32_t)req->msg.offset) < 0))))
+                        r = -EBADMSG;
+                g->listed(g->userdata, r, r == 0 ? (const struct proto_object *)data : NULL, r == 0 ? n : 0);
+        } else if (size_only)
                 g->done(g->userdata, r, NULL, r == 0 ? rep->bytes : 0);
         else
                 g->done(g->userdata, r, r == 0 ? (data ? data : "") : NULL, r == 0 ? rep->bytes : 0);
@@ -56,13 +76,15 @@ static void on_got(struct request *req, const struct proto_reply *rep) {
         free(g);
 }
 
-static int get(struct tenant *tn, const char *key, size_t max, unsigned flags, store_got_t done, void *userdata) {
+static int get(struct tenant *tn, enum proto_type type, const char *key, uint64_t offset, size_t max, unsigned flags,
+               struct get *proto) {
         struct get *g = calloc(1, sizeof(*g));
         struct request *req;
 
         if (!g)
                 return -ENOMEM;
-        *g = (struct get){ .done = done, .userdata = userdata, .max = max };
+        *g = *proto;
+        g->max = max;
         g->fd = memfd_create("tierd-get", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (g->fd < 0) {
                 int r = -errno;
@@ -70,12 +92,13 @@ static int get(struct tenant *tn, const char *key, size_t max, unsigned flags, s
                 return r;
         }
         /* Borrowed: tierd reads the memfd after the reply. */
-        if (!(req = request_new_borrowing(PROTO_GET, g->fd, on_got, g))) {
+        if (!(req = request_new_borrowing(type, g->fd, on_got, g))) {
                 close(g->fd);
                 free(g);
                 return -ENOMEM;
         }
         snprintf(req->msg.key, sizeof(req->msg.key), "%s", key);
+        req->msg.offset = offset;
         req->msg.length = max;
         req->msg.flags = flags;
         worker_submit(&tn->worker, req);
@@ -83,11 +106,16 @@ static int get(struct tenant *tn, const char *key, size_t max, unsigned flags, s
 }
 
 int store_get(struct tenant *tn, const char *key, size_t max, store_got_t done, void *userdata) {
-        return get(tn, key, max, 0, done, userdata);
+        return get(tn, PROTO_GET, key, 0, max, 0, &(struct get){ .done = done, .userdata = userdata });
 }
 
 int store_head(struct tenant *tn, const char *key, store_got_t done, void *userdata) {
-        return get(tn, key, 0, PROTO_GET_SIZE_ONLY, done, userdata);
+        return get(tn, PROTO_GET, key, 0, 0, PROTO_GET_SIZE_ONLY, &(struct get){ .done = done, .userdata = userdata });
+}
+
+int store_list(struct tenant *tn, uint32_t kind, size_t max, store_listed_t done, void *userdata) {
+        return get(tn, PROTO_LIST, "", kind, max - max % sizeof(struct proto_object), 0,
+                   &(struct get){ .listed = done, .userdata = userdata });
 }
 
 struct put {
@@ -99,6 +127,25 @@ static void on_put(struct request *req, const struct proto_reply *rep) {
         struct put *p = req->userdata;
         p->done(p->userdata, rep->error);
         free(p);
+}
+
+int store_delete_if_old(struct tenant *tn, const char *key, uint64_t size, int64_t before, store_put_t done,
+                        void *userdata) {
+        struct put *p = calloc(1, sizeof(*p));
+        struct request *req;
+
+        if (!p)
+                return -ENOMEM;
+        *p = (struct put){ .done = done, .userdata = userdata };
+        if (!(req = request_new(PROTO_DELETE, -1, on_put, p))) {
+                free(p);
+                return -ENOMEM;
+        }
+        snprintf(req->msg.key, sizeof(req->msg.key), "%s", key);
+        req->msg.size = size;
+        req->msg.offset = (uint64_t)before;
+        worker_submit(&tn->worker, req);
+        return 0;
 }
 
 int store_put(struct tenant *tn, const char *key, const void *data, size_t len, bool if_absent, store_put_t done,

@@ -22,5 +22,17 @@ int store_head(struct tenant *tn, const char *key, store_got_t done, void *userd
 /* Stores len bytes as key; if_absent: -EEXIST when key is there already
  * (nothing written). done(userdata, 0 or a negative errno). */
 typedef void (*store_put_t)(void *userdata, int error);
+
+/* Every object of tierd's of one kind (proto.h; at most max bytes of
+ * records, else -EFBIG): done(userdata, 0, objects, n), the objects valid
+ * during the call only. -EOPNOTSUPP: the store cannot list (http). */
+typedef void (*store_listed_t)(void *userdata, int error, const struct proto_object *objects, size_t n);
+int store_list(struct tenant *tn, uint32_t kind, size_t max, store_listed_t done, void *userdata);
+
+/* Deletes key if it is still of size bytes and last changed before the
+ * second `before` (the store's clock), else -EBUSY: an archive refreshed
+ * or wrote it since it was listed. done(userdata, 0 or a negative errno). */
+int store_delete_if_old(struct tenant *tn, const char *key, uint64_t size, int64_t before, store_put_t done,
+                        void *userdata);
 int store_put(struct tenant *tn, const char *key, const void *data, size_t len, bool if_absent, store_put_t done,
               void *userdata);

@@ -13,6 +13,8 @@
  *   the policy is read        policy/policy.c        (watched: supervisor/policywatch.c)
  *   the policy is decided     policy/engine.c        (carried out: supervisor/quota.c,
  *                                                     supervisor/autoarchive.c; files: usage.c)
+ *   the catalog is kept       supervisor/catalog.c   (imported: catalogimport.c)
+ *   the store is collected    supervisor/gc.c        (audited: supervisor/audit.c)
  */
 #pragma once
 
@@ -111,6 +113,8 @@ struct tenant {
         sd_event_source *quota_retry_src;
         struct checked_objects *checked; /* what recent checks found: remotecheck.c */
         struct catalog *catalog;         /* "catalog": true: catalog.c */
+        struct gc_run *gc;               /* tierctl gc, while it runs: gc.c */
+        struct audit_run *audit;         /* tierctl audit, while it runs: audit.c */
         unsigned auto_in_flight; /* background archives: autoarchive.c */
         double archive_tokens;   /* archive_rate's bucket, in bytes */
         uint64_t archive_tokens_usec;

@@ -69,6 +69,8 @@ else
 	run_suite "catalog: import on another node, --at, fencing" bash tests/integration/catalog.sh
 	run_suite "catalog on Ceph RGW" bash tests/integration/catalog.sh s3
 	run_suite "catalog: tierd SIGKILLed at random while it writes it" bash tests/integration/catalogkill.sh
+	run_suite "gc: mark and sweep of the store" bash tests/integration/gc.sh
+	run_suite "gc on Ceph RGW" bash tests/integration/gc.sh s3
 	run_suite "crashes: worker and tierd killed, handover, fd limit" bash tests/integration/crash.sh
 	run_suite "valgrind memcheck of the worker's fill path" bash tests/integration/valgrind.sh
 	run_suite "core on btrfs, daemons built with ASan+UBSan" env BUILD="$BUILD/asan" bash tests/integration/core.sh btrfs

@@ -6,6 +6,7 @@
  * as an fd from tierd and resolves every key beneath it.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "fdio.h"
 #include "hash.h"
 #include "macro.h"
+#include "objkey.h"
 #include "progress.h"
 
 #define FILE_IO_BUF (1u << 20)
@@ -97,7 +99,7 @@ static int file_fetch(struct backend *b, const char *key, uint64_t offset, uint6
         return 0;
 }
 
-static int file_exists(struct backend *b, const char *key, uint64_t *size) {
+static int file_exists(struct backend *b, const char *key, uint64_t *size, int64_t *mtime) {
         _cleanup_close_ int fd = open_beneath(to_file(b)->dir_fd, key, O_PATH, 0);
         struct stat st;
         if (fd < 0)
@@ -108,6 +110,8 @@ static int file_exists(struct backend *b, const char *key, uint64_t *size) {
                 return -EIO;
         if (size)
                 *size = (uint64_t)st.st_size;
+        if (mtime)
+                *mtime = st.st_mtim.tv_sec;
         return 0;
 }
 
@@ -150,6 +154,51 @@ static int file_remove(struct backend *b, const char *key) {
         return unlinkat(to_file(b)->dir_fd, key, 0) < 0 ? -errno : 0;
 }
 
+/* Its mtime is what a collection reads as the object's age. */
+static int file_touch(struct backend *b, const char *key) {
+        _cleanup_close_ int fd = open_beneath(to_file(b)->dir_fd, key, O_RDONLY, 0);
+        if (fd < 0)
+                return fd;
+        return futimens(fd, NULL) < 0 ? -errno : 0;
+}
+
+/* One directory per kind; temporary names (a crash's) and anything else
+ * not of tierd's form are skipped. */
+static int file_list(struct backend *b, uint32_t kind, backend_list_t each, void *ctx) {
+        const char *prefix = object_kind_prefix(kind);
+        char dir[64], key[STUB_KEY_MAX];
+        struct dirent *de;
+        int r = 0;
+
+        if (!prefix)
+                return -EINVAL;
+        snprintf(dir, sizeof(dir), "%.*s", (int)strlen(prefix) - 1, prefix); /* without its '/' */
+        int fd = open_beneath(to_file(b)->dir_fd, dir, O_RDONLY | O_DIRECTORY, 0);
+        if (fd == -ENOENT)
+                return 0; /* nothing of that kind was ever stored */
+        if (fd < 0)
+                return fd;
+        _cleanup_closedir_ DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -errno;
+        }
+        while (r == 0 && (errno = 0, de = readdir(d))) {
+                struct proto_object o;
+                struct stat st;
+                if (snprintf(key, sizeof(key), "%s%s", prefix, de->d_name) >= (int)sizeof(key) ||
+                    object_key_parse(key, &o) < 0 || o.kind != kind ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                        continue;
+                o.size = (uint64_t)st.st_size;
+                o.mtime = st.st_mtim.tv_sec;
+                r = each(ctx, &o);
+        }
+        if (r == 0 && errno)
+                r = -errno;
+        return r;
+}
+
 const struct backend_ops backend_file_ops = {
         .scheme = "file",
         .open = file_open,
@@ -158,4 +207,6 @@ const struct backend_ops backend_file_ops = {
         .exists = file_exists,
         .store = file_store,
         .remove = file_remove,
+        .list = file_list,
+        .touch = file_touch,
 };

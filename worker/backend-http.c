@@ -61,7 +61,7 @@ static int http_store(struct backend *b, const char *key, int fd, uint64_t size,
         ret = remote_upload_matches(r, md, key, sha256);
         if (ret < 0)
                 return ret;
-        ret = remote_exists(b, key, &have);
+        ret = remote_exists(b, key, &have, NULL);
         if (ret == 0 && have != size) {
                 log_error("tenant %s: %s: stored %llu bytes, the store says %llu", r->tenant, key,
                           (unsigned long long)size, (unsigned long long)have);

@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hash.h"
 #include "hex.h"
 #include "http.h"
 #include "log.h"
 #include "macro.h"
+#include "objkey.h"
 #include "progress.h"
 #include "url.h"
 
@@ -50,6 +52,8 @@ static int s3_open(const struct proto_config *cfg, int store_fd, struct backend 
                         k = asprintf(&r->prefix, "%s%s", url.prefix, *url.prefix ? "/" : "");
                 if (k >= 0)
                         k = asprintf(&r->object_base, "%s%s", r->bucket_base, r->prefix);
+                if (k >= 0)
+                        k = asprintf(&r->copy_source, "/%s/%s", url.bucket, r->prefix);
                 r->started = time(NULL);
         }
         backend_url_done(&url);
@@ -250,15 +254,12 @@ static int multipart_store(struct remote *r, const char *key, int fd, uint64_t s
         return ret;
 }
 
-/* Only keys tierd makes under our prefix ("sha256/" and 64 hex digits):
+/* Only keys tierd makes under our prefix (objkey.h), of one kind:
  * a shared bucket's other uploads are not ours to abort, and such a key
  * needs no escaping in a URL. */
-static bool our_object_key(const struct remote *r, const char *key) {
+static bool our_object_key(const struct remote *r, const char *key, uint32_t kind, struct proto_object *o) {
         size_t n = strlen(r->prefix);
-        if (strncmp(key, r->prefix, n) != 0 || strncmp(key + n, "sha256/", 7) != 0)
-                return false;
-        key += n + 7;
-        return strlen(key) == 64 && strspn(key, "0123456789abcdef") == 64;
+        return strncmp(key, r->prefix, n) == 0 && object_key_parse(key + n, o) == 0 && o->kind == kind;
 }
 
 /* Multipart uploads a crashed worker left behind cost storage forever:
@@ -284,7 +285,8 @@ static int s3_cleanup(struct backend *b) {
                         if (xml_first_value(u, "Key", key, sizeof(key)) < 0 ||
                             xml_first_value(u, "UploadId", id, sizeof(id)) < 0 ||
                             xml_first_value(u, "Initiated", initiated, sizeof(initiated)) < 0 ||
-                            strncmp(initiated, before, strlen(before)) >= 0 || !our_object_key(r, key))
+                            strncmp(initiated, before, strlen(before)) >= 0 ||
+                            !our_object_key(r, key, PROTO_OBJECT_DATA, &(struct proto_object){}))
                                 continue;
                         if (!(id_esc = curl_easy_escape(NULL, id, 0)))
                                 break;
@@ -349,6 +351,162 @@ static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, c
         return ret;
 }
 
+#define LIST_ANSWER_MAX (8u << 20) /* a page of 1,000 keys is about 400 KiB */
+
+/* "2026-12-04T08:14:36.000Z", in UTC; 0 if not that. */
+static int64_t parse_iso8601(const char *s) {
+        struct tm tm = {};
+        const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+        return end && (*end == '.' || *end == 'Z') ? (int64_t)timegm(&tm) : 0;
+}
+
+/* A continuation token, its XML escapes undone (it is sent back as is). */
+static int xml_unescape(const char *in, char *out, size_t size) {
+        static const struct { const char *esc; char c; } table[] = {
+                { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' }, { "&apos;", '\'' },
+        };
+        size_t n = 0;
+        while (*in) {
+                char c = *in;
+                size_t skip = 1;
+                for (size_t i = 0; c == '&' && i < ARRAY_SIZE(table); i++)
+                        if (strncmp(in, table[i].esc, strlen(table[i].esc)) == 0) {
+                                c = table[i].c;
+                                skip = strlen(table[i].esc);
+                        }
+                if (n + 1 >= size)
+                        return -E2BIG;
+                out[n++] = c;
+                in += skip;
+        }
+        out[n] = 0;
+        return 0;
+}
+
+/* The objects of one page: each <Contents> block read on its own, so a
+ * block without a field never borrows the next one's. */
+static int list_page(struct remote *r, const char *xml, uint32_t kind, backend_list_t each, void *ctx) {
+        for (const char *u = xml; (u = strstr(u, "<Contents>"));) {
+                const char *end = strstr(u, "</Contents>");
+                char block[4096], key[STUB_KEY_MAX + 512], size[32], modified[64];
+                struct proto_object o;
+                if (!end)
+                        return -EIO;
+                if ((size_t)(end - u) >= sizeof(block)) {
+                        u = end;
+                        continue; /* not one of ours: their keys are short */
+                }
+                snprintf(block, sizeof(block), "%.*s", (int)(end - u), u);
+                u = end;
+                if (xml_first_value(block, "Key", key, sizeof(key)) < 0 || !our_object_key(r, key, kind, &o) ||
+                    xml_first_value(block, "Size", size, sizeof(size)) < 0 ||
+                    xml_first_value(block, "LastModified", modified, sizeof(modified)) < 0)
+                        continue;
+                char *e;
+                errno = 0;
+                o.size = strtoull(size, &e, 10);
+                o.mtime = parse_iso8601(modified);
+                if (errno || *e || e == size || o.mtime == 0) {
+                        log_error("tenant %s: the store lists %s with size '%s', modified '%s': not understood",
+                                  r->tenant, key, size, modified);
+                        return -EIO;
+                }
+                int k = each(ctx, &o);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/* ListObjectsV2, a page after the other. */
+static int s3_list(struct backend *b, uint32_t kind, backend_list_t each, void *ctx) {
+        struct remote *r = (struct remote *)b;
+        const char *kind_prefix = object_kind_prefix(kind);
+        char full[PROTO_URL_MAX], token[1024] = "", truncated[16];
+        char *prefix;
+        int ret = 0;
+
+        if (!kind_prefix)
+                return -EINVAL;
+        snprintf(full, sizeof(full), "%s%s", r->prefix, kind_prefix);
+        if (!(prefix = curl_easy_escape(NULL, full, 0)))
+                return -ENOMEM;
+        for (unsigned pages = 0; ret == 0; pages++) {
+                struct http_req q;
+                char *token_esc = token[0] ? curl_easy_escape(NULL, token, 0) : NULL;
+                if (token[0] && !token_esc) {
+                        ret = -ENOMEM;
+                        break;
+                }
+                http_req_init(&q, "GET");
+                q.collect_max = LIST_ANSWER_MAX;
+                /* Query keys in name order, values escaped (see s3_cleanup). */
+                int n = snprintf(q.url, sizeof(q.url), "%s?%s%s%slist-type=2&max-keys=1000&prefix=%s", r->bucket_base,
+                                 token_esc ? "continuation-token=" : "", token_esc ?: "", token_esc ? "&" : "", prefix);
+                curl_free(token_esc);
+                if (n < 0 || (size_t)n >= sizeof(q.url))
+                        ret = -E2BIG;
+                if (ret == 0)
+                        ret = remote_request(r, &q, "?list-type=2");
+                if (ret == 0 && (!q.collect || !strstr(q.collect, "<ListBucketResult")))
+                        ret = -EIO; /* a 200 that is no listing */
+                if (ret == 0)
+                        ret = list_page(r, q.collect, kind, each, ctx);
+                bool more = ret == 0 && xml_first_value(q.collect, "IsTruncated", truncated, sizeof(truncated)) == 0 &&
+                            strcmp(truncated, "true") == 0;
+                if (more && (xml_first_value(q.collect, "NextContinuationToken", full, sizeof(full)) < 0 ||
+                             xml_unescape(full, token, sizeof(token)) < 0 || !token[0]))
+                        ret = -EIO;
+                http_req_done(&q);
+                if (!more)
+                        break;
+        }
+        curl_free(prefix);
+        return ret;
+}
+
+/* A copy onto itself, its metadata given again (REPLACE): S3 makes its
+ * Last-Modified now, which is the age a collection reads. */
+static int s3_touch(struct backend *b, const char *key) {
+        struct remote *r = (struct remote *)b;
+        struct curl_slist *h = NULL;
+        struct http_req q;
+        uint64_t size = 0;
+        int ret;
+
+        http_req_init(&q, "HEAD");
+        remote_object_url(r, &q, key, NULL);
+        ret = remote_request(r, &q, key);
+        if (ret == 0 && !q.meta.meta_sha256[0])
+                ret = -EIO; /* not one tierd stored */
+        if (ret == 0)
+                h = object_headers(r, q.meta.meta_sha256);
+        size = q.meta.content_length;
+        http_req_done(&q);
+        if (ret < 0)
+                return ret;
+        if (size > (5ull << 30)) {
+                curl_slist_free_all(h);
+                return -EFBIG; /* past a single copy's limit: uploaded again instead */
+        }
+        http_req_init(&q, "PUT");
+        remote_object_url(r, &q, key, NULL);
+        for (struct curl_slist *l = h; l && ret == 0; l = l->next)
+                ret = http_req_header(&q, "%s", l->data);
+        if (ret == 0)
+                ret = http_req_header(&q, "x-amz-copy-source: %s%s", r->copy_source, key);
+        if (ret == 0)
+                ret = http_req_header(&q, "x-amz-metadata-directive: REPLACE");
+        if (ret == 0)
+                ret = remote_request(r, &q, key);
+        /* A copy can fail after its 200: the body then says <Error>. */
+        if (ret == 0 && !strstr(q.resp, "<CopyObjectResult"))
+                ret = -EIO;
+        curl_slist_free_all(h);
+        http_req_done(&q);
+        return ret;
+}
+
 const struct backend_ops backend_s3_ops = {
         .scheme = "s3",
         .open = s3_open,
@@ -359,4 +517,6 @@ const struct backend_ops backend_s3_ops = {
         .remove = remote_remove,
         .set_credentials = s3_set_credentials,
         .cleanup = s3_cleanup,
+        .list = s3_list,
+        .touch = s3_touch,
 };

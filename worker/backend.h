@@ -5,6 +5,8 @@
  */
 #pragma once
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -12,6 +14,8 @@
 
 /* Receives fetched bytes in order; returns 0 or a negative errno to abort. */
 typedef int (*backend_sink_t)(void *ctx, const void *data, size_t n);
+/* Receives a listing's objects one by one; 0 or a negative errno to abort. */
+typedef int (*backend_list_t)(void *ctx, const struct proto_object *o);
 
 struct backend;
 
@@ -23,8 +27,9 @@ struct backend_ops {
          * object; -EIO: short or failed). */
         int (*fetch)(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink,
                      void *ctx);
-        /* 0 and the size if it exists, -ENOENT if not. */
-        int (*exists)(struct backend *b, const char *key, uint64_t *size);
+        /* 0 and the size (and when it last changed, in seconds since the
+         * epoch, if mtime is given) if it exists, -ENOENT if not. */
+        int (*exists)(struct backend *b, const char *key, uint64_t *size, int64_t *mtime);
         /* Uploads fd's first size bytes; fails with -EBADMSG (nothing stored)
          * when what was read does not hash to sha256. With
          * BACKEND_STORE_IF_ABSENT, -EEXIST (nothing stored) when key is
@@ -32,6 +37,13 @@ struct backend_ops {
         int (*store)(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
                      unsigned flags);
         int (*remove)(struct backend *b, const char *key);
+        /* Optional (no garbage collection without them): every object of
+         * tierd's of one kind (objkey.h), in no particular order; and an
+         * object made new again, its content and metadata unchanged (S3: a
+         * copy onto itself), so that a collection that found it old does
+         * not take it now that an archive relies on it. */
+        int (*list)(struct backend *b, uint32_t kind, backend_list_t each, void *ctx);
+        int (*touch)(struct backend *b, const char *key);
         /* Optional: new keys (rotated credentials). */
         void (*set_credentials)(struct backend *b, const struct proto_credentials *c);
         /* Optional: once at start, with credentials: tidy what a crash left. */
@@ -42,6 +54,12 @@ enum { BACKEND_STORE_IF_ABSENT = 1u << 0 };
 
 struct backend {
         const struct backend_ops *ops;
+        /* Held across "is it there? then refresh it" (an archive reusing an
+         * object) and "is it old? then delete it" (a collection): each sees
+         * the other whole, so an archive never relies on an object a
+         * collection is deleting. Archives and collections of a tenant go
+         * through its host worker, this process. */
+        pthread_mutex_t gc_lock;
 };
 
 extern const struct backend_ops backend_file_ops;
@@ -49,3 +67,11 @@ extern const struct backend_ops backend_s3_ops;
 extern const struct backend_ops backend_http_ops;
 
 int backend_open(const struct proto_config *cfg, int store_fd, struct backend **ret);
+
+/* An archive's object key of size bytes is in the store already: true if
+ * so, and it was made new again (see touch) where the store can collect
+ * garbage. False: upload it. */
+bool backend_reuse(struct backend *b, const char *key, uint64_t size);
+/* A collection's delete: key goes only if it is of size bytes and last
+ * changed before the second `before`; else -EBUSY. 0 if it is gone. */
+int backend_remove_if_old(struct backend *b, const char *key, uint64_t size, int64_t before);

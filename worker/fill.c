@@ -199,7 +199,6 @@ static int serve_verify(const struct proto_request *req, int fd) {
 static int serve_archive(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep) {
         char key[STUB_KEY_MAX];
         struct stat st;
-        uint64_t have;
         int r;
 
         if (fstat(fd, &st) < 0)
@@ -210,7 +209,7 @@ static int serve_archive(struct backend *b, const struct proto_request *req, int
                 return r;
         stub_key_for_hash(rep->sha256, key);
         /* Content-addressed: an object with this key and size is this content. */
-        if (b->ops->exists(b, key, &have) == 0 && have == rep->size)
+        if (backend_reuse(b, key, rep->size))
                 return 0;
         r = b->ops->store(b, key, fd, rep->size, rep->sha256, 0);
         if (r < 0)
@@ -224,7 +223,7 @@ static int serve_archive(struct backend *b, const struct proto_request *req, int
  * -ENOENT: gone; -EBADMSG: another size. */
 static int serve_check(struct backend *b, const struct proto_request *req, struct proto_reply *rep) {
         uint64_t size = 0;
-        int r = b->ops->exists(b, req->key, &size);
+        int r = b->ops->exists(b, req->key, &size, NULL);
         if (r < 0)
                 return r;
         rep->bytes = size;
@@ -242,7 +241,7 @@ static int plain_sink_write(void *ctx, const void *data, size_t n) {
 /* A small object of tierd's, written whole into its memfd. */
 static int serve_get(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep) {
         uint64_t size = 0;
-        int r = b->ops->exists(b, req->key, &size);
+        int r = b->ops->exists(b, req->key, &size, NULL);
         if (r < 0)
                 return r;
         if (req->flags & PROTO_GET_SIZE_ONLY) {
@@ -262,6 +261,32 @@ static int serve_get(struct backend *b, const struct proto_request *req, int fd,
 static int serve_put(struct backend *b, const struct proto_request *req, int fd) {
         return b->ops->store(b, req->key, fd, req->size, req->sha256,
                              req->flags & PROTO_PUT_IF_ABSENT ? BACKEND_STORE_IF_ABSENT : 0);
+}
+
+struct list_sink {
+        int fd;
+        uint64_t pos, max;
+};
+
+static int list_sink_add(void *ctx, const struct proto_object *o) {
+        struct list_sink *s = ctx;
+        if (s->pos + sizeof(*o) > s->max)
+                return -EFBIG; /* tierd's bound */
+        int r = pwrite_all(s->fd, (const uint8_t *)o, sizeof(*o), s->pos);
+        s->pos += sizeof(*o);
+        return r;
+}
+
+/* Every object of tierd's of one kind, as fixed records into tierd's memfd. */
+static int serve_list(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep) {
+        struct list_sink sink = { .fd = fd, .max = req->length };
+        if (!b->ops->list)
+                return -EOPNOTSUPP;
+        int r = b->ops->list(b, (uint32_t)req->offset, list_sink_add, &sink);
+        if (r < 0)
+                return r;
+        rep->bytes = sink.pos;
+        return 0;
 }
 
 void worker_serve(struct backend *b, struct manifest_cache *mcache, const struct proto_request *req, int fd,
@@ -288,13 +313,20 @@ void worker_serve(struct backend *b, struct manifest_cache *mcache, const struct
         case PROTO_PUT:
                 r = serve_put(b, req, fd);
                 break;
+        case PROTO_LIST:
+                r = serve_list(b, req, fd, rep);
+                break;
+        case PROTO_DELETE:
+                r = b->ops->list ? backend_remove_if_old(b, req->key, req->size, (int64_t)req->offset) : -EOPNOTSUPP;
+                break;
         default:
                 r = -EINVAL;
         }
         /* Archives say why themselves; the catalog asks for what may be
          * missing or taken. */
         if (r < 0 && req->type != PROTO_ARCHIVE && !(req->type == PROTO_GET && r == -ENOENT) &&
-            !(req->type == PROTO_PUT && r == -EEXIST))
+            !(req->type == PROTO_PUT && r == -EEXIST) &&
+            !(req->type == PROTO_DELETE && r == -EBUSY))
                 log_error("request %llu (%s [%llu, +%llu)): %s", (unsigned long long)req->id, req->key,
                           (unsigned long long)req->offset, (unsigned long long)req->length, strerror(-r));
         rep->error = r;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "http-check.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +56,9 @@ void http_meta_header(struct http_meta *m, const char *buf, size_t len) {
                 }
         } else if ((v = header_value(line, "x-amz-meta-sha256"))) {
                 snprintf(m->meta_sha256, sizeof(m->meta_sha256), "%s", v);
+        } else if ((v = header_value(line, "last-modified"))) {
+                time_t t = curl_getdate(v, NULL); /* an HTTP date: libcurl reads every form of it */
+                m->last_modified = t > 0 ? (int64_t)t : 0;
         } else if ((v = header_value(line, "etag"))) {
                 snprintf(m->etag, sizeof(m->etag), "%s", v);
         }

@@ -16,6 +16,7 @@ struct http_meta {
         uint64_t range_start, range_end; /* [start, end) from Content-Range */
         char meta_sha256[65];            /* x-amz-meta-sha256 */
         char etag[128];
+        int64_t last_modified; /* seconds since the epoch; 0: not said */
 };
 
 /* Takes one header line (no CR/LF needed); a status line resets meta. */

@@ -27,6 +27,26 @@ void http_req_init(struct http_req *q, const char *method) {
 void http_req_done(struct http_req *q) {
         curl_slist_free_all(q->headers);
         q->headers = NULL;
+        free(q->collect);
+        q->collect = NULL;
+}
+
+static size_t collect_body(struct http_req *q, const char *buf, size_t len) {
+        char *p;
+        if (len > q->collect_max - q->collect_len) {
+                snprintf(q->error, sizeof(q->error), "answer longer than %zu bytes", q->collect_max);
+                q->sink_error = -EFBIG;
+                return 0;
+        }
+        if (!(p = realloc(q->collect, q->collect_len + len + 1))) {
+                q->sink_error = -ENOMEM;
+                return 0;
+        }
+        memcpy(p + q->collect_len, buf, len);
+        q->collect = p;
+        q->collect_len += len;
+        p[q->collect_len] = 0;
+        return len;
 }
 
 int http_req_header(struct http_req *q, const char *fmt, ...) {
@@ -68,6 +88,8 @@ static size_t on_body(char *buf, size_t size, size_t n, void *userdata) {
         size_t len = size * n;
 
         curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &q->status);
+        if (q->collect_max && q->status >= 200 && q->status <= 299)
+                return collect_body(q, buf, len);
         if (!q->sink || q->status < 200 || q->status > 299) {
                 size_t k = MIN(len, sizeof(q->resp) - 1 - q->resp_len);
                 memcpy(q->resp + q->resp_len, buf, k);
@@ -143,6 +165,7 @@ static int perform(struct remote *r, struct http_req *q) {
         q->status = 0;
         q->resp_len = 0;
         q->resp[0] = 0;
+        q->collect_len = 0; /* a retry starts the body again */
         q->sink_error = 0;
         q->checked = false;
         q->error[0] = 0;
@@ -315,6 +338,7 @@ void remote_close(struct backend *b) {
         free(r->object_base);
         free(r->bucket_base);
         free(r->prefix);
+        free(r->copy_source);
         explicit_bzero(&r->cred, sizeof(r->cred));
         free(r);
 }
@@ -378,7 +402,7 @@ int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t l
         return ret;
 }
 
-int remote_exists(struct backend *b, const char *key, uint64_t *size) {
+int remote_exists(struct backend *b, const char *key, uint64_t *size, int64_t *mtime) {
         struct remote *r = (struct remote *)b;
         struct http_req q;
         int ret;
@@ -391,6 +415,8 @@ int remote_exists(struct backend *b, const char *key, uint64_t *size) {
                 ret = -EIO;
         if (ret == 0 && size)
                 *size = q.meta.content_length;
+        if (ret == 0 && mtime && !(*mtime = q.meta.last_modified))
+                ret = -EIO; /* an age is asked for, and the store does not say it */
         http_req_done(&q);
         return ret;
 }

@@ -23,6 +23,7 @@ struct remote {
         char *object_base; /* URL that a key is appended to, ending in '/' */
         char *bucket_base; /* s3: URL of the bucket, ending in '/' */
         char *prefix;      /* s3: key prefix ("" or "a/b/") */
+        char *copy_source; /* s3: "/BUCKET/PREFIX", a copy's source before the key */
         time_t started;    /* uploads begun before this are a dead worker's */
         char sigv4[96];    /* "aws:amz:REGION:s3" */
         struct curl_slist *extra_headers;
@@ -52,6 +53,10 @@ struct http_req {
         void *sink_ctx;
         uint64_t want_off, want, got;
         int sink_error;
+        /* A 2xx body kept whole in memory (a listing), up to collect_max
+         * bytes; 0: not kept. */
+        size_t collect_max, collect_len;
+        char *collect;
         /* Response */
         long status;
         bool checked;
@@ -76,7 +81,7 @@ int remote_request(struct remote *r, struct http_req *q, const char *key);
 int remote_init(struct remote *r, const struct proto_config *cfg, bool s3);
 void remote_close(struct backend *b);
 int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink, void *ctx);
-int remote_exists(struct backend *b, const char *key, uint64_t *size);
+int remote_exists(struct backend *b, const char *key, uint64_t *size, int64_t *mtime);
 int remote_remove(struct backend *b, const char *key);
 void remote_object_url(struct remote *r, struct http_req *q, const char *key, const char *query);
 /* After an upload hashed into md: 0 if it hashed to sha256, else the

@@ -160,6 +160,7 @@ static const int allowed_syscalls[] = {
         SCMP_SYS(close), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx), SCMP_SYS(lseek), SCMP_SYS(fcntl),
         SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(mkdirat), SCMP_SYS(renameat), SCMP_SYS(renameat2),
         SCMP_SYS(unlinkat), SCMP_SYS(fallocate), SCMP_SYS(fsync), SCMP_SYS(fdatasync), SCMP_SYS(ftruncate),
+        SCMP_SYS(getdents64), SCMP_SYS(utimensat), /* a file store's listing and refresh, for collections */
         SCMP_SYS(memfd_create), /* a chunk manifest is built in memory, then uploaded from it */
         SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(brk),
         SCMP_SYS(futex), SCMP_SYS(set_robust_list), SCMP_SYS(rseq),

@@ -48,10 +48,9 @@ static int hash_chunks(void *ctx, const void *buf, size_t n) {
 static int store_manifest(struct backend *b, const uint8_t *buf, size_t len, const uint8_t root[32]) {
         char key[STUB_KEY_MAX];
         uint8_t sha[32];
-        uint64_t have;
 
         stub_manifest_key(root, key);
-        if (b->ops->exists(b, key, &have) == 0 && have == len)
+        if (backend_reuse(b, key, len))
                 return 0;
         _cleanup_close_ int fd = memfd_create("manifest", MFD_CLOEXEC);
         if (fd < 0)

@@ -19,17 +19,7 @@ FSA=$TL_DIR/fsa FSB=$TL_DIR/fsb STORE=$TL_DIR/store/alpha
 VA=$TL_DIR/views/a VB=$TL_DIR/views/b
 mkdir -p "$TL_DIR/store"
 if [ "$KIND" = s3 ]; then
-	RGW_PORT=${RGW_PORT:-19000}
-	rgw_install >"$TL_DIR/rgw-install.log" 2>&1 || { cat "$TL_DIR/rgw-install.log"; not_ok "Ceph RGW installs"; tl_summary; exit 1; }
-	RGW_START_TIMEOUT=180 rgw_start "$TL_DIR/rgw" "$RGW_PORT" >"$TL_DIR/rgw-start.log" 2>&1 ||
-		{ tail -n 30 "$TL_DIR/rgw-start.log"; not_ok "Ceph RGW starts"; tl_summary; exit 1; }
-	cleanup_rgw() { rgw_stop "$TL_DIR/rgw" >/dev/null 2>&1; tl_cleanup; }
-	trap cleanup_rgw EXIT
-	rgw_make_bucket tierd-cat >/dev/null
-	printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$RGW_ACCESS_KEY" "$RGW_SECRET_KEY" >"$TL_DIR/s3.cred"
-	chmod 600 "$TL_DIR/s3.cred"
-	BACKEND=s3://tierd-cat/alpha
-	EXTRA=", \"endpoint\": \"http://127.0.0.1:$RGW_PORT\", \"credentials\": \"$TL_DIR/s3.cred\""
+	tl_rgw_store tierd-cat alpha
 	store_get() { rgw_curl -sf "$RGW_ENDPOINT/tierd-cat/alpha/$1"; }
 else
 	BACKEND=file://$STORE EXTRA=

@@ -171,7 +171,7 @@ check "attach is idempotent: the same object, no new worker" bash -c "
 		$(cprop $P-a2 Pid) $(cprop $P-a2 Rootfs) /data team-a 0)\" = 'o \"$(cobj $P-a2)\"' ] && [ \$(pgrep -c -P $TL_TIERD_PID tierd-worker) = $((W0 + 3)) ]"
 check "AttachContainer from an unprivileged caller: AccessDenied" bash -c "
 	setpriv --reuid=65534 --regid=65534 --clear-groups $BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager AttachContainer \
-	ssusssa{sv} $P-x alpha $(cprop $P-a1 Pid) / /data team-a 0 2>&1 | grep -q 'only root may attach or detach containers'"
+	ssusssa{sv} $P-x alpha $(cprop $P-a1 Pid) / /data team-a 0 2>&1 | grep -q 'only root may call AttachContainer'"
 
 # Mounts made inside a container's view stay there: the view is a private
 # clone, not a peer of the host's mount.

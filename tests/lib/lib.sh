@@ -113,6 +113,23 @@ tl_tierd_stop() {
 	return $rc
 }
 
+# tl_rgw_store BUCKET PREFIX: a one-node Ceph RGW of the test's own (source
+# rgw.sh first), stopped at exit; sets BACKEND (s3://BUCKET/PREFIX) and
+# EXTRA (the policy's endpoint and credentials keys, after a comma).
+# Ends the test if RGW cannot start.
+tl_rgw_store() {
+	RGW_PORT=${RGW_PORT:-19000}
+	rgw_install >"$TL_DIR/rgw-install.log" 2>&1 || { cat "$TL_DIR/rgw-install.log"; not_ok "Ceph RGW installs"; tl_summary; exit 1; }
+	RGW_START_TIMEOUT=180 rgw_start "$TL_DIR/rgw" "$RGW_PORT" >"$TL_DIR/rgw-start.log" 2>&1 ||
+		{ tail -n 30 "$TL_DIR/rgw-start.log"; not_ok "Ceph RGW starts"; tl_summary; exit 1; }
+	trap 'rgw_stop "$TL_DIR/rgw" >/dev/null 2>&1; tl_cleanup' EXIT
+	rgw_make_bucket "$1" >/dev/null
+	printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$RGW_ACCESS_KEY" "$RGW_SECRET_KEY" >"$TL_DIR/s3.cred"
+	chmod 600 "$TL_DIR/s3.cred"
+	BACKEND=s3://$1/$2
+	EXTRA=", \"endpoint\": \"http://127.0.0.1:$RGW_PORT\", \"credentials\": \"$TL_DIR/s3.cred\""
+}
+
 tl_cleanup() {
 	local p l
 	set +e

@@ -27,6 +27,16 @@ static void test_ranged_answer(void **state) {
         assert_false(http_range_answer_ok(500, &m, 1048576, 1052672));
 }
 
+static void test_last_modified(void **state) {
+        (void)state;
+        const char *h[] = { "HTTP/1.1 200 OK", "Last-Modified: Wed, 21 Oct 2015 07:28:00 GMT\r\n", NULL };
+        assert_int_equal(parse(h).last_modified, 1445412480);
+        const char *bad[] = { "HTTP/1.1 200 OK", "Last-Modified: yesterday-ish", NULL };
+        assert_int_equal(parse(bad).last_modified, 0); /* not said: a collection then deletes nothing */
+        const char *reset[] = { "Last-Modified: Wed, 21 Oct 2015 07:28:00 GMT", "HTTP/1.1 200 OK", NULL };
+        assert_int_equal(parse(reset).last_modified, 0);
+}
+
 static void test_whole_answer(void **state) {
         (void)state;
         const char *whole[] = { "HTTP/1.1 200 OK", "content-length: 100", NULL };
@@ -93,6 +103,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ranged_answer),
                 cmocka_unit_test(test_whole_answer),
+                cmocka_unit_test(test_last_modified),
                 cmocka_unit_test(test_hostile_headers),
                 cmocka_unit_test(test_s3_urls),
                 cmocka_unit_test(test_xml),

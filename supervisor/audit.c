@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The audit (audit.h): the catalog's tree read, the store listed, the
+ * subvolume walked, then the three compared; with --repair, the archived
+ * files whose object is gone uploaded again.
+ */
+#include "audit.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "catalogtree.h"
+#include "gc.h"
+#include "jobs.h"
+#include "log.h"
+#include "macro.h"
+#include "objkey.h"
+#include "storeio.h"
+#include "utf8.h"
+
+#define AUDIT_LIST_MAX (512u << 20)
+#define AUDIT_FINDINGS_MAX 10000 /* kept and told; the rest are counted */
+
+struct audit_run {
+        struct tenant *tn;
+        bool repair;
+        audit_done_t done;
+        audit_progress_t progress;
+        void *userdata;
+        bool stopped;
+        unsigned requests;
+        struct catalog_entries catalog; /* sorted by path */
+        struct proto_object *objects;   /* data and manifests in the store, sorted by hash */
+        size_t n_objects;
+        bool listed_manifests, compared;
+        struct audit_finding *findings;
+        size_t n_findings, n_found;
+        uint64_t repairs, repaired, repair_failed, lost;
+        bool catalog_differs;
+};
+
+/* ---- the run ---- */
+
+static void run_free(struct audit_run *a) {
+        catalog_entries_done(&a->catalog);
+        free(a->objects);
+        for (size_t i = 0; i < a->n_findings; i++)
+                free(a->findings[i].name);
+        free(a->findings);
+        free(a);
+}
+
+static void audit_finish(struct audit_run *a, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void audit_finish(struct audit_run *a, int error, const char *fmt, ...) {
+        static char msg[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (error < 0)
+                log_error("tenant %s: audit: %s", a->tn->cfg->name, msg);
+        else
+                log_info("tenant %s: audit: %s", a->tn->cfg->name, msg);
+        a->tn->audit = NULL;
+        a->stopped = true;
+        a->done(a->userdata, error, msg, a->findings, a->n_findings);
+        if (a->requests == 0)
+                run_free(a);
+}
+
+static bool request_ended(struct audit_run *a) {
+        a->requests--;
+        if (!a->stopped)
+                return true;
+        if (a->requests == 0)
+                run_free(a);
+        return false;
+}
+
+static void found(struct audit_run *a, const char *kind, const char *name, size_t name_len, const char *detail) {
+        a->n_found++;
+        if (a->n_findings == AUDIT_FINDINGS_MAX)
+                return;
+        _cleanup_free_ char *raw = strndup(name, name_len);
+        struct audit_finding *p = reallocarray(a->findings, a->n_findings + 1, sizeof(*p));
+        char *shown = raw ? utf8_escape(raw) : NULL;
+        if (!p || !shown) {
+                free(shown);
+                return;
+        }
+        a->findings = p;
+        a->findings[a->n_findings++] = (struct audit_finding){ .kind = kind, .name = shown, .detail = detail };
+        log_warning("tenant %s: audit: %s: %s (%s)", a->tn->cfg->name, kind, shown, detail);
+}
+
+/* ---- comparing ---- */
+
+static int compare_entries(const void *x, const void *y) {
+        const struct catalog_entry *a = x, *b = y;
+        int c = memcmp(a->path, b->path, MIN(a->path_len, b->path_len));
+        return c ? c : (a->path_len > b->path_len) - (a->path_len < b->path_len);
+}
+
+static int compare_hash(const void *a, const void *b) { return memcmp(a, b, 32); }
+
+/* (A proto_object's hash is not its first field.) */
+static int compare_objects(const void *a, const void *b) {
+        return memcmp(((const struct proto_object *)a)->hash, ((const struct proto_object *)b)->hash, 32);
+}
+
+static bool in_store(const struct audit_run *a, const uint8_t h[32]) {
+        struct proto_object key = {};
+        memcpy(key.hash, h, 32);
+        return a->n_objects && bsearch(&key, a->objects, a->n_objects, sizeof(key), compare_objects);
+}
+
+static const struct catalog_entry *find_entry(const struct catalog_entries *l, const struct catalog_entry *e) {
+        return l->n ? bsearch(e, l->e, l->n, sizeof(*e), compare_entries) : NULL;
+}
+
+static bool has_object(const struct catalog_entry *e) { return e->type == CATALOG_FILE && e->size > 0; }
+
+static bool same_entry(const struct catalog_entry *a, const struct catalog_entry *b) {
+        return a->type == b->type && (!has_object(a) || (a->size == b->size && memcmp(a->sha256, b->sha256, 32) == 0));
+}
+
+/* Every object the entries name, sorted: data and manifests alike. */
+static int named_objects(const struct catalog_entries *const lists[2], uint8_t (**ret)[32], size_t *n) {
+        size_t max = lists[0]->n * 2 + lists[1]->n * 2, k = 0;
+        uint8_t(*h)[32] = calloc(max + 1, 32);
+        if (!h)
+                return -ENOMEM;
+        for (size_t l = 0; l < 2; l++)
+                for (size_t i = 0; i < lists[l]->n; i++) {
+                        const struct catalog_entry *e = &lists[l]->e[i];
+                        if (has_object(e))
+                                memcpy(h[k++], e->sha256, 32);
+                        if (has_object(e) && e->has_manifest)
+                                memcpy(h[k++], e->manifest, 32);
+                }
+        qsort(h, k, 32, compare_hash);
+        *ret = h;
+        *n = k;
+        return 0;
+}
+
+static void repair_next(struct audit_run *a);
+
+struct repair {
+        struct audit_run *a;
+        struct file_ref ref;
+};
+
+static void on_repaired(void *userdata, int error, const char *message) {
+        struct repair *r = userdata;
+        struct audit_run *a = r->a;
+        if (error < 0) {
+                a->repair_failed++;
+                log_error("tenant %s: audit: %s: not uploaded again: %s", a->tn->cfg->name, r->ref.name,
+                          message ?: strerror(-error));
+        } else {
+                a->repaired++;
+                log_info("tenant %s: audit: %s uploaded again", a->tn->cfg->name, r->ref.name);
+        }
+        file_ref_done(&r->ref);
+        free(r);
+        if (!request_ended(a))
+                return;
+        a->progress(a->userdata, "repairing", a->repaired + a->repair_failed, a->repairs);
+        if (a->compared && a->repaired + a->repair_failed == a->repairs)
+                repair_next(a);
+}
+
+/* A file on disk whose object is gone: uploaded again if its bytes are
+ * all here (an archived file), else lost. */
+static void object_missing(struct audit_run *a, const struct catalog_entry *e, const char *key) {
+        _cleanup_(file_ref_done) struct file_ref ref = {};
+        _cleanup_free_ char *path = NULL;
+        char msg[512];
+
+        if (!a->repair) {
+                found(a, "object-missing", e->path, e->path_len, "the store lost this file's object");
+                return;
+        }
+        if (asprintf(&path, "%s/%s", a->tn->cfg->subvolume, e->path) < 0 ||
+            file_ref_from_path(a->tn->t, path, &ref, msg, sizeof(msg)) < 0) {
+                found(a, "object-missing", e->path, e->path_len, "the store lost this file's object; it is gone "
+                                                                 "from the disk too");
+                return;
+        }
+        struct file_status st;
+        /* Archived or changed since: every byte is here. */
+        if (job_file_status(a->tn->t, &ref, &st, msg, sizeof(msg)) < 0 ||
+            (strcmp(st.state, "archived") != 0 && strcmp(st.state, "dirty") != 0)) {
+                a->lost++;
+                found(a, "object-missing", e->path, e->path_len,
+                      "the store lost this file's object and the file is not whole here: its bytes are lost");
+                return;
+        }
+        struct repair *r = calloc(1, sizeof(*r));
+        if (!r)
+                return;
+        *r = (struct repair){ .a = a, .ref = ref };
+        ref = (struct file_ref){};
+        found(a, "object-missing", e->path, e->path_len, "the store lost this file's object: uploaded again");
+        log_info("tenant %s: audit: %s: uploading it again (%s)", a->tn->cfg->name, r->ref.name, key);
+        a->repairs++;
+        a->requests++;
+        if (job_archive_again(a->tn->t, &r->ref, on_repaired, r) < 0)
+                on_repaired(r, -ENOMEM, NULL);
+}
+
+static void compare(struct audit_run *a, struct catalog_entries *disk) {
+        const struct catalog_entries *const lists[2] = { disk, &a->catalog };
+        _cleanup_free_ uint8_t(*named)[32] = NULL;
+        char key[STUB_KEY_MAX];
+        size_t n_named = 0;
+
+        a->progress(a->userdata, "comparing", 0, 0);
+        qsort(disk->e, disk->n, sizeof(*disk->e), compare_entries);
+        /* What the disk has: in the store, and in the catalog as it is? */
+        for (size_t i = 0; i < disk->n && !a->stopped; i++) {
+                const struct catalog_entry *e = &disk->e[i], *c = find_entry(&a->catalog, e);
+                if (has_object(e) && !in_store(a, e->sha256)) {
+                        struct proto_object o = { .kind = PROTO_OBJECT_DATA };
+                        memcpy(o.hash, e->sha256, 32);
+                        object_key_format(&o, key);
+                        object_missing(a, e, key);
+                } else if (has_object(e) && e->has_manifest && !in_store(a, e->manifest))
+                        found(a, "manifest-missing", e->path, e->path_len,
+                              "the store lost this file's chunk manifest: its ranged reads restore it whole");
+                if (!c || !same_entry(e, c)) {
+                        a->catalog_differs = true;
+                        found(a, "not-in-catalog", e->path, e->path_len,
+                              c ? "the catalog has it otherwise" : "the catalog does not have it");
+                }
+        }
+        /* What the catalog has and the disk not. */
+        for (size_t i = 0; i < a->catalog.n && !a->stopped; i++)
+                if (!find_entry(disk, &a->catalog.e[i])) {
+                        a->catalog_differs = true;
+                        found(a, "catalog-only", a->catalog.e[i].path, a->catalog.e[i].path_len,
+                              "in the catalog, not on disk");
+                }
+        /* What nothing here names. */
+        if (named_objects(lists, &named, &n_named) < 0) {
+                audit_finish(a, -ENOMEM, "out of memory");
+                return;
+        }
+        for (size_t i = 0; i < a->n_objects && !a->stopped; i++)
+                if (!n_named || !bsearch(a->objects[i].hash, named, n_named, 32, compare_hash)) {
+                        object_key_format(&a->objects[i], key);
+                        found(a, "unreferenced", key, strlen(key),
+                              "no stub of the subvolume and no catalog entry names it");
+                }
+}
+
+static void repair_next(struct audit_run *a) {
+        if (a->repair && a->catalog_differs) {
+                catalog_note_lost(a->tn); /* a snapshot soon, made from the disk */
+                a->catalog_differs = false;
+        }
+        audit_finish(a, 0, "%zu finding(s)%s; %llu object(s) uploaded again, %llu failed, %llu file(s) lost%s",
+                     a->n_found, a->n_found > a->n_findings ? " (the first 10000 told)" : "",
+                     (unsigned long long)a->repaired, (unsigned long long)a->repair_failed,
+                     (unsigned long long)a->lost,
+                     a->repair ? "" : " (nothing repaired: --repair uploads what it can and snapshots the catalog)");
+}
+
+/* ---- the steps ---- */
+
+static void on_listed(void *userdata, int error, const struct proto_object *o, size_t n) {
+        struct audit_run *a = userdata;
+        if (!request_ended(a))
+                return;
+        if (error < 0) {
+                audit_finish(a, error, "cannot list the store: %s", strerror(-error));
+                return;
+        }
+        struct proto_object *p = reallocarray(a->objects, a->n_objects + n + 1, sizeof(*p));
+        if (!p) {
+                audit_finish(a, -ENOMEM, "out of memory");
+                return;
+        }
+        a->objects = p;
+        memcpy(a->objects + a->n_objects, o, n * sizeof(*o));
+        a->n_objects += n;
+        if (!a->listed_manifests) {
+                a->listed_manifests = true;
+                a->requests++;
+                int r = store_list(a->tn, PROTO_OBJECT_MANIFEST, AUDIT_LIST_MAX, on_listed, a);
+                if (r < 0) {
+                        a->requests--;
+                        audit_finish(a, r, "cannot list the store: %s", strerror(-r));
+                }
+                return;
+        }
+        qsort(a->objects, a->n_objects, sizeof(*a->objects), compare_objects);
+        /* The walk: what is on disk now. */
+        a->progress(a->userdata, "reading the stubs", 0, 0);
+        _cleanup_(catalog_entries_done) struct catalog_entries disk = {};
+        int r = catalog_walk(a->tn, "", &disk);
+        if (r < 0) {
+                audit_finish(a, r, "cannot walk the subvolume: %s", strerror(-r));
+                return;
+        }
+        compare(a, &disk);
+        if (a->stopped)
+                return;
+        a->compared = true; /* from here on, the last repair to end ends the audit */
+        if (a->repaired + a->repair_failed == a->repairs)
+                repair_next(a);
+}
+
+static void on_tree(void *userdata, int error, const char *message, const struct catalog_entries *tree) {
+        struct audit_run *a = userdata;
+        if (!request_ended(a))
+                return;
+        if (error < 0) {
+                audit_finish(a, error, "cannot read the catalog: %s", message);
+                return;
+        }
+        /* Kept: the entries are the caller's. */
+        for (size_t i = 0; i < tree->n; i++) {
+                const struct catalog_entry *e = &tree->e[i];
+                struct catalog_entry copy = { .op = e->op, .type = e->type, .path = strndup(e->path, e->path_len),
+                                              .path_len = e->path_len, .size = e->size,
+                                              .has_manifest = e->has_manifest };
+                memcpy(copy.sha256, e->sha256, 32);
+                memcpy(copy.manifest, e->manifest, 32);
+                if (!copy.path || catalog_entries_add(&a->catalog, &copy) < 0) {
+                        catalog_entry_done(&copy);
+                        audit_finish(a, -ENOMEM, "out of memory");
+                        return;
+                }
+        }
+        qsort(a->catalog.e, a->catalog.n, sizeof(*a->catalog.e), compare_entries);
+        a->progress(a->userdata, "listing the store", 0, 0);
+        a->requests++;
+        int r = store_list(a->tn, PROTO_OBJECT_DATA, AUDIT_LIST_MAX, on_listed, a);
+        if (r < 0) {
+                a->requests--;
+                audit_finish(a, r, "cannot list the store: %s", strerror(-r));
+        }
+}
+
+int audit_start(struct tenant *tn, bool repair, audit_done_t done, audit_progress_t progress, void *userdata,
+                const char **why) {
+        struct audit_run *a;
+
+        if (tn->audit)
+                return *why = "an audit of this tenant is running", -EBUSY;
+        if (gc_running(tn))
+                return *why = "a collection of this tenant is running", -EBUSY;
+        if ((*why = catalog_busy_why(tn)))
+                return -EBUSY;
+        if (!(a = calloc(1, sizeof(*a))))
+                return -ENOMEM;
+        *a = (struct audit_run){ .tn = tn, .repair = repair, .done = done, .progress = progress, .userdata = userdata,
+                                 .requests = 1 };
+        tn->audit = a; /* first: a failure may end it before catalog_read_tree returns */
+        int r = catalog_read_tree(tn, on_tree, a);
+        if (r < 0) {
+                tn->audit = NULL;
+                free(a);
+                return *why = "cannot read the catalog", r;
+        }
+        return 0;
+}
+
+void audit_stop(struct tenant *tn) {
+        if (tn->audit)
+                audit_finish(tn->audit, -ECANCELED, "stopped: tierd stops, or the tenant's catalog was turned off");
+}

@@ -1,0 +1,617 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Garbage collection of a tenant's store: the why is in gc.h. The steps,
+ * each a request to the tenant's worker or a walk:
+ *   list catalog snapshots -> list journal objects -> read those in the
+ *   retention period -> walk the filesystem's stubs (a thread: the event
+ *   loop keeps serving readers) -> list data objects -> list manifests ->
+ *   delete the doomed, a few at a time.
+ */
+#include "gc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog-format.h"
+#include "catalog.h"
+#include "log.h"
+#include "macro.h"
+#include "objkey.h"
+#include "storeio.h"
+
+#define GC_LIST_MAX (512u << 20)       /* bytes of listing records: ~9.5 million objects */
+#define GC_CATALOG_MAX (1024u << 20)   /* a catalog object read (catalog-internal.h's bound) */
+#define GC_DELETES_IN_FLIGHT 4
+#define GC_DEPTH_MAX 256
+#define GC_XATTR_MAX 65536             /* the largest value an xattr can have */
+
+typedef uint8_t hash_t[32];
+
+struct hashes {
+        hash_t *h;
+        size_t n, cap;
+};
+
+struct gc_run {
+        struct tenant *tn;
+        bool dry_run;
+        gc_done_t done;
+        gc_progress_t progress;
+        void *userdata;
+        bool stopped;       /* gc_stop: freed when the last request ends */
+        unsigned requests;  /* to the worker, in flight */
+        int64_t before;     /* objects last changed before this (seconds) may go */
+        int64_t retention_start;
+        struct hashes marks;    /* sorted once the mark phase is done */
+        struct hashes archived; /* sorted: reported by archives since the start */
+        struct proto_object *catalog; /* catalog objects to read */
+        size_t n_catalog, next_catalog;
+        uint64_t base_seq; /* the snapshot current when the retention period began; 0: none */
+        bool have_base;
+        struct proto_object *doomed;
+        size_t n_doomed, next_doomed;
+        unsigned deleting;
+        bool listed_manifests;
+        uint64_t listed, listed_bytes, referenced, young, deleted, deleted_bytes, failed;
+        /* The walk, on its own thread. */
+        pthread_t walker;
+        bool walking;
+        int walk_root, walk_event;
+        sd_event_source *walk_src;
+        struct hashes walk_marks;
+        int walk_error;
+        char walk_where[4096];
+};
+
+/* ---- sets of hashes ---- */
+
+static int hashes_add(struct hashes *s, const uint8_t h[32]) {
+        if (s->n == s->cap) {
+                size_t cap = s->cap ? s->cap * 2 : 1024;
+                hash_t *p = reallocarray(s->h, cap, sizeof(hash_t));
+                if (!p)
+                        return -ENOMEM;
+                s->h = p;
+                s->cap = cap;
+        }
+        memcpy(s->h[s->n++], h, 32);
+        return 0;
+}
+
+static int compare_hash(const void *a, const void *b) { return memcmp(a, b, 32); }
+
+static void hashes_sort(struct hashes *s) { qsort(s->h, s->n, sizeof(hash_t), compare_hash); }
+
+static bool hashes_has(const struct hashes *s, const uint8_t h[32]) {
+        return s->n && bsearch(h, s->h, s->n, sizeof(hash_t), compare_hash);
+}
+
+/* Kept sorted as it grows: archives arrive during the sweep. */
+static int hashes_insert_sorted(struct hashes *s, const uint8_t h[32]) {
+        size_t lo = 0, hi = s->n;
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                int c = memcmp(s->h[mid], h, 32);
+                if (c == 0)
+                        return 0;
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        int r = hashes_add(s, h); /* room at the end, then moved into place */
+        if (r < 0)
+                return r;
+        memmove(s->h[lo + 1], s->h[lo], (s->n - 1 - lo) * sizeof(hash_t));
+        memcpy(s->h[lo], h, 32);
+        return 0;
+}
+
+static void hashes_done(struct hashes *s) {
+        free(s->h);
+        *s = (struct hashes){};
+}
+
+/* ---- the run ---- */
+
+static void run_free(struct gc_run *g) {
+        hashes_done(&g->marks);
+        hashes_done(&g->archived);
+        hashes_done(&g->walk_marks);
+        free(g->catalog);
+        free(g->doomed);
+        sd_event_source_unref(g->walk_src);
+        safe_close(g->walk_root);
+        safe_close(g->walk_event);
+        free(g);
+}
+
+static void gc_finish(struct gc_run *g, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void gc_finish(struct gc_run *g, int error, const char *fmt, ...) {
+        static char msg[1024];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (error < 0)
+                log_error("tenant %s: gc: %s", g->tn->cfg->name, msg);
+        else
+                log_info("tenant %s: gc: %s", g->tn->cfg->name, msg);
+        g->tn->gc = NULL;
+        g->stopped = true;
+        g->done(g->userdata, error, msg);
+        if (g->requests == 0 && !g->walking)
+                run_free(g);
+}
+
+/* Every reply starts here: false if the run was stopped (freed when its
+ * last request ends). */
+static bool request_ended(struct gc_run *g) {
+        g->requests--;
+        if (!g->stopped)
+                return true;
+        if (g->requests == 0 && !g->walking)
+                run_free(g);
+        return false;
+}
+
+static bool request_started(struct gc_run *g, int r, const char *what) {
+        if (r < 0) {
+                gc_finish(g, r, "cannot %s: %s; nothing was deleted", what, strerror(-r));
+                return false;
+        }
+        g->requests++;
+        return true;
+}
+
+static void list_objects(struct gc_run *g, uint32_t kind);
+static void sweep_next(struct gc_run *g);
+static void walk_start(struct gc_run *g);
+
+static int mark_entry(void *userdata, const struct catalog_entry *e) {
+        struct gc_run *g = userdata;
+        int r = 0;
+        if (e->op == CATALOG_PUT && e->type == CATALOG_FILE) {
+                r = hashes_add(&g->marks, e->sha256);
+                if (r == 0 && e->has_manifest)
+                        r = hashes_add(&g->marks, e->manifest);
+        }
+        return r;
+}
+
+static void read_next_catalog_object(struct gc_run *g);
+
+static void on_catalog_object(void *userdata, int error, const char *data, size_t len) {
+        struct gc_run *g = userdata;
+        struct catalog_header h;
+        char key[STUB_KEY_MAX];
+        const char *why = "";
+
+        if (!request_ended(g))
+                return;
+        object_key_format(&g->catalog[g->next_catalog - 1], key);
+        if (error == -ENOENT) { /* an older writer's, tidied meanwhile: its objects were in the next snapshot */
+                read_next_catalog_object(g);
+                return;
+        }
+        if (error < 0) {
+                gc_finish(g, error, "cannot read %s: %s; nothing was deleted", key, strerror(-error));
+                return;
+        }
+        int r = catalog_decode(data, len, &h, mark_entry, g, &why);
+        if (r < 0) {
+                gc_finish(g, r, "%s is %s: the objects it names cannot be known, nothing was deleted", key,
+                          r == -EBADMSG ? why : strerror(-r));
+                return;
+        }
+        read_next_catalog_object(g);
+}
+
+static void read_next_catalog_object(struct gc_run *g) {
+        char key[STUB_KEY_MAX];
+        g->progress(g->userdata, "reading the catalog", g->next_catalog, g->n_catalog);
+        if (g->next_catalog == g->n_catalog) {
+                walk_start(g);
+                return;
+        }
+        object_key_format(&g->catalog[g->next_catalog++], key);
+        request_started(g, store_get(g->tn, key, GC_CATALOG_MAX, on_catalog_object, g), "read the catalog");
+}
+
+static int keep_catalog_object(struct gc_run *g, const struct proto_object *o) {
+        struct proto_object *p = reallocarray(g->catalog, g->n_catalog + 1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        g->catalog = p;
+        g->catalog[g->n_catalog++] = *o;
+        return 0;
+}
+
+static void on_journals_listed(void *userdata, int error, const struct proto_object *o, size_t n) {
+        struct gc_run *g = userdata;
+        if (!request_ended(g))
+                return;
+        if (error < 0) {
+                gc_finish(g, error, "cannot list the catalog's journal: %s; nothing was deleted", strerror(-error));
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                if ((!g->have_base || o[i].seq > g->base_seq) && keep_catalog_object(g, &o[i]) < 0) {
+                        gc_finish(g, -ENOMEM, "out of memory");
+                        return;
+                }
+        read_next_catalog_object(g);
+}
+
+/* The newest snapshot already there when the retention period began is
+ * the tree as of then; it and everything written after it name every
+ * object the catalog referred to since. */
+static void on_snapshots_listed(void *userdata, int error, const struct proto_object *o, size_t n) {
+        struct gc_run *g = userdata;
+        if (!request_ended(g))
+                return;
+        if (error == -EOPNOTSUPP) {
+                gc_finish(g, error, "the store (%s) cannot list its objects: only file:// and s3:// stores are collected",
+                          g->tn->cfg->backend);
+                return;
+        }
+        if (error < 0) {
+                gc_finish(g, error, "cannot list the catalog's snapshots: %s; nothing was deleted", strerror(-error));
+                return;
+        }
+        /* A second more: a listing's times are whole seconds, cut down. */
+        for (size_t i = 0; i < n; i++)
+                if (o[i].mtime + 1 < g->retention_start && (!g->have_base || o[i].seq > g->base_seq)) {
+                        g->base_seq = o[i].seq;
+                        g->have_base = true;
+                }
+        for (size_t i = 0; i < n; i++)
+                if ((!g->have_base || o[i].seq >= g->base_seq) && keep_catalog_object(g, &o[i]) < 0) {
+                        gc_finish(g, -ENOMEM, "out of memory");
+                        return;
+                }
+        request_started(g, store_list(g->tn, PROTO_OBJECT_JOURNAL, GC_LIST_MAX, on_journals_listed, g),
+                        "list the catalog's journal");
+}
+
+/* ---- the walk: every stub on the filesystem ---- */
+
+/* Every 64-hex-digit run in a stub's text, whoever's stub it is and even
+ * if it does not parse: a mark too many keeps an object, one too few
+ * would lose it. */
+static int mark_hex_runs(struct hashes *s, const char *text, size_t len) {
+        static const char hex[] = "0123456789abcdef";
+        size_t run = 0;
+        for (size_t i = 0; i <= len; i++) {
+                if (i < len && text[i] && strchr(hex, text[i])) {
+                        run++;
+                        continue;
+                }
+                if (run >= 64) {
+                        uint8_t h[32];
+                        for (size_t k = 0; k < 32; k++) {
+                                const char *p = text + i - run + 2 * k;
+                                h[k] = (uint8_t)((strchr(hex, p[0]) - hex) << 4 | (strchr(hex, p[1]) - hex));
+                        }
+                        if (run == 64 && hashes_add(s, h) < 0)
+                                return -ENOMEM;
+                }
+                run = 0;
+        }
+        return 0;
+}
+
+struct walk {
+        struct gc_run *g;
+        char *xattr; /* GC_XATTR_MAX */
+        char path[4096]; /* where the walk is, for the error */
+};
+
+/* lgetxattr through the directory's fd: no open, so no event and no use
+ * recorded, and never through a symlink. */
+static int mark_stub(struct walk *w, int dir_fd, const char *name) {
+        char path[64 + 256];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dir_fd, name);
+        ssize_t n = lgetxattr(path, STUB_XATTR, w->xattr, GC_XATTR_MAX);
+        if (n < 0)
+                return errno == ENODATA || errno == ENOENT ? 0 : -errno;
+        return mark_hex_runs(&w->g->walk_marks, w->xattr, (size_t)n);
+}
+
+static int walk_dir(struct walk *w, int dir_fd, size_t path_len, unsigned depth) {
+        _cleanup_closedir_ DIR *d = fdopendir(dir_fd);
+        struct dirent *de;
+        int r = 0;
+
+        if (!d) {
+                close(dir_fd);
+                return -errno;
+        }
+        if (depth > GC_DEPTH_MAX)
+                return -ELOOP;
+        while (r == 0 && (errno = 0, de = readdir(d))) {
+                struct stat st;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                int k = snprintf(w->path + path_len, sizeof(w->path) - path_len, "/%s", de->d_name);
+                size_t sub_len = k > 0 ? MIN(path_len + (size_t)k, sizeof(w->path) - 1) : path_len;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        r = errno == ENOENT ? 0 : -errno; /* gone meanwhile */
+                        continue;
+                }
+                if (S_ISREG(st.st_mode))
+                        r = mark_stub(w, dirfd(d), de->d_name);
+                else if (S_ISDIR(st.st_mode)) {
+                        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub < 0)
+                                r = errno == ENOENT ? 0 : -errno;
+                        else
+                                r = walk_dir(w, sub, sub_len, depth + 1);
+                }
+                if (r == 0)
+                        w->path[path_len] = 0;
+        }
+        if (r == 0 && errno)
+                r = -errno;
+        return r;
+}
+
+static void *walk_thread(void *userdata) {
+        struct gc_run *g = userdata;
+        struct walk w = { .g = g, .xattr = malloc(GC_XATTR_MAX) };
+
+        if (!w.xattr)
+                g->walk_error = -ENOMEM;
+        else {
+                int fd = fcntl(g->walk_root, F_DUPFD_CLOEXEC, 3);
+                g->walk_error = fd < 0 ? -errno : walk_dir(&w, fd, 0, 0);
+        }
+        snprintf(g->walk_where, sizeof(g->walk_where), "%s", w.path[0] ? w.path : "/");
+        free(w.xattr);
+        eventfd_write(g->walk_event, 1);
+        return NULL;
+}
+
+/* The entries tierd has not written to the store yet count as catalog
+ * entries too. */
+static void mark_pending(void *userdata, const uint8_t hash[32]) {
+        struct gc_run *g = userdata;
+        if (hashes_add(&g->marks, hash) < 0)
+                g->walk_error = -ENOMEM;
+}
+
+static int on_walked(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct gc_run *g = userdata;
+        eventfd_t v;
+        (void)s, (void)fd, (void)revents;
+
+        (void)eventfd_read(g->walk_event, &v);
+        pthread_join(g->walker, NULL);
+        g->walking = false;
+        g->walk_src = sd_event_source_disable_unref(g->walk_src);
+        if (g->stopped) {
+                if (g->requests == 0)
+                        run_free(g);
+                return 0;
+        }
+        if (g->walk_error < 0) {
+                gc_finish(g, g->walk_error, "cannot read every stub on %s (at %s: %s): nothing was deleted",
+                          g->tn->fs->mountpoint, g->walk_where,
+                          g->walk_error == -ELOOP ? "deeper than 256 directories" : strerror(-g->walk_error));
+                return 0;
+        }
+        for (size_t i = 0; i < g->walk_marks.n; i++)
+                if (hashes_add(&g->marks, g->walk_marks.h[i]) < 0) {
+                        gc_finish(g, -ENOMEM, "out of memory");
+                        return 0;
+                }
+        hashes_done(&g->walk_marks);
+        catalog_pending_objects(g->tn, mark_pending, g);
+        if (g->walk_error < 0) {
+                gc_finish(g, g->walk_error, "out of memory");
+                return 0;
+        }
+        hashes_sort(&g->marks);
+        list_objects(g, PROTO_OBJECT_DATA);
+        return 0;
+}
+
+static void walk_start(struct gc_run *g) {
+        int r;
+        g->progress(g->userdata, "reading the stubs on the filesystem", 0, 0);
+        g->walk_root = openat(g->tn->fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        g->walk_event = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (g->walk_root < 0 || g->walk_event < 0) {
+                r = -errno;
+                gc_finish(g, r, "cannot walk %s: %s; nothing was deleted", g->tn->fs->mountpoint, strerror(-r));
+                return;
+        }
+        r = sd_event_add_io(g->tn->t->event, &g->walk_src, g->walk_event, EPOLLIN, on_walked, g);
+        if (r == 0)
+                r = -pthread_create(&g->walker, NULL, walk_thread, g);
+        if (r < 0) {
+                gc_finish(g, r, "cannot walk %s: %s; nothing was deleted", g->tn->fs->mountpoint, strerror(-r));
+                return;
+        }
+        g->walking = true;
+}
+
+/* ---- the sweep ---- */
+
+static void on_listed(void *userdata, int error, const struct proto_object *o, size_t n) {
+        struct gc_run *g = userdata;
+        if (!request_ended(g))
+                return;
+        if (error < 0) {
+                gc_finish(g, error, "cannot list the store's objects: %s; nothing was deleted", strerror(-error));
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                g->listed++;
+                g->listed_bytes += o[i].size;
+                if (hashes_has(&g->marks, o[i].hash) || hashes_has(&g->archived, o[i].hash)) {
+                        g->referenced++;
+                        continue;
+                }
+                if (o[i].mtime >= g->before) {
+                        g->young++;
+                        continue;
+                }
+                struct proto_object *p = reallocarray(g->doomed, g->n_doomed + 1, sizeof(*p));
+                if (!p) {
+                        gc_finish(g, -ENOMEM, "out of memory; nothing was deleted");
+                        return;
+                }
+                g->doomed = p;
+                g->doomed[g->n_doomed++] = o[i];
+        }
+        /* Data first, then manifests. */
+        if (!g->listed_manifests) {
+                g->listed_manifests = true;
+                list_objects(g, PROTO_OBJECT_MANIFEST);
+        } else
+                sweep_next(g);
+}
+
+static void list_objects(struct gc_run *g, uint32_t kind) {
+        g->progress(g->userdata, "listing the store", 0, 0);
+        request_started(g, store_list(g->tn, kind, GC_LIST_MAX, on_listed, g), "list the store's objects");
+}
+
+struct gc_delete {
+        struct gc_run *g;
+        uint64_t size;
+};
+
+static void on_deleted(void *userdata, int error) {
+        struct gc_delete *d = userdata;
+        struct gc_run *g = d->g;
+        uint64_t size = d->size;
+
+        free(d);
+        if (!request_ended(g))
+                return;
+        g->deleting--;
+        if (error == 0) {
+                g->deleted++;
+                g->deleted_bytes += size;
+        } else if (error == -EBUSY)
+                g->young++; /* refreshed by an archive since it was listed */
+        else
+                g->failed++; /* the worker logged why */
+        sweep_next(g);
+}
+
+static void report(struct gc_run *g) {
+        gc_finish(g, g->failed ? -EIO : 0,
+                  "%llu objects in the store (%llu bytes): %llu referenced, %llu younger than the grace period "
+                  "(%llus), %llu %s (%llu bytes), %llu failed%s",
+                  (unsigned long long)g->listed, (unsigned long long)g->listed_bytes,
+                  (unsigned long long)g->referenced, (unsigned long long)g->young,
+                  (unsigned long long)(g->tn->cfg->gc_grace_usec / 1000000), (unsigned long long)g->deleted,
+                  g->dry_run ? "would be deleted" : "deleted", (unsigned long long)g->deleted_bytes,
+                  (unsigned long long)g->failed, g->failed ? " (see the log)" : "");
+}
+
+static void sweep_next(struct gc_run *g) {
+        while (g->deleting < GC_DELETES_IN_FLIGHT && g->next_doomed < g->n_doomed) {
+                const struct proto_object *o = &g->doomed[g->next_doomed++];
+                char key[STUB_KEY_MAX];
+                if (hashes_has(&g->archived, o->hash)) {
+                        g->referenced++; /* an archive relies on it now */
+                        continue;
+                }
+                object_key_format(o, key);
+                if (g->dry_run) {
+                        log_info("tenant %s: gc: would delete %s (%llu bytes)", g->tn->cfg->name, key,
+                                 (unsigned long long)o->size);
+                        g->deleted++;
+                        g->deleted_bytes += o->size;
+                        continue;
+                }
+                struct gc_delete *d = malloc(sizeof(*d));
+                if (!d) {
+                        gc_finish(g, -ENOMEM, "out of memory");
+                        return;
+                }
+                *d = (struct gc_delete){ .g = g, .size = o->size };
+                log_info("tenant %s: gc: deleting %s (%llu bytes)", g->tn->cfg->name, key, (unsigned long long)o->size);
+                int r = store_delete_if_old(g->tn, key, o->size, g->before, on_deleted, d);
+                if (r < 0)
+                        free(d);
+                if (!request_started(g, r, "delete an object"))
+                        return;
+                g->deleting++;
+        }
+        g->progress(g->userdata, g->dry_run ? "counting" : "deleting", g->next_doomed - g->deleting, g->n_doomed);
+        if (g->deleting == 0 && g->next_doomed == g->n_doomed)
+                report(g);
+}
+
+/* ---- the API ---- */
+
+void gc_note_archived(struct tenant *tn, const uint8_t sha256[32], const uint8_t *manifest) {
+        struct gc_run *g = tn->gc;
+        if (!g)
+                return;
+        if (hashes_insert_sorted(&g->archived, sha256) < 0 || (manifest && hashes_insert_sorted(&g->archived, manifest) < 0))
+                gc_finish(g, -ENOMEM, "out of memory while an archive ran: stopped, to be sure nothing it "
+                                      "relies on goes");
+}
+
+bool gc_running(const struct tenant *tn) { return tn->gc != NULL; }
+
+int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t progress, void *userdata,
+             const char **why) {
+        struct timespec now;
+        struct gc_run *g;
+
+        if (tn->gc)
+                return *why = "a collection of this tenant is running", -EBUSY;
+        if (tn->audit)
+                return *why = "an audit of this tenant is running", -EBUSY;
+        if ((*why = catalog_busy_why(tn)))
+                return -EBUSY;
+        for (size_t i = 0; i < tn->t->n_tenants; i++)
+                if (&tn->t->tenants[i] != tn && strcmp(tn->t->tenants[i].cfg->backend, tn->cfg->backend) == 0)
+                        return *why = "another tenant keeps its objects in the same store: its stubs are not "
+                                      "this tenant's, so nothing there is collected",
+                               -EADDRINUSE;
+        if (!(g = calloc(1, sizeof(*g))))
+                return -ENOMEM;
+        clock_gettime(CLOCK_REALTIME, &now);
+        *g = (struct gc_run){ .tn = tn, .dry_run = dry_run, .done = done, .progress = progress, .userdata = userdata,
+                              .before = now.tv_sec - (int64_t)(tn->cfg->gc_grace_usec / 1000000),
+                              .retention_start = now.tv_sec - (int64_t)(tn->cfg->catalog_retention_usec / 1000000),
+                              .walk_root = -1, .walk_event = -1 };
+        tn->gc = g;
+        log_info("tenant %s: gc started%s: grace %llus, catalog retention %llus", tn->cfg->name,
+                 dry_run ? " (dry run)" : "", (unsigned long long)(tn->cfg->gc_grace_usec / 1000000),
+                 (unsigned long long)(tn->cfg->catalog_retention_usec / 1000000));
+        int r = store_list(tn, PROTO_OBJECT_SNAPSHOT, GC_LIST_MAX, on_snapshots_listed, g);
+        if (r < 0) {
+                tn->gc = NULL;
+                run_free(g);
+                return *why = "cannot ask the worker", r;
+        }
+        g->requests++;
+        return 0;
+}
+
+void gc_stop(struct tenant *tn) {
+        if (tn->gc)
+                gc_finish(tn->gc, -ECANCELED, "stopped (canceled, or tierd stops): nothing more is deleted; %llu "
+                                              "deleted before", (unsigned long long)tn->gc->deleted);
+}
