@@ -133,14 +133,29 @@ static int compare_latest(const void *a, const void *b, void *entries) {
         return c ? c : (x > y) - (x < y);
 }
 
-/* Gone with a directory deleted (or renamed) after it was recorded? */
-static bool under_later_dir_delete(const struct catalog_import *imp, const size_t *dir_dels, size_t n_dir_dels,
-                                   size_t index) {
-        const struct catalog_entry *e = &imp->all.e[index];
-        for (size_t k = 0; k < n_dir_dels; k++) {
-                const struct catalog_entry *d = &imp->all.e[dir_dels[k]];
-                if (dir_dels[k] > index && e->path_len > d->path_len && e->path[d->path_len] == '/' &&
-                    memcmp(e->path, d->path, d->path_len) == 0)
+/* A directory deleted (or renamed away): the last time it was. */
+struct dir_delete {
+        const char *path;
+        size_t path_len;
+        size_t last; /* the index of its latest delete among all entries */
+};
+
+static int compare_dir_delete(const void *a, const void *b) {
+        const struct dir_delete *x = a, *y = b;
+        int c = memcmp(x->path, y->path, MIN(x->path_len, y->path_len));
+        return c ? c : (x->path_len > y->path_len) - (x->path_len < y->path_len);
+}
+
+/* Gone with a directory deleted (or renamed) after it was recorded? Each
+ * of its parents looked up: depth times log(deletes), not deletes. */
+static bool under_later_dir_delete(const struct catalog_entry *e, size_t index, const struct dir_delete *dels,
+                                   size_t n_dels) {
+        for (size_t p = 1; n_dels && p < e->path_len; p++) {
+                if (e->path[p] != '/')
+                        continue;
+                struct dir_delete key = { .path = e->path, .path_len = p };
+                const struct dir_delete *d = bsearch(&key, dels, n_dels, sizeof(key), compare_dir_delete);
+                if (d && d->last > index)
                         return true;
         }
         return false;
@@ -148,17 +163,27 @@ static bool under_later_dir_delete(const struct catalog_import *imp, const size_
 
 /* The last word on each path, puts only. */
 static int reduce(struct catalog_import *imp, struct catalog_entries *ret) {
-        size_t n = imp->all.n, n_dir_dels = 0;
-        _cleanup_free_ size_t *order = calloc(n + 1, sizeof(size_t)), *dir_dels = calloc(n + 1, sizeof(size_t));
+        size_t n = imp->all.n, n_dels = 0;
+        _cleanup_free_ size_t *order = calloc(n + 1, sizeof(size_t));
+        _cleanup_free_ struct dir_delete *dels = calloc(n + 1, sizeof(struct dir_delete));
 
-        if (!order || !dir_dels)
+        if (!order || !dels)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                if (imp->all.e[i].op == CATALOG_DEL && imp->all.e[i].type == CATALOG_DIR)
-                        dir_dels[n_dir_dels++] = i;
         for (size_t i = 0; i < n; i++)
                 order[i] = i;
         qsort_r(order, n, sizeof(size_t), compare_latest, imp->all.e);
+        /* In path order, each path's entries in the order written: a path's
+         * last directory delete is its group's last. */
+        for (size_t i = 0; i < n; i++) {
+                const struct catalog_entry *e = &imp->all.e[order[i]];
+                if (e->op != CATALOG_DEL || e->type != CATALOG_DIR)
+                        continue;
+                struct dir_delete d = { .path = e->path, .path_len = e->path_len, .last = order[i] };
+                if (n_dels && compare_dir_delete(&dels[n_dels - 1], &d) == 0)
+                        dels[n_dels - 1].last = d.last;
+                else
+                        dels[n_dels++] = d;
+        }
         for (size_t i = 0; i < n; i++) {
                 struct catalog_entry *e = &imp->all.e[order[i]];
                 if (i + 1 < n) {
@@ -166,7 +191,7 @@ static int reduce(struct catalog_import *imp, struct catalog_entries *ret) {
                         if (next->path_len == e->path_len && memcmp(next->path, e->path, e->path_len) == 0)
                                 continue; /* a later entry of the same path */
                 }
-                if (e->op == CATALOG_PUT && !under_later_dir_delete(imp, dir_dels, n_dir_dels, order[i]) &&
+                if (e->op == CATALOG_PUT && !under_later_dir_delete(e, order[i], dels, n_dels) &&
                     catalog_entries_add(ret, e) < 0)
                         return -ENOMEM;
         }
