@@ -310,9 +310,13 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
                 return fail(c, tenant, "manifest_cache", "must be at most 1G");
         if ((r = get_bool(c, o, tenant, "verify", &s->verify)) < 0)
                 return r;
-        if ((r = get_duration(c, o, tenant, "catalog_retention", &s->catalog_retention)) < 0 ||
-            (r = get_duration(c, o, tenant, "gc_grace", &s->gc_grace)) < 0)
+        if ((r = get_duration(c, o, tenant, "catalog_retention", &s->catalog_retention)) < 0)
                 return r;
+        if ((r = get_duration(c, o, tenant, "gc_grace", &s->gc_grace)) < 0)
+                return r;
+        /* Ages in a store are whole seconds: less would be no grace at all. */
+        if (r > 0 && s->gc_grace < 1000000)
+                return fail(c, tenant, "gc_grace", "must be at least 1s (a day is the default)");
         return get_bool(c, o, tenant, "catalog", &s->catalog);
 }
 

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "macro.h"
 #include "objkey.h"
+#include "offthread.h"
 #include "storeio.h"
 #include "utf8.h"
 
@@ -34,6 +35,8 @@ struct audit_run {
         bool stopped;
         unsigned requests;
         struct catalog_entries catalog; /* sorted by path */
+        struct catalog_entries disk;    /* the walk's: sorted by path */
+        int walk_error;
         struct proto_object *objects;   /* data and manifests in the store, sorted by hash */
         size_t n_objects;
         bool listed_manifests, compared;
@@ -47,6 +50,7 @@ struct audit_run {
 
 static void run_free(struct audit_run *a) {
         catalog_entries_done(&a->catalog);
+        catalog_entries_done(&a->disk);
         free(a->objects);
         for (size_t i = 0; i < a->n_findings; i++)
                 free(a->findings[i].name);
@@ -87,9 +91,9 @@ static void found(struct audit_run *a, const char *kind, const char *name, size_
         if (a->n_findings == AUDIT_FINDINGS_MAX)
                 return;
         _cleanup_free_ char *raw = strndup(name, name_len);
-        struct audit_finding *p = reallocarray(a->findings, a->n_findings + 1, sizeof(*p));
         char *shown = raw ? utf8_escape(raw) : NULL;
-        if (!p || !shown) {
+        struct audit_finding *p = shown ? reallocarray(a->findings, a->n_findings + 1, sizeof(*p)) : NULL;
+        if (!p) {
                 free(shown);
                 return;
         }
@@ -215,7 +219,8 @@ static void object_missing(struct audit_run *a, const struct catalog_entry *e, c
                 on_repaired(r, -ENOMEM, NULL);
 }
 
-static void compare(struct audit_run *a, struct catalog_entries *disk) {
+/* 0, or -ENOMEM (the run is not finished here). */
+static int compare(struct audit_run *a, struct catalog_entries *disk) {
         const struct catalog_entries *const lists[2] = { disk, &a->catalog };
         _cleanup_free_ uint8_t(*named)[32] = NULL;
         char key[STUB_KEY_MAX];
@@ -248,16 +253,15 @@ static void compare(struct audit_run *a, struct catalog_entries *disk) {
                               "in the catalog, not on disk");
                 }
         /* What nothing here names. */
-        if (named_objects(lists, &named, &n_named) < 0) {
-                audit_finish(a, -ENOMEM, "out of memory");
-                return;
-        }
+        if (named_objects(lists, &named, &n_named) < 0)
+                return -ENOMEM;
         for (size_t i = 0; i < a->n_objects && !a->stopped; i++)
                 if (!n_named || !bsearch(a->objects[i].hash, named, n_named, 32, compare_hash)) {
                         object_key_format(&a->objects[i], key);
                         found(a, "unreferenced", key, strlen(key),
                               "no stub of the subvolume and no catalog entry names it");
                 }
+        return 0;
 }
 
 static void repair_next(struct audit_run *a) {
@@ -273,6 +277,9 @@ static void repair_next(struct audit_run *a) {
 }
 
 /* ---- the steps ---- */
+
+static void walk_run(void *userdata);
+static void on_walked(void *userdata);
 
 static void on_listed(void *userdata, int error, const struct proto_object *o, size_t n) {
         struct audit_run *a = userdata;
@@ -301,15 +308,33 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
                 return;
         }
         qsort(a->objects, a->n_objects, sizeof(*a->objects), compare_objects);
-        /* The walk: what is on disk now. */
+        /* The walk: what is on disk now, on a thread of its own. */
         a->progress(a->userdata, "reading the stubs", 0, 0);
-        _cleanup_(catalog_entries_done) struct catalog_entries disk = {};
-        int r = catalog_walk(a->tn, "", &disk);
+        a->requests++;
+        int r = offthread_start(a->tn->t->event, walk_run, on_walked, a, NULL);
         if (r < 0) {
+                a->requests--;
                 audit_finish(a, r, "cannot walk the subvolume: %s", strerror(-r));
+        }
+}
+
+static void walk_run(void *userdata) {
+        struct audit_run *a = userdata;
+        a->walk_error = catalog_walk(a->tn, "", &a->disk);
+}
+
+static void on_walked(void *userdata) {
+        struct audit_run *a = userdata;
+        if (!request_ended(a))
+                return;
+        if (a->walk_error < 0) {
+                audit_finish(a, a->walk_error, "cannot walk the subvolume: %s", strerror(-a->walk_error));
                 return;
         }
-        compare(a, &disk);
+        if (compare(a, &a->disk) < 0 && !a->stopped) {
+                audit_finish(a, -ENOMEM, "out of memory");
+                return;
+        }
         if (a->stopped)
                 return;
         a->compared = true; /* from here on, the last repair to end ends the audit */

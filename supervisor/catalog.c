@@ -24,6 +24,7 @@
 #include "log.h"
 #include "macro.h"
 #include "objkey.h"
+#include "offthread.h"
 #include "quota.h"
 #include "storeio.h"
 #include "usage.h"
@@ -528,12 +529,66 @@ static const struct catalog_entry *pending_next(void *ctx) {
         return e;
 }
 
-static void write_snapshot(struct catalog *c) {
+/* A snapshot's walk and encoding, on a thread of its own (offthread.h):
+ * 100,000 files take seconds, and readers are answered meanwhile. It
+ * reads through the subvolume's fd only. */
+struct snapshot_walk {
+        struct catalog *c; /* not touched by the thread */
+        struct tenant *tn;
+        struct catalog_header h;
+        char *data;
+        size_t len, failed;
+        int error;
+};
+
+static void snapshot_walk_run(void *userdata) {
         _cleanup_(catalog_entries_done) struct catalog_entries l = {};
+        struct snapshot_walk *w = userdata;
+
+        w->error = catalog_walk(w->tn, "", &l);
+        w->h.entries = l.n;
+        w->failed = l.failed;
+        struct array_cursor cur = { .e = l.e };
+        if (w->error == 0)
+                w->error = encode_entries(&w->h, array_next, &cur, &w->data, &w->len);
+}
+
+static void on_snapshot_walked(void *userdata) {
+        struct snapshot_walk *w = userdata;
+        struct catalog *c = w->c;
+        _cleanup_free_ char *data = w->data;
+        struct catalog_header h = w->h;
         struct snapshot_put *p;
-        char key[STUB_KEY_MAX], *data = NULL;
-        size_t len = 0;
-        int r;
+        char key[STUB_KEY_MAX];
+        int r = w->error;
+        size_t len = w->len, failed = w->failed;
+
+        free(w);
+        if (!catalog_request_ended(c))
+                return;
+        if (r < 0) {
+                retry_later(c, r, "cannot make a snapshot");
+                return;
+        }
+        if (!(p = calloc(1, sizeof(*p)))) {
+                retry_later(c, -ENOMEM, "cannot make a snapshot");
+                return;
+        }
+        *p = (struct snapshot_put){ .c = c, .seq = h.seq, .time_usec = h.time_usec, .failed = failed };
+        catalog_snapshot_key(h.seq, c->epoch, key);
+        c->busy = true;
+        /* Ours (the key has our epoch): written again after a restart. */
+        r = store_put(c->tn, key, data, len, false, on_snapshot_put, p);
+        if (r < 0) {
+                c->busy = false;
+                free(p);
+                retry_later(c, r, "cannot write a snapshot");
+        }
+}
+
+static void write_snapshot(struct catalog *c) {
+        struct snapshot_walk *w;
+        char key[STUB_KEY_MAX];
 
         if (!c->index) { /* this epoch's, read once: each snapshot adds to it */
                 catalog_index_key(c->epoch, key);
@@ -542,34 +597,20 @@ static void write_snapshot(struct catalog *c) {
                                 "cannot read the list of snapshots");
                 return;
         }
-        /* As of the last journal object: what is archived meanwhile is in
-         * the journal after it too. */
-        struct catalog_header h = { .kind = CATALOG_SNAPSHOT, .epoch = c->epoch, .seq = c->next_seq - 1,
-                                    .time_usec = realtime_usec() };
-        r = catalog_walk(c->tn, "", &l);
-        h.entries = l.n;
-        struct array_cursor cur = { .e = l.e };
-        if (r == 0)
-                r = encode_entries(&h, array_next, &cur, &data, &len);
-        if (r < 0) {
-                retry_later(c, r, "cannot make a snapshot");
-                return;
-        }
-        if (!(p = calloc(1, sizeof(*p)))) {
-                free(data);
+        if (!(w = calloc(1, sizeof(*w)))) {
                 retry_later(c, -ENOMEM, "cannot make a snapshot");
                 return;
         }
-        *p = (struct snapshot_put){ .c = c, .seq = h.seq, .time_usec = h.time_usec, .failed = l.failed };
-        catalog_snapshot_key(h.seq, c->epoch, key);
-        c->busy = true;
-        /* Ours (the key has our epoch): written again after a restart. */
-        r = store_put(c->tn, key, data, len, false, on_snapshot_put, p);
-        free(data);
+        /* As of the last journal object: what is archived meanwhile is in
+         * the journal after it too. */
+        *w = (struct snapshot_walk){ .c = c, .tn = c->tn,
+                                     .h = { .kind = CATALOG_SNAPSHOT, .epoch = c->epoch, .seq = c->next_seq - 1,
+                                            .time_usec = realtime_usec() } };
+        c->busy = true; /* the walk is the writer's request in flight */
+        int r = offthread_start(c->tn->t->event, snapshot_walk_run, on_snapshot_walked, w, NULL);
         if (r < 0) {
-                c->busy = false;
-                free(p);
-                retry_later(c, r, "cannot write a snapshot");
+                free(w);
+                request_started(c, r, "cannot make a snapshot");
         }
 }
 

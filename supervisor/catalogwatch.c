@@ -82,6 +82,8 @@ static void catalog_event(struct tiered_fs *fs, const struct fanotify_event_meta
         _cleanup_free_ char *rel = NULL, *old_rel = NULL;
         struct tenant *tn, *old_tn;
 
+        if (md->mask & (FAN_Q_OVERFLOW | FAN_RENAME))
+                fs->renames++; /* whoever did it, wherever: a walk in progress may have missed something */
         if (md->mask & FAN_Q_OVERFLOW) {
                 log_error("%s: catalog queue overflow: its tenants' catalogs get a snapshot", fs->mountpoint);
                 for (size_t i = 0; i < fs->t->n_tenants; i++)
@@ -137,6 +139,12 @@ int catalogwatch_open(struct tiered_fs *fs) {
         if (r < 0)
                 catalogwatch_close(fs);
         return r < 0 ? r : 0;
+}
+
+uint64_t catalogwatch_renames(struct tiered_fs *fs) {
+        if (fs->catalog_fd >= 0)
+                fsgroup_read_notifications(fs, fs->catalog_fd, catalog_event);
+        return fs->renames;
 }
 
 void catalogwatch_close(struct tiered_fs *fs) {

@@ -11,3 +11,7 @@
  * it has none yet). */
 int catalogwatch_open(struct tiered_fs *fs);
 void catalogwatch_close(struct tiered_fs *fs);
+/* The renames (and lost events) heard on fs so far, all that are queued
+ * read first: a walk that saw this number change may have missed a tree
+ * moved under it. */
+uint64_t catalogwatch_renames(struct tiered_fs *fs);

@@ -3,7 +3,7 @@
  * Garbage collection of a tenant's store: the why is in gc.h. The steps,
  * each a request to the tenant's worker or a walk:
  *   list catalog snapshots -> list journal objects -> read those in the
- *   retention period -> walk the filesystem's stubs (a thread: the event
+ *   retention period -> walk the filesystem's stubs (offthread.h: the event
  *   loop keeps serving readers) -> list data objects -> list manifests ->
  *   delete the doomed, a few at a time.
  */
@@ -12,12 +12,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -25,16 +23,20 @@
 
 #include "catalog-format.h"
 #include "catalog.h"
+#include "catalogwatch.h"
 #include "log.h"
 #include "macro.h"
 #include "objkey.h"
+#include "offthread.h"
 #include "storeio.h"
+#include "url.h"
 
 #define GC_LIST_MAX (512u << 20)       /* bytes of listing records: ~9.5 million objects */
 #define GC_CATALOG_MAX (1024u << 20)   /* a catalog object read (catalog-internal.h's bound) */
 #define GC_DELETES_IN_FLIGHT 4
 #define GC_DEPTH_MAX 256
 #define GC_XATTR_MAX 65536             /* the largest value an xattr can have */
+#define GC_WALKS_MAX 5                 /* walks that saw renames, before giving up */
 
 typedef uint8_t hash_t[32];
 
@@ -64,11 +66,11 @@ struct gc_run {
         unsigned deleting;
         bool listed_manifests;
         uint64_t listed, listed_bytes, referenced, young, deleted, deleted_bytes, failed;
-        /* The walk, on its own thread. */
-        pthread_t walker;
+        /* The walk, on its own thread (offthread.h). */
         bool walking;
-        int walk_root, walk_event;
-        sd_event_source *walk_src;
+        unsigned walks;        /* tried: walked again when something was renamed meanwhile */
+        uint64_t walk_renames; /* catalogwatch_renames() when the walk began */
+        int walk_root;
         struct hashes walk_marks;
         int walk_error;
         char walk_where[4096];
@@ -131,9 +133,7 @@ static void run_free(struct gc_run *g) {
         hashes_done(&g->walk_marks);
         free(g->catalog);
         free(g->doomed);
-        sd_event_source_unref(g->walk_src);
         safe_close(g->walk_root);
-        safe_close(g->walk_event);
         free(g);
 }
 
@@ -202,10 +202,8 @@ static void on_catalog_object(void *userdata, int error, const char *data, size_
         if (!request_ended(g))
                 return;
         object_key_format(&g->catalog[g->next_catalog - 1], key);
-        if (error == -ENOENT) { /* an older writer's, tidied meanwhile: its objects were in the next snapshot */
-                read_next_catalog_object(g);
-                return;
-        }
+        /* (Gone since the listing: nothing of tierd's deletes catalog
+         * objects, so what it named cannot be known.) */
         if (error < 0) {
                 gc_finish(g, error, "cannot read %s: %s; nothing was deleted", key, strerror(-error));
                 return;
@@ -368,20 +366,24 @@ static int walk_dir(struct walk *w, int dir_fd, size_t path_len, unsigned depth)
         return r;
 }
 
-static void *walk_thread(void *userdata) {
+static void walk_thread(void *userdata) {
         struct gc_run *g = userdata;
         struct walk w = { .g = g, .xattr = malloc(GC_XATTR_MAX) };
+        char self[64];
 
+        /* Every stub is read through /proc/self/fd: without it each would
+         * look like no stub at all. */
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", g->walk_root);
         if (!w.xattr)
                 g->walk_error = -ENOMEM;
+        else if (access(self, F_OK) < 0)
+                g->walk_error = -ENOMEDIUM;
         else {
                 int fd = fcntl(g->walk_root, F_DUPFD_CLOEXEC, 3);
                 g->walk_error = fd < 0 ? -errno : walk_dir(&w, fd, 0, 0);
         }
         snprintf(g->walk_where, sizeof(g->walk_where), "%s", w.path[0] ? w.path : "/");
         free(w.xattr);
-        eventfd_write(g->walk_event, 1);
-        return NULL;
 }
 
 /* The entries tierd has not written to the store yet count as catalog
@@ -392,55 +394,65 @@ static void mark_pending(void *userdata, const uint8_t hash[32]) {
                 g->walk_error = -ENOMEM;
 }
 
-static int on_walked(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static void on_walked(void *userdata) {
         struct gc_run *g = userdata;
-        eventfd_t v;
-        (void)s, (void)fd, (void)revents;
 
-        (void)eventfd_read(g->walk_event, &v);
-        pthread_join(g->walker, NULL);
         g->walking = false;
-        g->walk_src = sd_event_source_disable_unref(g->walk_src);
         if (g->stopped) {
                 if (g->requests == 0)
                         run_free(g);
-                return 0;
+                return;
         }
         if (g->walk_error < 0) {
                 gc_finish(g, g->walk_error, "cannot read every stub on %s (at %s: %s): nothing was deleted",
                           g->tn->fs->mountpoint, g->walk_where,
-                          g->walk_error == -ELOOP ? "deeper than 256 directories" : strerror(-g->walk_error));
-                return 0;
+                          g->walk_error == -ELOOP       ? "deeper than 256 directories"
+                          : g->walk_error == -ENOMEDIUM ? "/proc is not mounted"
+                                                        : strerror(-g->walk_error));
+                return;
+        }
+        /* A tree renamed during the walk may have been passed over, in
+         * its old place and its new one: walked again. */
+        if (catalogwatch_renames(g->tn->fs) != g->walk_renames) {
+                hashes_done(&g->walk_marks);
+                if (g->walks < GC_WALKS_MAX) {
+                        walk_start(g);
+                        return;
+                }
+                gc_finish(g, -EBUSY, "files were renamed on %s during each of %u walks: nothing was deleted; try "
+                                     "again when it is quieter", g->tn->fs->mountpoint, g->walks);
+                return;
         }
         for (size_t i = 0; i < g->walk_marks.n; i++)
                 if (hashes_add(&g->marks, g->walk_marks.h[i]) < 0) {
                         gc_finish(g, -ENOMEM, "out of memory");
-                        return 0;
+                        return;
                 }
         hashes_done(&g->walk_marks);
         catalog_pending_objects(g->tn, mark_pending, g);
         if (g->walk_error < 0) {
                 gc_finish(g, g->walk_error, "out of memory");
-                return 0;
+                return;
         }
         hashes_sort(&g->marks);
         list_objects(g, PROTO_OBJECT_DATA);
-        return 0;
+        return;
 }
 
 static void walk_start(struct gc_run *g) {
         int r;
-        g->progress(g->userdata, "reading the stubs on the filesystem", 0, 0);
-        g->walk_root = openat(g->tn->fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        g->walk_event = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (g->walk_root < 0 || g->walk_event < 0) {
-                r = -errno;
-                gc_finish(g, r, "cannot walk %s: %s; nothing was deleted", g->tn->fs->mountpoint, strerror(-r));
+        g->progress(g->userdata, "reading the stubs on the filesystem", g->walks, 0);
+        if (g->tn->fs->catalog_fd < 0) {
+                gc_finish(g, -ENOTCONN, "renames on %s cannot be heard (no catalog group): nothing was deleted",
+                          g->tn->fs->mountpoint);
                 return;
         }
-        r = sd_event_add_io(g->tn->t->event, &g->walk_src, g->walk_event, EPOLLIN, on_walked, g);
-        if (r == 0)
-                r = -pthread_create(&g->walker, NULL, walk_thread, g);
+        g->walks++;
+        g->walk_renames = catalogwatch_renames(g->tn->fs);
+        g->walk_error = 0;
+        safe_close(g->walk_root);
+        g->walk_root = openat(g->tn->fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        r = g->walk_root < 0 ? -errno : offthread_start(g->tn->t->event, walk_thread, on_walked, g, NULL);
         if (r < 0) {
                 gc_finish(g, r, "cannot walk %s: %s; nothing was deleted", g->tn->fs->mountpoint, strerror(-r));
                 return;
@@ -486,6 +498,11 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
 }
 
 static void list_objects(struct gc_run *g, uint32_t kind) {
+        const char *why = catalog_busy_why(g->tn);
+        if (why) { /* another node imported the tenant meanwhile, say */
+                gc_finish(g, -ESTALE, "%s: nothing was deleted", why);
+                return;
+        }
         g->progress(g->userdata, "listing the store", 0, 0);
         request_started(g, store_list(g->tn, kind, GC_LIST_MAX, on_listed, g), "list the store's objects");
 }
@@ -573,6 +590,32 @@ void gc_note_archived(struct tenant *tn, const uint8_t sha256[32], const uint8_t
 
 bool gc_running(const struct tenant *tn) { return tn->gc != NULL; }
 
+static bool str_same(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+/* Do a and b keep their objects in one place, however their URLs are
+ * spelled? (file://: the same directory; s3://: endpoint, bucket and
+ * prefix.) Unsure: yes. */
+static bool same_store(const struct tenant *a, const struct tenant *b) {
+        struct backend_url ua, ub;
+        struct stat sa, sb;
+        bool same;
+
+        if (a->store_fd >= 0 && b->store_fd >= 0)
+                return fstat(a->store_fd, &sa) < 0 || fstat(b->store_fd, &sb) < 0 ||
+                       (sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+        if (backend_url_parse(a->cfg->backend, &ua, NULL) < 0)
+                return true;
+        if (backend_url_parse(b->cfg->backend, &ub, NULL) < 0) {
+                backend_url_done(&ua);
+                return true;
+        }
+        same = ua.kind == ub.kind && str_same(ua.bucket, ub.bucket) && str_same(ua.base, ub.base) &&
+               str_same(ua.prefix, ub.prefix) && (ua.kind != BACKEND_S3 || str_same(a->cfg->endpoint, b->cfg->endpoint));
+        backend_url_done(&ua);
+        backend_url_done(&ub);
+        return same;
+}
+
 int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t progress, void *userdata,
              const char **why) {
         struct timespec now;
@@ -582,20 +625,21 @@ int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t prog
                 return *why = "a collection of this tenant is running", -EBUSY;
         if (tn->audit)
                 return *why = "an audit of this tenant is running", -EBUSY;
-        if ((*why = catalog_busy_why(tn)))
-                return -EBUSY;
+        /* First: it is the policy's to change, not a moment's. */
         for (size_t i = 0; i < tn->t->n_tenants; i++)
-                if (&tn->t->tenants[i] != tn && strcmp(tn->t->tenants[i].cfg->backend, tn->cfg->backend) == 0)
+                if (&tn->t->tenants[i] != tn && same_store(&tn->t->tenants[i], tn))
                         return *why = "another tenant keeps its objects in the same store: its stubs are not "
                                       "this tenant's, so nothing there is collected",
                                -EADDRINUSE;
+        if ((*why = catalog_busy_why(tn)))
+                return -EBUSY;
         if (!(g = calloc(1, sizeof(*g))))
                 return -ENOMEM;
         clock_gettime(CLOCK_REALTIME, &now);
         *g = (struct gc_run){ .tn = tn, .dry_run = dry_run, .done = done, .progress = progress, .userdata = userdata,
                               .before = now.tv_sec - (int64_t)(tn->cfg->gc_grace_usec / 1000000),
                               .retention_start = now.tv_sec - (int64_t)(tn->cfg->catalog_retention_usec / 1000000),
-                              .walk_root = -1, .walk_event = -1 };
+                              .walk_root = -1 };
         tn->gc = g;
         log_info("tenant %s: gc started%s: grace %llus, catalog retention %llus", tn->cfg->name,
                  dry_run ? " (dry run)" : "", (unsigned long long)(tn->cfg->gc_grace_usec / 1000000),

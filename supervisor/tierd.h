@@ -46,6 +46,7 @@ struct tiered_fs {
         sd_event_source *pre_src, *notif_src;
         int use_fd; /* opens, writes, deletes for the file tables: usegroup.c */
         int catalog_fd; /* creates, deletes, renames for the catalogs: catalogwatch.c */
+        uint64_t renames; /* heard by catalog_fd, anywhere on the filesystem (and overflows): gc.c's walk */
         sd_event_source *catalog_src;
         bool writes_maybe_missed; /* a notification queue overflowed: release checks content */
         sd_event_source *use_src;

@@ -187,8 +187,15 @@ static int file_list(struct backend *b, uint32_t kind, backend_list_t each, void
                 struct proto_object o;
                 struct stat st;
                 if (snprintf(key, sizeof(key), "%s%s", prefix, de->d_name) >= (int)sizeof(key) ||
-                    object_key_parse(key, &o) < 0 || o.kind != kind ||
-                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+                    object_key_parse(key, &o) < 0 || o.kind != kind)
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (errno == ENOENT)
+                                continue; /* deleted meanwhile */
+                        r = -errno; /* a listing with a hole would be taken for the whole */
+                        break;
+                }
+                if (!S_ISREG(st.st_mode))
                         continue;
                 o.size = (uint64_t)st.st_size;
                 o.mtime = st.st_mtim.tv_sec;

@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
+#include "progress.h"
 #include "url.h"
 
 int backend_open(const struct proto_config *cfg, int store_fd, struct backend **ret) {
@@ -32,19 +34,47 @@ int backend_open(const struct proto_config *cfg, int store_fd, struct backend **
         return r;
 }
 
-bool backend_reuse(struct backend *b, const char *key, uint64_t size) {
-        uint64_t have = 0;
-        bool reuse;
-
-        pthread_mutex_lock(&b->gc_lock);
-        reuse = b->ops->exists(b, key, &have, NULL) == 0 && have == size;
-        /* A store that cannot refresh cannot collect either (no list). */
-        if (reuse && b->ops->touch && b->ops->touch(b, key) < 0) {
-                log_warning("%s: cannot refresh the object in the store, uploading it again", key);
-                reuse = false;
+/* The lock, waited for while saying "still moving": another thread may
+ * hold it for a long upload, and tierd must not take the wait for a hang. */
+static void gc_lock(struct backend *b) {
+        for (;;) {
+                struct timespec until;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_sec++;
+                if (pthread_mutex_timedlock(&b->gc_lock, &until) == 0)
+                        return;
+                progress_report();
         }
+}
+
+int backend_store_once(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
+                       bool *reused) {
+        uint64_t have = 0;
+        int r;
+
+        *reused = false;
+        gc_lock(b);
+        r = b->ops->exists(b, key, &have, NULL);
+        if (r == 0 && have == size && (!b->ops->touch || (r = b->ops->touch(b, key)) == 0)) {
+                pthread_mutex_unlock(&b->gc_lock);
+                *reused = true;
+                return 0;
+        }
+        if (r == -ENOENT) {
+                /* Not there: uploaded without the lock (many at once). A
+                 * collection's delete cannot touch it before it is whole,
+                 * and finds it young after. */
+                pthread_mutex_unlock(&b->gc_lock);
+                return b->ops->store(b, key, fd, size, sha256, 0);
+        }
+        /* There, but another size, or it cannot be refreshed: uploaded
+         * again, the lock held, so that a delete that found it old a
+         * moment ago does not remove the new upload. */
+        if (r < 0)
+                log_warning("%s: cannot refresh the object in the store (%s), uploading it again", key, strerror(-r));
+        r = b->ops->store(b, key, fd, size, sha256, 0);
         pthread_mutex_unlock(&b->gc_lock);
-        return reuse;
+        return r;
 }
 
 int backend_remove_if_old(struct backend *b, const char *key, uint64_t size, int64_t before) {
@@ -52,7 +82,7 @@ int backend_remove_if_old(struct backend *b, const char *key, uint64_t size, int
         int64_t mtime = 0;
         int r;
 
-        pthread_mutex_lock(&b->gc_lock);
+        gc_lock(b);
         r = b->ops->exists(b, key, &have, &mtime);
         if (r == -ENOENT)
                 r = 0; /* gone already */

@@ -68,10 +68,12 @@ extern const struct backend_ops backend_http_ops;
 
 int backend_open(const struct proto_config *cfg, int store_fd, struct backend **ret);
 
-/* An archive's object key of size bytes is in the store already: true if
- * so, and it was made new again (see touch) where the store can collect
- * garbage. False: upload it. */
-bool backend_reuse(struct backend *b, const char *key, uint64_t size);
+/* An archive's object: if key is in the store already, of size bytes, it
+ * is made new again (touch: a collection that found it old does not take
+ * it now) and *reused set; else fd's bytes are uploaded. Content-
+ * addressed: an object with this key and size is this content. */
+int backend_store_once(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
+                       bool *reused);
 /* A collection's delete: key goes only if it is of size bytes and last
  * changed before the second `before`; else -EBUSY. 0 if it is gone. */
 int backend_remove_if_old(struct backend *b, const char *key, uint64_t size, int64_t before);

@@ -208,13 +208,11 @@ static int serve_archive(struct backend *b, const struct proto_request *req, int
         if (r < 0)
                 return r;
         stub_key_for_hash(rep->sha256, key);
-        /* Content-addressed: an object with this key and size is this content. */
-        if (backend_reuse(b, key, rep->size))
-                return 0;
-        r = b->ops->store(b, key, fd, rep->size, rep->sha256, 0);
+        bool reused;
+        r = backend_store_once(b, key, fd, rep->size, rep->sha256, &reused);
         if (r < 0)
                 return r;
-        rep->bytes = rep->size;
+        rep->bytes = reused ? 0 : rep->size;
         return 0;
 }
 
@@ -233,6 +231,7 @@ static int serve_check(struct backend *b, const struct proto_request *req, struc
 /* Plain: every byte written, in order (a memfd has no holes to keep). */
 static int plain_sink_write(void *ctx, const void *data, size_t n) {
         struct fill_sink *s = ctx;
+        progress_report();
         int r = pwrite_all(s->fd, data, n, s->pos);
         s->pos += n;
         return r;
@@ -270,6 +269,7 @@ struct list_sink {
 
 static int list_sink_add(void *ctx, const struct proto_object *o) {
         struct list_sink *s = ctx;
+        progress_report();
         if (s->pos + sizeof(*o) > s->max)
                 return -EFBIG; /* tierd's bound */
         int r = pwrite_all(s->fd, (const uint8_t *)o, sizeof(*o), s->pos);

@@ -33,6 +33,7 @@ void http_req_done(struct http_req *q) {
 
 static size_t collect_body(struct http_req *q, const char *buf, size_t len) {
         char *p;
+        progress_report(); /* a long listing is still moving */
         if (len > q->collect_max - q->collect_len) {
                 snprintf(q->error, sizeof(q->error), "answer longer than %zu bytes", q->collect_max);
                 q->sink_error = -EFBIG;

@@ -50,8 +50,6 @@ static int store_manifest(struct backend *b, const uint8_t *buf, size_t len, con
         uint8_t sha[32];
 
         stub_manifest_key(root, key);
-        if (backend_reuse(b, key, len))
-                return 0;
         _cleanup_close_ int fd = memfd_create("manifest", MFD_CLOEXEC);
         if (fd < 0)
                 return -errno;
@@ -59,7 +57,8 @@ static int store_manifest(struct backend *b, const uint8_t *buf, size_t len, con
         if (r < 0)
                 return r;
         EVP_Digest(buf, len, sha, NULL, EVP_sha256(), NULL);
-        return b->ops->store(b, key, fd, len, sha, 0);
+        bool reused;
+        return backend_store_once(b, key, fd, len, sha, &reused);
 }
 
 int archive_hash_and_manifest(struct backend *b, int fd, uint64_t size, uint64_t chunk, struct proto_reply *rep) {

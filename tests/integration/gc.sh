@@ -227,6 +227,16 @@ check "... and kept, released, reads back" bash -c "'$TIERCTL' release '$V/kept'
 for _ in $(seq 50); do grep -c "catalog: snapshot written" "$TL_TIERD_LOG" >"$TL_DIR/snaps"; audit alpha >/dev/null; grep -q "^catalog-only" "$TL_DIR/audit.out" || break; sleep 0.2; done
 check "audit again: the catalog, snapshotted from the disk, has no entry without a file" bash -c "! grep -q '^catalog-only' '$TL_DIR/audit.out'"
 check "... gone is still missing (nothing can bring it back)" finding object-missing gone
+
+# A third tenant whose store is alpha's, its URL spelled otherwise: gc of
+# alpha would take gamma's objects for garbage, and is refused.
+tl_subvol btrfs "$FS/gamma"
+sed "s|\]}\$|, {\"name\": \"gamma\", \"subvolume\": \"$FS/gamma\", \"mount\": \"$TL_DIR/vgamma\", \"backend\": \"$BACKEND/\"$EXTRA}]}|" \
+	"$TL_DIR/policy.json" >"$TL_DIR/policy3.json"
+restart_with() { tl_tierd_stop && tl_tierd_start "$1"; }
+check "tierd with a tenant gamma sharing alpha's store ($BACKEND/)" restart_with "$TL_DIR/policy3.json"
+check_fails "gc of alpha: refused" "$TIERCTL" gc alpha
+check "... saying why" bash -c "'$TIERCTL' gc alpha 2>&1 | grep -q 'same store'"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 btrfs -q subvolume delete "$FS/alpha-snap" >/dev/null 2>&1
 tl_summary

@@ -219,6 +219,25 @@ static void test_engine_keys(void **state) {
         parse_bad(T(", \"archive_rate\": -1"), "non-negative");
 }
 
+/* The catalog's keys and garbage collection's: defaults and mistakes. */
+static void test_gc_keys(void **state) {
+        (void)state;
+        struct policy *p = parse_ok(T(""));
+        assert_false(p->tenants[0].catalog);
+        assert_int_equal(p->tenants[0].catalog_retention_usec, 7ull * 86400 * 1000000);
+        assert_int_equal(p->tenants[0].gc_grace_usec, 86400ull * 1000000);
+        policy_free(p);
+        p = parse_ok(T(", \"catalog\": true, \"catalog_retention\": \"30d\", \"gc_grace\": \"2h\""));
+        assert_true(p->tenants[0].catalog);
+        assert_int_equal(p->tenants[0].catalog_retention_usec, 30ull * 86400 * 1000000);
+        assert_int_equal(p->tenants[0].gc_grace_usec, 2ull * 3600 * 1000000);
+        policy_free(p);
+        parse_bad(T(", \"gc_grace\": \"500ms\""), "at least 1s"); /* ages in a store are whole seconds */
+        parse_bad(T(", \"gc_grace\": 86400"), "duration");
+        parse_bad(T(", \"catalog_retention\": \"a week\""), "duration");
+        parse_bad(T(", \"catalog\": \"yes\""), "'catalog'");
+}
+
 /* Containers: which Kubernetes namespaces, or outside Kubernetes which
  * container ids, may attach a tenant's view. */
 static void test_container_keys(void **state) {
@@ -355,6 +374,7 @@ int main(void) {
                 cmocka_unit_test(test_invalid_utf8),
                 cmocka_unit_test(test_edit_tenant),
                 cmocka_unit_test(test_engine_keys),
+                cmocka_unit_test(test_gc_keys),
                 cmocka_unit_test(test_directory),
                 cmocka_unit_test(test_container_keys),
                 cmocka_unit_test(test_filesystems),
