@@ -24,6 +24,7 @@
 #include "catalog-format.h"
 #include "catalog.h"
 #include "catalogwatch.h"
+#include "hex.h"
 #include "log.h"
 #include "macro.h"
 #include "objkey.h"
@@ -290,20 +291,18 @@ static void on_snapshots_listed(void *userdata, int error, const struct proto_ob
  * if it does not parse: a mark too many keeps an object, one too few
  * would lose it. */
 static int mark_hex_runs(struct hashes *s, const char *text, size_t len) {
-        static const char hex[] = "0123456789abcdef";
         size_t run = 0;
         for (size_t i = 0; i <= len; i++) {
-                if (i < len && text[i] && strchr(hex, text[i])) {
+                if (i < len && text[i] && strchr("0123456789abcdef", text[i])) {
                         run++;
                         continue;
                 }
-                if (run >= 64) {
+                if (run == 64) {
+                        char hex[65];
                         uint8_t h[32];
-                        for (size_t k = 0; k < 32; k++) {
-                                const char *p = text + i - run + 2 * k;
-                                h[k] = (uint8_t)((strchr(hex, p[0]) - hex) << 4 | (strchr(hex, p[1]) - hex));
-                        }
-                        if (run == 64 && hashes_add(s, h) < 0)
+                        memcpy(hex, text + i - 64, 64);
+                        hex[64] = 0;
+                        if (hex_decode(hex, h, 32) == 0 && hashes_add(s, h) < 0)
                                 return -ENOMEM;
                 }
                 run = 0;

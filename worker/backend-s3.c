@@ -431,7 +431,7 @@ static int s3_list(struct backend *b, uint32_t kind, backend_list_t each, void *
         snprintf(full, sizeof(full), "%s%s", r->prefix, kind_prefix);
         if (!(prefix = curl_easy_escape(NULL, full, 0)))
                 return -ENOMEM;
-        for (unsigned pages = 0; ret == 0; pages++) {
+        while (ret == 0) {
                 struct http_req q;
                 char *token_esc = token[0] ? curl_easy_escape(NULL, token, 0) : NULL;
                 if (token[0] && !token_esc) {

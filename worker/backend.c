@@ -52,12 +52,14 @@ int backend_store_once(struct backend *b, const char *key, int fd, uint64_t size
         uint64_t have = 0;
         int r;
 
-        *reused = false;
+        if (reused)
+                *reused = false;
         gc_lock(b);
         r = b->ops->exists(b, key, &have, NULL);
         if (r == 0 && have == size && (!b->ops->touch || (r = b->ops->touch(b, key)) == 0)) {
                 pthread_mutex_unlock(&b->gc_lock);
-                *reused = true;
+                if (reused)
+                        *reused = true;
                 return 0;
         }
         if (r == -ENOENT) {

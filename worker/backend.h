@@ -70,8 +70,9 @@ int backend_open(const struct proto_config *cfg, int store_fd, struct backend **
 
 /* An archive's object: if key is in the store already, of size bytes, it
  * is made new again (touch: a collection that found it old does not take
- * it now) and *reused set; else fd's bytes are uploaded. Content-
- * addressed: an object with this key and size is this content. */
+ * it now) and *reused set (reused may be NULL); else fd's bytes are
+ * uploaded. Content-addressed: an object with this key and size is this
+ * content. */
 int backend_store_once(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
                        bool *reused);
 /* A collection's delete: key goes only if it is of size bytes and last

@@ -263,29 +263,26 @@ static int serve_put(struct backend *b, const struct proto_request *req, int fd)
 }
 
 struct list_sink {
-        int fd;
-        uint64_t pos, max;
+        struct fill_sink out;
+        uint64_t max;
 };
 
 static int list_sink_add(void *ctx, const struct proto_object *o) {
         struct list_sink *s = ctx;
-        progress_report();
-        if (s->pos + sizeof(*o) > s->max)
+        if (s->out.pos + sizeof(*o) > s->max)
                 return -EFBIG; /* tierd's bound */
-        int r = pwrite_all(s->fd, (const uint8_t *)o, sizeof(*o), s->pos);
-        s->pos += sizeof(*o);
-        return r;
+        return plain_sink_write(&s->out, o, sizeof(*o));
 }
 
 /* Every object of tierd's of one kind, as fixed records into tierd's memfd. */
 static int serve_list(struct backend *b, const struct proto_request *req, int fd, struct proto_reply *rep) {
-        struct list_sink sink = { .fd = fd, .max = req->length };
+        struct list_sink sink = { .out = { .fd = fd }, .max = req->length };
         if (!b->ops->list)
                 return -EOPNOTSUPP;
         int r = b->ops->list(b, (uint32_t)req->offset, list_sink_add, &sink);
         if (r < 0)
                 return r;
-        rep->bytes = sink.pos;
+        rep->bytes = sink.out.pos;
         return 0;
 }
 

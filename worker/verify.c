@@ -57,8 +57,7 @@ static int store_manifest(struct backend *b, const uint8_t *buf, size_t len, con
         if (r < 0)
                 return r;
         EVP_Digest(buf, len, sha, NULL, EVP_sha256(), NULL);
-        bool reused;
-        return backend_store_once(b, key, fd, len, sha, &reused);
+        return backend_store_once(b, key, fd, len, sha, NULL);
 }
 
 int archive_hash_and_manifest(struct backend *b, int fd, uint64_t size, uint64_t chunk, struct proto_reply *rep) {
