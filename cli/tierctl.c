@@ -246,6 +246,23 @@ static int verb_reload(sd_bus *bus) {
         return EXIT_OK;
 }
 
+/* For liveness probes: tierd's loop answered, within the bus's timeout. */
+static int verb_ping(sd_bus *bus) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        uint32_t n = 0;
+        int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "Ping", &e, &reply, "");
+        if (r < 0) {
+                r = call_failed("ping", &e, r);
+                sd_bus_error_free(&e);
+                return r;
+        }
+        if (sd_bus_message_read(reply, "u", &n) < 0)
+                return EXIT_FAILED;
+        printf("tierd answers: %u tenant(s)\n", n);
+        return EXIT_OK;
+}
+
 static void usage(FILE *f) {
         fprintf(f, "Usage: tierctl VERB [ARGS]\n\n"
                    "  archive [--rehash] PATH...\n"
@@ -258,6 +275,7 @@ static void usage(FILE *f) {
                    "  unpin PATH...            let these files be released again\n"
                    "  status [--json] [PATH...] per tenant, or per file: resident / partial / released\n"
                    "  reload                   make tierd read its policy file again\n"
+                   "  ping                     tierd answers at once (for liveness probes)\n"
                    "  tenant import NAME --from BACKEND [--at TIME]\n"
                    "                           make the tree the tenant's catalog (in BACKEND, its\n"
                    "                           store) holds as released stubs; take the catalog over;\n"
@@ -327,7 +345,7 @@ int main(int argc, char **argv) {
         }
         argc = n;
         bool known = strcmp(verb, "status") == 0 || strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0 ||
-                     strcmp(verb, "reload") == 0 || strcmp(verb, "tenant") == 0 || strcmp(verb, "container") == 0 ||
+                     strcmp(verb, "reload") == 0 || strcmp(verb, "ping") == 0 || strcmp(verb, "tenant") == 0 || strcmp(verb, "container") == 0 ||
                      strcmp(verb, "gc") == 0 || strcmp(verb, "audit") == 0;
         for (size_t i = 0; i < ARRAY_SIZE(file_verbs); i++)
                 known = known || strcmp(verb, file_verbs[i].verb) == 0;
@@ -341,7 +359,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "tierctl: cannot connect to the system bus: %s\n", strerror(-r));
                 return EXIT_FAILED;
         }
-        if ((strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0 || strcmp(verb, "reload") == 0) && argc > 0) {
+        if ((strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0 || strcmp(verb, "reload") == 0 ||
+             strcmp(verb, "ping") == 0) && argc > 0) {
                 fprintf(stderr, "tierctl: %s takes no arguments\n", verb);
                 return EXIT_USAGE;
         }
@@ -357,6 +376,8 @@ int main(int argc, char **argv) {
                 return verb_container(bus, argc, argv);
         if (strcmp(verb, "reload") == 0)
                 return verb_reload(bus);
+        if (strcmp(verb, "ping") == 0)
+                return verb_ping(bus);
         if (strcmp(verb, "monitor") == 0)
                 return verb_monitor(bus);
         if (rehash)

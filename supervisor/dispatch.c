@@ -5,6 +5,13 @@
  * worker, one per missing range (two readers of one range cause one fetch),
  * and every completion re-evaluates the file's waiters. Never allow a range
  * that was not filled.
+ *
+ * The rule of this path (and of everything on tierd's event loop): never
+ * wait on anything a tenant, a caller or the network controls. No blocking
+ * open (fsgroup_open_regular, or O_PATH), no tree walk, no whole-file hash,
+ * no unbounded loop or queue: such work runs on a thread (offthread.h,
+ * treewalk.h) or in the worker. tests/lint/eventpath.sh and
+ * tests/integration/isolation.sh fail when it is broken.
  */
 #include "dispatch.h"
 
@@ -26,6 +33,7 @@
 #include "usage.h"
 #include "log.h"
 #include "macro.h"
+#include "tally.h"
 #include "workers.h"
 
 #define FILL_PIECE (8u << 20)
@@ -184,10 +192,15 @@ static int file_get(struct tenant *tn, int any_fd, struct tfile **ret) {
         }
         /* The fill fd is opened through the private mount: writes raise no
          * event and keep every permission check (immutable, read-only). */
-        f->fd = open_by_handle_at(tn->fs->root_fd, &f->h.fh, O_RDWR | O_CLOEXEC | O_LARGEFILE);
+        f->fd = fsgroup_open_regular(tn->fs, &f->h.fh, O_RDWR);
         if (f->fd < 0) {
-                r = -errno;
+                r = f->fd;
                 free(f);
+                /* Its reader's own lease (F_SETLEASE): waiting for it to
+                 * let go would wait for the reader, who waits for us. */
+                if (r == -EWOULDBLOCK)
+                        return log_error_errno(r, "tenant %s: a lease is held on a file being read: EIO",
+                                               tn->cfg->name);
                 /* A stale handle on a live filesystem: the file's subvolume
                  * was deleted (btrfs) under the tenant. */
                 if (r == -ESTALE && subvolume_gone(tn))
@@ -396,7 +409,7 @@ static void file_mark_dirty(struct tfile *f, struct stub *s) {
         if (s->state != STUB_ARCHIVED)
                 return;
         s->state = STUB_DIRTY;
-        int r = stub_write_fd(f->fd, s);
+        int r = tally_stub_write(f->tenant, f->fd, s);
         if (r < 0)
                 log_error_errno(r, "tenant %s: cannot mark a file dirty: %m", f->tenant->cfg->name);
 }
@@ -497,7 +510,7 @@ static int file_record_fill(struct tfile *f, const struct fill *fl) {
                 /* Fills in flight may add ranges beyond what a stub holds. */
                 range_set_limit(&s.populated, STUB_MAX_RANGES, fl->start);
         }
-        r = stub_write_fd(f->fd, &s);
+        r = tally_stub_write(f->tenant, f->fd, &s);
         if (r < 0)
                 return r;
         r = stub_put_back_attrs(f->fd, &s, s.state == STUB_ARCHIVED);
@@ -521,7 +534,7 @@ static void file_record_verify_failure(struct tfile *f) {
                 return;
         s.state = STUB_RELEASED;
         range_set_clear(&s.populated);
-        if (stub_write_fd(f->fd, &s) < 0 || stub_put_back_attrs(f->fd, &s, false) < 0)
+        if (tally_stub_write(f->tenant, f->fd, &s) < 0 || stub_put_back_attrs(f->fd, &s, false) < 0)
                 log_error("tenant %s: cannot reset the stub of a file that failed verification", f->tenant->cfg->name);
 }
 
@@ -534,7 +547,7 @@ static int file_forget_manifest(struct tfile *f) {
         if (r < 0 || !s.has_manifest)
                 return r < 0 ? r : 0;
         s.has_manifest = false;
-        r = stub_write_fd(f->fd, &s);
+        r = tally_stub_write(f->tenant, f->fd, &s);
         if (r < 0)
                 return r;
         log_warning("tenant %s: the manifest of %s is not in the store: the file restores whole from now on "
@@ -783,9 +796,9 @@ int dispatch_orphan(struct tiered_fs *fs, const struct journal_event *ev, int nu
 
         if (ev->h.fh.handle_bytes == 0)
                 return -EBADF;
-        fd = open_by_handle_at(fs->root_fd, (struct file_handle *)&ev->h.fh, O_RDONLY | O_CLOEXEC | O_LARGEFILE);
+        fd = fsgroup_open_regular(fs, (struct file_handle *)&ev->h.fh, O_RDONLY);
         if (fd < 0)
-                return log_error_errno(errno, "an event the previous tierd left: cannot open its file: %m");
+                return log_error_errno(fd, "an event the previous tierd left: cannot open its file: %m");
         /* The file takes the place of the number's placeholder: served and
          * answered like a new event with that fd. */
         if (dup3(fd, number, O_CLOEXEC) < 0) {

@@ -14,6 +14,7 @@
 #include <libmount/libmount.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -27,6 +28,7 @@
 #include "journal.h"
 #include "log.h"
 #include "macro.h"
+#include "tally.h"
 
 #define EVENT_BUF (JOURNAL_MAX_CANDIDATES * FAN_EVENT_METADATA_LEN)
 #define NOTIF_BUF 65536
@@ -232,12 +234,23 @@ static void notification_handle(struct tiered_fs *fs, const struct fanotify_even
                 *hit = true;
                 return;
         }
-        _cleanup_close_ int fd = open_by_handle_at(fs->root_fd, fh, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int fd = fsgroup_open_regular(fs, fh, O_RDONLY);
         _cleanup_(stub_done) struct stub s = {};
         const char *err = "";
         int r;
+        if (fd == -EWOULDBLOCK) {
+                /* Written, then leased by someone before we could look: its
+                 * stub cannot be marked dirty without waiting for the
+                 * lease, so no release trusts a stub any more without
+                 * checking the bytes against its SHA-256. */
+                if (!fs->writes_maybe_missed)
+                        log_error("%s: a written file is under a lease: every archived file is checked by its "
+                                  "SHA-256 before release from now on", fs->mountpoint);
+                fs->writes_maybe_missed = true;
+                return;
+        }
         if (fd < 0)
-                return; /* gone */
+                return; /* gone, or no regular file: nothing to track */
         r = stub_read_fd(fd, &s, &err);
         if (r == -ENODATA || (r == 0 && s.state == STUB_DIRTY)) {
                 /* Nothing to track until it is archived: stop hearing of its
@@ -248,8 +261,9 @@ static void notification_handle(struct tiered_fs *fs, const struct fanotify_even
         if (r < 0)
                 return;
         if (s.state == STUB_ARCHIVED) {
+                struct tenant *tn = tierd_find_tenant(fs->t, s.tenant);
                 s.state = STUB_DIRTY;
-                r = stub_write_fd(fd, &s);
+                r = tn ? tally_stub_write(tn, fd, &s) : stub_write_fd(fd, &s);
                 if (r < 0)
                         log_error_errno(r, "cannot mark %s dirty: %m", s.key);
                 else
@@ -261,30 +275,69 @@ static void notification_handle(struct tiered_fs *fs, const struct fanotify_even
          * reports those writes too. */
 }
 
-void fsgroup_drain_notifications(struct tiered_fs *fs) { fsgroup_drain_notifications_except(fs, NULL); }
+int fsgroup_open_regular(struct tiered_fs *fs, const struct file_handle *fh, int flags) {
+        /* O_PATH first: it opens nothing (no FIFO waits for a partner, no
+         * device driver runs), and the type of an inode never changes, so
+         * the second open by the same handle is of a regular file. */
+        _cleanup_close_ int path = open_by_handle_at(fs->root_fd, (struct file_handle *)fh, O_PATH | O_CLOEXEC);
+        struct stat st;
+        if (path < 0)
+                return -errno;
+        if (fstat(path, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        /* O_NONBLOCK: a lease someone holds on it fails the open at once
+         * (EWOULDBLOCK) instead of waiting for its holder to let go. */
+        int fd = open_by_handle_at(fs->root_fd, (struct file_handle *)fh,
+                                   flags | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC | O_LARGEFILE);
+        return fd < 0 ? -errno : fd;
+}
 
-bool fsgroup_drain_notifications_except(struct tiered_fs *fs, const struct file_handle *leased) {
+/* Handles up to max events, or those queued now if max is 0 (FIONREAD
+ * counts FAN_EVENT_METADATA_LEN per event): never "until the queue is
+ * empty", which a steady writer could keep tierd in for ever. */
+static bool drain(struct tiered_fs *fs, const struct file_handle *leased, size_t max) {
         char buf[NOTIF_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
         bool hit = false;
-        for (;;) {
+        size_t done = 0;
+        if (max == 0) {
+                int queued = 0;
+                if (ioctl(fs->notif_fd, FIONREAD, &queued) < 0 || queued <= 0)
+                        return false;
+                max = (size_t)queued / FAN_EVENT_METADATA_LEN;
+        }
+        while (done < max) {
                 ssize_t n = read(fs->notif_fd, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
-                        return hit;
+                        break;
                 for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
                         if (md->fd >= 0)
                                 close(md->fd);
                         notification_handle(fs, md, leased, &hit);
+                        done++;
                 }
         }
+        return hit;
 }
+
+void fsgroup_drain_notifications(struct tiered_fs *fs) { drain(fs, NULL, 0); }
+
+bool fsgroup_drain_notifications_except(struct tiered_fs *fs, const struct file_handle *leased) {
+        return drain(fs, leased, 0);
+}
+
+/* A slice per turn of the loop; the source stays ready for the rest, and
+ * readers' permission events (a higher priority) go first meanwhile. */
+#define NOTIFY_SLICE 4096
 
 static int on_notification(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         (void)s;
         (void)fd;
         (void)revents;
-        fsgroup_drain_notifications(userdata);
+        drain(userdata, NULL, NOTIFY_SLICE);
         return 0;
 }
 
@@ -330,13 +383,18 @@ int fsgroup_open(struct tiered_fs *fs) {
 
         /* Unlimited queue and marks: a full queue drops permission events
          * and the reads go through, reading zeros. O_RDONLY event fds: with
-         * O_RDWR a read through a read-only bind mount fails with EPERM. */
+         * O_RDWR a read through a read-only bind mount fails with EPERM.
+         * O_NONBLOCK event fds: the kernel opens each in our read(2), and a
+         * write lease someone holds on the file would keep that read (and
+         * every tenant's reader) waiting for its holder; so the open fails,
+         * read(2) ends early with EAGAIN, and the kernel denies that one
+         * event (EPERM for a reader of a file under another's lease). */
         fs->pre_fd = handover_take_group(t, "pre", fs->fsid);
         new_pre = fs->pre_fd < 0;
         if (new_pre)
                 fs->pre_fd = fanotify_init(FAN_CLASS_PRE_CONTENT | FAN_UNLIMITED_QUEUE | FAN_UNLIMITED_MARKS |
                                                    FAN_REPORT_TID | FAN_CLOEXEC | FAN_NONBLOCK,
-                                           O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+                                           O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NONBLOCK);
         if (fs->pre_fd < 0)
                 return log_error_errno(errno, "fanotify_init (pre-content; needs CAP_SYS_ADMIN): %m");
         /* Also on a group taken over: the filesystem may have been mounted

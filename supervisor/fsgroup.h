@@ -36,8 +36,15 @@ int fsgroup_unignore_file(struct tiered_fs *fs, int fd);
  * (no stub, or dirty already) cost no event per write. Archive removes it. */
 int fsgroup_ignore_changes(struct tiered_fs *fs, int fd, bool ignore);
 
-/* Reads and handles every queued notification (FAN_CLOSE_WRITE: dirty). Used
- * before archive and release decisions so no write is missed. */
+/* Opens the file fh names through the private mount, if it is a regular
+ * file, without ever waiting: a FIFO is never opened (-EBADFD), a file
+ * someone holds a lease on fails (-EWOULDBLOCK). flags: O_RDONLY or O_RDWR.
+ * Every open of an inode an event reported goes through here (or O_PATH). */
+int fsgroup_open_regular(struct tiered_fs *fs, const struct file_handle *fh, int flags);
+
+/* Reads and handles the notifications queued when called (FAN_CLOSE_WRITE:
+ * dirty; not those that come meanwhile: bounded). Used before archive and
+ * release decisions so no write made before them is missed. */
 void fsgroup_drain_notifications(struct tiered_fs *fs);
 /* The same, under a write lease on the file leased: its events are not
  * acted on (opening it would break the lease) but reported: true if any. */

@@ -21,13 +21,13 @@
 #include "hash.h"
 #include "log.h"
 #include "macro.h"
+#include "tally.h"
 #include "quota.h"
 #include "remotecheck.h"
 #include "usage.h"
 #include "utf8.h"
 #include "workers.h"
 
-#define WALK_MAX_DEPTH 256
 
 static int say(char *message, size_t size, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int say(char *message, size_t size, int r, const char *fmt, ...) {
@@ -238,7 +238,7 @@ static void on_archived(struct request *req, const struct proto_reply *rep) {
         }
         n = fgetxattr(j->fd, "security.capability", s.fcaps, sizeof(s.fcaps));
         s.fcaps_len = n > 0 ? (size_t)n : 0;
-        r = stub_write_fd(j->fd, &s);
+        r = tally_stub_write(j->tn, j->fd, &s);
         if (r < 0) {
                 archive_finish(j, r, "%s: cannot write the stub: %s", j->path, strerror(-r));
                 return;
@@ -481,7 +481,7 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
         if (r == 0 && (written || s.state == STUB_DIRTY)) {
                 if (written && s.state == STUB_ARCHIVED) {
                         s.state = STUB_DIRTY;
-                        stub_write_fd(fd, &s);
+                        tally_stub_write(tn, fd, &s);
                 }
                 r = say(message, size, -EBUSY, "%s: changed since it was archived: archive it again first", path);
         }
@@ -493,7 +493,7 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
          *     the file under our lease while we read it). */
         else if (r == 0 && s.state == STUB_ARCHIVED && tn->fs->writes_maybe_missed && !same_content(fd, &s)) {
                 s.state = STUB_DIRTY;
-                stub_write_fd(fd, &s);
+                tally_stub_write(tn, fd, &s);
                 r = say(message, size, -EBUSY, "%s: changed since it was archived (found by its SHA-256): archive it "
                         "again first", path);
         }
@@ -505,7 +505,7 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
                 before = s;
                 s.state = STUB_RELEASED;
                 range_set_clear(&s.populated);
-                r = stub_write_fd(fd, &s);
+                r = tally_stub_write(tn, fd, &s);
                 if (r < 0)
                         say(message, size, r, "%s: cannot record the release: %s", path, strerror(-r));
         }
@@ -514,7 +514,7 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
         if (r == 0 && s.size > 0 &&
             fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)round_up_u64(s.size, (uint64_t)st.st_blksize)) < 0) {
                 r = say(message, size, -errno, "%s: cannot punch: %m", path);
-                if (stub_write_fd(fd, &before) < 0) /* nothing was punched: as before */
+                if (tally_stub_write(tn, fd, &before) < 0) /* nothing was punched: as before */
                         log_error("%s: cannot put the stub back; the file stays released and refills", path);
         }
         /* The punch changed mtime and may have cleared setuid bits and caps. */
@@ -684,64 +684,4 @@ int job_file_status(struct tierd *t, const struct file_ref *f, struct file_statu
         fst->size = s.state == STUB_DIRTY ? (uint64_t)st.st_size : s.size;
         fst->resident = s.state == STUB_DIRTY ? fst->size : stub_resident_bytes(&s);
         return 0;
-}
-
-static void usage_add_file(int fd, struct tenant_usage *u) {
-        _cleanup_(stub_done) struct stub s = {};
-        const char *err = "";
-        struct stat st;
-        int r = stub_read_fd(fd, &s, &err);
-
-        if (r < 0) {
-                if (fstat(fd, &st) == 0 && r == -ENODATA) {
-                        u->files[USAGE_RESIDENT]++;
-                        u->resident_bytes += (uint64_t)st.st_size;
-                }
-                return;
-        }
-        static const int map[] = { [STUB_ARCHIVED] = USAGE_ARCHIVED, [STUB_PARTIAL] = USAGE_PARTIAL,
-                                   [STUB_RELEASED] = USAGE_RELEASED, [STUB_DIRTY] = USAGE_DIRTY };
-        u->files[map[s.state]]++;
-        uint64_t res = stub_resident_bytes(&s);
-        u->resident_bytes += res;
-        u->released_bytes += s.size - MIN(res, s.size);
-        if (s.state != STUB_DIRTY)
-                u->archived_bytes += s.size;
-}
-
-static int walk(int dir_fd, unsigned depth, struct tenant_usage *u) {
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-
-        if (depth > WALK_MAX_DEPTH) {
-                close(dir_fd);
-                return -ELOOP;
-        }
-        d = fdopendir(dir_fd);
-        if (!d) {
-                close(dir_fd);
-                return -errno;
-        }
-        while ((de = readdir(d))) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (de->d_type == DT_DIR) {
-                        int sub = openat(dir_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub >= 0)
-                                walk(sub, depth + 1, u);
-                } else if (de->d_type == DT_REG) {
-                        _cleanup_close_ int fd = openat(dir_fd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-                        if (fd >= 0)
-                                usage_add_file(fd, u);
-                }
-        }
-        return 0;
-}
-
-int job_tenant_usage(struct tenant *tn, struct tenant_usage *u) {
-        int fd = openat(tn->subvol_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        *u = (struct tenant_usage){};
-        if (fd < 0)
-                return -errno;
-        return walk(fd, 0, u);
 }

@@ -62,10 +62,3 @@ struct file_status {
 };
 int job_file_status(struct tierd *t, const struct file_ref *f, struct file_status *st, char *message, size_t size);
 
-enum { USAGE_RESIDENT, USAGE_ARCHIVED, USAGE_PARTIAL, USAGE_RELEASED, USAGE_DIRTY, _USAGE_MAX };
-struct tenant_usage {
-        uint64_t files[_USAGE_MAX];
-        uint64_t resident_bytes, released_bytes;
-        uint64_t archived_bytes; /* content with a copy in the store, local or not */
-};
-int job_tenant_usage(struct tenant *tn, struct tenant_usage *u);

@@ -43,6 +43,7 @@
 #include "catalogwatch.h"
 #include "quota.h"
 #include "remotecheck.h"
+#include "tally.h"
 #include "usage.h"
 #include "usegroup.h"
 #include "policywatch.h"
@@ -355,6 +356,7 @@ static int run(struct tierd *t) {
                 if (tn->subvol_fd < 0)
                         return log_error_errno(errno, "tenant %s: cannot open %s on the private mount: %m",
                                                tn->cfg->name, tn->subvol_rel);
+                tally_start(tn);
                 r = worker_start(&tn->worker);
                 if (r < 0)
                         return r;
@@ -432,6 +434,7 @@ static void teardown(struct tierd *t) {
                 usage_save(&t->tenants[i]);
                 autoarchive_stop(&t->tenants[i]);
                 usage_free(&t->tenants[i]);
+                tally_stop(&t->tenants[i]);
                 remote_check_free(&t->tenants[i]);
                 safe_close(t->tenants[i].subvol_fd);
                 safe_close(t->tenants[i].store_fd);

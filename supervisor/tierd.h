@@ -15,6 +15,7 @@
  *                                                     supervisor/autoarchive.c; files: usage.c)
  *   the catalog is kept       supervisor/catalog.c   (imported: catalogimport.c)
  *   the store is collected    supervisor/gc.c        (audited: supervisor/audit.c)
+ *   status is counted         supervisor/tally.c     (trees walked off the loop: treewalk.c)
  */
 #pragma once
 
@@ -116,6 +117,7 @@ struct tenant {
         struct catalog *catalog;         /* "catalog": true: catalog.c */
         struct gc_run *gc;               /* tierctl gc, while it runs: gc.c */
         struct audit_run *audit;         /* tierctl audit, while it runs: audit.c */
+        struct tally *tally;             /* counts for status, read in O(1): tally.c */
         unsigned auto_in_flight; /* background archives: autoarchive.c */
         double archive_tokens;   /* archive_rate's bucket, in bytes */
         uint64_t archive_tokens_usec;
@@ -168,6 +170,7 @@ struct tierd {
         unsigned fds_in_flight;  /* event fds and fill fds held */
         unsigned fd_budget;      /* stop reading events beyond this */
         bool reading_paused;
+        unsigned tallies_counting; /* tally.c: counts of whole trees running (at most one) */
         struct container *containers; /* attached: supervisor/containers.c */
         uint64_t last_container_serial;
         struct bus_job *jobs; /* in the order they run */

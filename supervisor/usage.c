@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "handle.h"
+#include "fsgroup.h"
 #include "log.h"
 #include "macro.h"
 #include "quota.h"
@@ -437,8 +438,11 @@ int usage_open_index(const struct tenant *tn, size_t index, int flags) {
         h.fh.handle_type = k->type;
         h.fh.handle_bytes = k->len;
         memcpy(h.fh.f_handle, k->bytes, k->len);
-        int fd = open_by_handle_at(tn->fs->root_fd, &h.fh, flags | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-        return fd < 0 ? -errno : fd;
+        if (flags == O_PATH) {
+                int fd = open_by_handle_at(tn->fs->root_fd, &h.fh, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+                return fd < 0 ? -errno : fd;
+        }
+        return fsgroup_open_regular(tn->fs, &h.fh, flags);
 }
 
 void usage_flag_index(struct tenant *tn, size_t index, uint8_t flag) {
@@ -492,10 +496,9 @@ void usage_written(struct tiered_fs *fs, const struct file_handle *fh) {
 
         if (!key_of(fh, &k))
                 return;
-        _cleanup_close_ int fd = open_by_handle_at(fs->root_fd, (struct file_handle *)fh,
-                                                   O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+        _cleanup_close_ int fd = fsgroup_open_regular(fs, fh, O_RDONLY);
         if (fd < 0)
-                return; /* gone already: FAN_DELETE_SELF says so */
+                return; /* gone already (FAN_DELETE_SELF says so), or no regular file */
         for (size_t i = 0; i < fs->t->n_tenants; i++) {
                 tn = &fs->t->tenants[i];
                 if (tn->fs != fs || !tn->usage)

@@ -29,4 +29,6 @@ if command -v clang-tidy >/dev/null; then
 else
 	echo "skip - clang-tidy is not installed (make deps installs it)"
 fi
+# The event path's rule, as far as a static look can hold it.
+bash tests/lint/eventpath.sh || status=1
 exit $status

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A walk of a tenant's tree through an fd, for threads (offthread.h): it
+ * opens directories only, never a file, so no FIFO, device, lease or
+ * fanotify group can make it wait. Through tierd's private mount, which
+ * has no submounts, it stays on the tenant's filesystem.
+ */
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* Called for every entry that is not a directory: its directory's fd, its
+ * name there and its lstat. Non-zero stops the walk with that value. A stub
+ * is read with treewalk_xattr (no open). */
+typedef int (*treewalk_visit)(void *userdata, int dir_fd, const char *name, const struct stat *st);
+
+/* Walks beneath dir_fd (taken: closed at the end), at most max_depth
+ * directories deep (deeper ones are passed over and counted in *skipped).
+ * 0, or the first error of visit or of reading a directory. */
+int treewalk(int dir_fd, unsigned max_depth, treewalk_visit visit, void *userdata, unsigned long *skipped);
+
+/* lgetxattr of name in dir_fd through /proc/thread-self/fd, which opens
+ * nothing. */
+ssize_t treewalk_xattr(int dir_fd, const char *name, const char *xattr, void *buf, size_t size);

@@ -1,0 +1,159 @@
+#!/bin/bash
+# Tenant isolation of tierd itself: what one tenant, or any local user, does
+# must never stall another tenant's readers. The rule it checks (README,
+# "How it works"): the code that answers fanotify events never waits on
+# anything a tenant, a caller or the network controls.
+#
+# On a loop btrfs with tenants alpha and beta (file:// stores on a tmpfs):
+# 1. a FIFO made and opened for reading and writing by uid 65534 in alpha,
+#    then closed (FAN_CLOSE_WRITE on a FIFO), and kept open by nobody;
+# 2. a write lease taken by uid 65534 on its own released file in alpha
+#    (SIGIO ignored: it keeps the lease), then a read of that file through
+#    the leased fd: EPERM for it at once, nobody else waits;
+# 3. 300,000 files in alpha and TenantStatus, the tenant's usage properties
+#    and GetManagedObjects polled in a loop by uid 65534;
+# after each, beta's cold reads of released files give the right bytes,
+# each within a bound far above its idle time (a hang fails the test, it
+# never passes as an error: the exit status and the bytes are checked), and
+# tierctl status answers.
+set -u
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+TIERCTL=$BUILD/tierctl
+PREAD=$BUILD/tests/pread-at
+BUSCTL="busctl --system"
+FS=$TL_DIR/fs SA=$TL_DIR/fs/alpha SB=$TL_DIR/fs/beta
+VA=$TL_DIR/views/alpha VB=$TL_DIR/views/beta ORIG=$TL_DIR/orig
+# A read that takes longer than this has been stalled: beta's idle cold
+# read of 4 KiB takes tens of milliseconds here.
+BOUND_MS=${ISOLATION_BOUND_MS:-2500}
+
+tl_loopfs btrfs 4G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
+for t in alpha beta; do tl_subvol btrfs "$FS/$t"; done
+mkdir -p "$ORIG" "$TL_DIR/store"
+mount -t tmpfs -o size=1G,mode=700 tmpfs "$TL_DIR/store" && TL_MOUNTS+=("$TL_DIR/store")
+cat >"$TL_DIR/policy.json" <<EOF
+{"tenants": [
+  {"name": "alpha", "subvolume": "$SA", "mount": "$VA", "backend": "file://$TL_DIR/store/alpha"},
+  {"name": "beta", "subvolume": "$SB", "mount": "$VB", "backend": "file://$TL_DIR/store/beta"}]}
+EOF
+tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
+check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
+TIERD=$TL_TIERD_PID
+chmod 755 "$TL_DIR/views" "$VA" "$VB"
+mkdir -p "$VA/nobody" && chown 65534:65534 "$VA/nobody"
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+
+# beta: 60 released files of 1 MiB, each read once (cold) per check.
+for i in $(seq 60); do head -c 1M /dev/urandom >"$ORIG/b$i"; cp "$ORIG/b$i" "$VB/b$i"; done
+"$TIERCTL" archive "$VB"/b* >/dev/null && "$TIERCTL" release "$VB"/b* >/dev/null
+check "beta: 60 files archived and released" test "$(tl_allocated "$VB/b1")" -eq 0
+NEXT=1
+# beta_reads NAME N: N cold 4 KiB reads of beta files not read yet, each
+# within BOUND_MS, each the original bytes; the slowest is printed.
+beta_reads() {
+	local name=$1 n=$2 i rc t0 ms worst=0 bad=""
+	for _ in $(seq "$n"); do
+		i=$NEXT NEXT=$((NEXT + 1))
+		t0=$(date +%s%N)
+		timeout 20 "$PREAD" "$VB/b$i" 8192 4096 >"$TL_DIR/got" 2>"$TL_DIR/err"
+		rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
+		[ "$ms" -gt "$worst" ] && worst=$ms
+		if [ "$rc" -ne 0 ]; then bad="b$i: exit $rc ($(cat "$TL_DIR/err"))"; break; fi
+		if ! cmp -s "$TL_DIR/got" <(tail -c +8193 "$ORIG/b$i" | head -c 4096); then bad="b$i: wrong bytes"; break; fi
+		if [ "$ms" -gt "$BOUND_MS" ]; then bad="b$i: took $ms ms (bound $BOUND_MS)"; break; fi
+	done
+	echo "# $name: slowest of beta's cold reads $worst ms"
+	if [ -z "$bad" ]; then ok "$name: beta's cold reads right and within ${BOUND_MS} ms"
+	else not_ok "$name: $bad"; fi
+}
+status_answers() { # NAME
+	local rc
+	timeout 20 "$TIERCTL" status >/dev/null 2>&1
+	rc=$?
+	if [ "$rc" -eq 0 ]; then ok "$1: tierctl status answers"; else not_ok "$1: tierctl status exit $rc (124: hung)"; fi
+}
+beta_reads "idle" 5
+
+# 1. The FIFO: its close raises FAN_CLOSE_WRITE, and an open of it for
+# reading would wait for a writer that never comes.
+as_nobody bash -c "cd '$VA/nobody' && mkfifo p && exec 3<>p && exec 3>&-"
+check "fifo: made and closed by uid 65534" test -p "$VA/nobody/p"
+sleep 0.5
+beta_reads "fifo" 5
+status_answers "fifo"
+timeout 20 touch "$VA/nobody/after-fifo" "$VB/after-fifo"
+check "fifo: a first open of new files on the filesystem answers (exit $?)" test -e "$VB/after-fifo"
+# A second FIFO closed after being written through.
+as_nobody bash -c "cd '$VA/nobody' && mkfifo q && exec 3<>q && echo x >&3 && exec 3>&-"
+sleep 0.5
+beta_reads "fifo written" 5
+check "fifo: tierd still runs" kill -0 "$TIERD"
+
+# 2. A write lease on a released file of the tenant's own, and a read of it
+# through the leased fd: breaking the lease would wait for its holder, who
+# waits for tierd.
+head -c 3M /dev/urandom >"$VA/nobody/leased"
+chown 65534:65534 "$VA/nobody/leased"
+"$TIERCTL" archive "$VA/nobody/leased" >/dev/null && "$TIERCTL" release "$VA/nobody/leased" >/dev/null
+as_nobody timeout 60 python3 - "$VA/nobody/leased" >"$TL_DIR/lease.out" 2>&1 <<'PY' &
+import fcntl, os, signal, sys
+F_SETLEASE = 1024
+# The lease break's SIGIO would end us: a holder that keeps its lease.
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.fcntl(fd, F_SETLEASE, fcntl.F_WRLCK)
+print("leased", flush=True)
+try:
+    os.pread(fd, 4096, 1 << 20)
+    print("read", flush=True)
+except OSError as e:
+    print("error", e.errno, flush=True)
+PY
+LEASER=$!
+TL_PIDS+=("$LEASER")
+for _ in $(seq 50); do grep -q leased "$TL_DIR/lease.out" && break; sleep 0.1; done
+check "lease: uid 65534 holds a write lease on its released file" grep -q leased "$TL_DIR/lease.out"
+beta_reads "lease" 5
+status_answers "lease"
+wait "$LEASER"
+# Its own read: EPERM at once (the kernel could not open the event's fd
+# without waiting for the lease to be broken, and denied the event), not a
+# wait of the kernel's lease-break-time with tierd stuck in read(2).
+check "lease: the holder's own read gets EPERM at once ($(tr '\n' ' ' <"$TL_DIR/lease.out"))" grep -qx "error 1" "$TL_DIR/lease.out"
+
+# 3. Status polled by an unprivileged caller while alpha holds many files.
+N=${ISOLATION_FILES:-300000}
+mkdir "$VA/many"
+"$BUILD/tests/mkfiles" "$VA/many" "$N"
+check "status: $N files made in alpha" test -e "$VA/many/d$(((N - 1) / 1000))/f$(((N - 1) % 1000))"
+POLLERS=()
+for _ in 1 2; do
+	# Each poller ends by itself after a while, should a kill miss it.
+	as_nobody timeout 300 bash -c "while :; do
+		$BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager TenantStatus >/dev/null 2>&1
+		$BUSCTL get-property org.tierd1 /org/tierd1/tenant/alpha org.tierd1.Tenant ResidentBytes FilesByState >/dev/null 2>&1
+		$BUSCTL call org.tierd1 /org/tierd1 org.freedesktop.DBus.ObjectManager GetManagedObjects >/dev/null 2>&1
+	done" &
+	POLLERS+=("$!")
+	TL_PIDS+=("$!")
+done
+sleep 2
+# TenantStatus itself answers at once (a walk of the tree on the loop took
+# seconds here), each of 10 calls within 500 ms.
+slow=0
+for _ in $(seq 10); do
+	t0=$(date +%s%N)
+	timeout 20 $BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager TenantStatus >/dev/null || slow=99999
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$ms" -gt "$slow" ] && slow=$ms
+done
+check "status polled: TenantStatus answers within 500 ms (slowest of 10: $slow ms)" test "$slow" -le 500
+beta_reads "status polled" 20
+status_answers "status polled"
+kill "${POLLERS[@]}" 2>/dev/null
+wait "${POLLERS[@]}" 2>/dev/null
+check "status: tierd still runs" kill -0 "$TIERD"
+
+check "SIGTERM: tierd exits 0" tl_tierd_stop
+tl_summary

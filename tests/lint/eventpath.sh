@@ -1,0 +1,35 @@
+#!/bin/bash
+# The rule of the event path (README, "How it works"): the code that answers
+# fanotify events never waits on anything a tenant, a caller or the network
+# controls. What a static look can hold it to:
+# 1. every open of an inode by handle (an inode an event or a caller named)
+#    is O_PATH, or goes through fsgroup_open_regular (O_PATH and S_ISREG
+#    first, then O_NONBLOCK: no FIFO, device or lease can make it wait);
+# 2. the files that read and answer events (and the D-Bus faces, served by
+#    the same loop) walk no tree, read no directory and hash no whole file:
+#    that runs on threads (offthread.h, treewalk.h) or in the worker.
+# tests/integration/isolation.sh checks the same rule on a real kernel.
+set -u
+cd "$(dirname "$0")/../.."
+status=0
+
+# 1. open_by_handle_at statements (to their ';'), outside fsgroup_open_regular.
+bad=$(awk '
+	FNR == 1 { infn = "" }
+	/^[a-z].*fsgroup_open_regular\(.*\) \{$/ { infn = "regular" }
+	/^}/ { infn = "" }
+	/open_by_handle_at\(/ { stmt = ""; collecting = 1; line = FNR }
+	collecting { stmt = stmt $0; if ($0 ~ /;/) { collecting = 0
+		if (infn != "regular" && stmt !~ /O_PATH/) print FILENAME ":" line ": " stmt } }
+' supervisor/*.c dbus/*.c)
+if [ -z "$bad" ]; then echo "ok - event path: every open by handle is O_PATH or fsgroup_open_regular"
+else echo "not ok - event path: an open by handle that may wait (use fsgroup_open_regular):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+
+# 2. No tree walk, directory read or whole-file hash where events are served
+# or the bus is answered.
+EVENT_FILES="supervisor/dispatch.c supervisor/fsgroup.c supervisor/access.c supervisor/journal.c
+	supervisor/usegroup.c supervisor/reload.c dbus/*.c"
+bad=$(grep -nE '\b(treewalk|opendir|fdopendir|readdir|nftw|fts_open|scandir|sha256_fd|hash_file|qsort)\(' $EVENT_FILES)
+if [ -z "$bad" ]; then echo "ok - event path: no tree walk, directory read, whole-file hash or sort in $(echo $EVENT_FILES | wc -w) files"
+else echo "not ok - event path: work that grows with a tenant's tree where events are answered:"; echo "$bad" | sed 's/^/# /'; status=1; fi
+exit $status
