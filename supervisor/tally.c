@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,20 +111,10 @@ static int count_one(void *userdata, int dir_fd, const char *name, const struct 
 
 static void count_thread(void *userdata) {
         struct tally_count *c = userdata;
-        /* A table of fds of its own: the event loop names the fd numbers
-         * its next read of events will get (journal.h), and an open here
-         * in the shared table could take one. Only root_fd is kept. */
-        if (unshare(CLONE_FILES) < 0) {
-                c->error = -errno;
-                return;
-        }
-        if (c->root_fd > 3)
-                close_range(3, (unsigned)c->root_fd - 1, 0);
-        close_range((unsigned)c->root_fd + 1, ~0U, 0);
         c->error = treewalk(c->root_fd, TALLY_DEPTH_MAX, count_one, c, &c->skipped);
+        c->root_fd = -1; /* treewalk closed it */
 }
 
-/* The loop's copy of root_fd; the thread's went with its table. */
 static void count_free(struct tally_count *c) {
         safe_close(c->root_fd);
         free(c);
@@ -175,9 +164,8 @@ static int count_start(struct tenant *tn) {
                 free(c);
                 return -errno;
         }
-        /* Through /proc/thread-self/fd: without it every stub would read
-         * as none. */
-        if (access("/proc/thread-self/fd", F_OK) < 0) {
+        /* Through /proc/self/fd: without it every stub would read as none. */
+        if (access("/proc/self/fd", F_OK) < 0) {
                 close(c->root_fd);
                 free(c);
                 return -ENOENT;
