@@ -96,7 +96,7 @@ check "fifo: tierd still runs" kill -0 "$TIERD"
 head -c 3M /dev/urandom >"$VA/nobody/leased"
 chown 65534:65534 "$VA/nobody/leased"
 "$TIERCTL" archive "$VA/nobody/leased" >/dev/null && "$TIERCTL" release "$VA/nobody/leased" >/dev/null
-as_nobody timeout 60 python3 - "$VA/nobody/leased" >"$TL_DIR/lease.out" 2>&1 <<'PY' &
+setpriv --reuid=65534 --regid=65534 --clear-groups timeout 60 python3 - "$VA/nobody/leased" >"$TL_DIR/lease.out" 2>&1 <<'PY' &
 import fcntl, os, signal, sys
 F_SETLEASE = 1024
 # The lease break's SIGIO would end us: a holder that keeps its lease.
@@ -129,8 +129,11 @@ mkdir "$VA/many"
 check "status: $N files made in alpha" test -e "$VA/many/d$(((N - 1) / 1000))/f$(((N - 1) % 1000))"
 POLLERS=()
 for _ in 1 2; do
-	# Each poller ends by itself after a while, should a kill miss it.
-	as_nobody timeout 300 bash -c "while :; do
+	# setpriv, not the as_nobody function: & would fork a subshell for it,
+	# and $! would name the subshell, not the poller. setpriv execs
+	# timeout, which passes a TERM on to the loop; and each poller ends
+	# by itself after a while, should a kill miss it.
+	setpriv --reuid=65534 --regid=65534 --clear-groups timeout 300 bash -c "while :; do
 		$BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager TenantStatus >/dev/null 2>&1
 		$BUSCTL get-property org.tierd1 /org/tierd1/tenant/alpha org.tierd1.Tenant ResidentBytes FilesByState >/dev/null 2>&1
 		$BUSCTL call org.tierd1 /org/tierd1 org.freedesktop.DBus.ObjectManager GetManagedObjects >/dev/null 2>&1
