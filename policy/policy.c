@@ -201,9 +201,9 @@ static int get_duration(struct parse_ctx *c, json_object *o, const char *tenant,
 
 static int get_opt_path(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, const char **ret) {
         int r = get_string(c, o, tenant, key, ret);
-        if (r > 0 && (r = check_abs_path(c, tenant, key, *ret)) < 0)
-                return r;
-        return 0;
+        if (r > 0)
+                r = check_abs_path(c, tenant, key, *ret);
+        return r < 0 ? r : 0;
 }
 
 /* "http(s)://host[:port]" and nothing more: keys are appended to it. */

@@ -172,6 +172,9 @@ static void test_remote_keys(void **state) {
         parse_bad(T(", \"headers\": {\"X\": \"a\\nb\"}"), "control character");
         parse_bad(T(", \"part_size\": \"1M\""), "5M");
         parse_bad(T(", \"region\": \"EU WEST\""), "region");
+        /* A path key of the wrong type was once taken as absent. */
+        parse_bad(T(", \"credentials\": [\"a\"]"), "'credentials': must be a string");
+        parse_bad(T(", \"ca_file\": 7"), "'ca_file': must be a string");
 }
 
 static void test_invalid_utf8(void **state) {
