@@ -20,9 +20,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "holder-proto.h"
+#include "holder.h"
 #include "log.h"
 #include "macro.h"
 #include "proto.h"
@@ -31,26 +32,25 @@
 #define SO_PEERPIDFD 77 /* Linux 6.5 */
 #endif
 
-struct held {
-        char name[HOLDER_NAME_MAX + 1];
-        int fd;
-};
-
-struct holder {
-        const char *path;
-        bool exit_when_empty;
-        int listen_fd, lock_fd;
-        struct held *fds;
-        size_t n;
-};
-
 static int reply(int sock, const char *text, int fd) { return proto_send(sock, text, strlen(text), fd); }
 
-static struct held *holder_find(struct holder *h, const char *name) {
+struct held *holder_find(struct holder *h, const char *name) {
         for (size_t i = 0; i < h->n; i++)
                 if (strcmp(h->fds[i].name, name) == 0)
                         return &h->fds[i];
         return NULL;
+}
+
+void holder_drop(struct holder *h, struct held *e) {
+        log_info("released %s", e->name);
+        close(e->fd);
+        *e = h->fds[--h->n];
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 static bool name_valid(const char *name) {
@@ -82,9 +82,19 @@ static int serve_request(struct holder *h, int sock, char *msg, int fd) {
                 struct held *e = holder_find(h, msg + 7);
                 if (!e)
                         return reply(sock, "ERR not held", -1);
-                log_info("released %s", e->name);
-                close(e->fd);
-                *e = h->fds[--h->n];
+                holder_drop(h, e);
+                return reply(sock, "OK", -1);
+        }
+        if (strncmp(msg, "GUARD-AFTER ", 12) == 0) {
+                char *end;
+                unsigned long long ms = strtoull(msg + 12, &end, 10);
+                if (*end || end == msg + 12 || ms < HOLDER_GUARD_AFTER_MIN_MS || ms > HOLDER_GUARD_AFTER_MAX_MS)
+                        return reply(sock, "ERR guard delay out of range", -1);
+                h->guard_after_usec = ms * 1000;
+                return reply(sock, "OK", -1);
+        }
+        if (strcmp(msg, "GUARD") == 0) {
+                h->guard_at_once = true;
                 return reply(sock, "OK", -1);
         }
         if (strcmp(msg, "FETCH") == 0) {
@@ -141,7 +151,10 @@ static void serve_client(struct holder *h, int sock) {
                 if (serve_request(h, sock, msg, fd) < 0)
                         break;
         }
-        log_info("tierd %d gone; holding %zu fds", (int)cred.pid, h->n);
+        h->had_client = true;
+        h->gone_usec = now_usec();
+        log_info("tierd %d gone; holding %zu fds%s", (int)cred.pid, h->n,
+                 h->guard_at_once ? ", guarded at once" : "");
 }
 
 static int holder_listen(struct holder *h) {
@@ -189,6 +202,43 @@ static int holder_listen(struct holder *h) {
         return 0;
 }
 
+/* One wait: for a tierd to connect and, while the guard runs, for events
+ * of the groups it guards. 1: a tierd came and went; 0: something else;
+ * <0: the socket failed. */
+static int holder_turn(struct holder *h) {
+        _cleanup_free_ struct pollfd *p = calloc(h->n + 1, sizeof(*p));
+        size_t np = 1;
+        uint64_t fsid;
+
+        if (!p)
+                return -ENOMEM;
+        p[0] = (struct pollfd){ .fd = h->listen_fd, .events = POLLIN };
+        for (size_t i = 0; h->guarding && i < h->n; i++)
+                if (guard_is_group(&h->fds[i], &fsid))
+                        p[np++] = (struct pollfd){ .fd = h->fds[i].fd, .events = POLLIN };
+        if (poll(p, np, guard_due_ms(h, now_usec())) < 0)
+                return errno == EINTR ? 0 : log_error_errno(errno, "poll: %m");
+        if (p[0].revents & POLLIN) {
+                int sock = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+                if (sock < 0) {
+                        if (errno == EINTR || errno == ECONNABORTED)
+                                return 0;
+                        return log_error_errno(errno, "accept: %m");
+                }
+                /* It serves the groups now: the guard reads no more. */
+                guard_stop(h);
+                serve_client(h, sock);
+                close(sock);
+                return 1;
+        }
+        for (size_t i = 1; i < np; i++)
+                if (p[i].revents & POLLIN)
+                        guard_serve(h, p[i].fd);
+        if (guard_due_ms(h, now_usec()) == 0)
+                guard_start(h);
+        return 0;
+}
+
 static void usage(void) {
         fprintf(stderr, "Usage: tierd-holder [--socket PATH] [--exit-when-empty]\n"
                         "Keeps tierd's fanotify groups and journal open across tierd restarts\n"
@@ -202,7 +252,8 @@ int main(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        struct holder h = { .path = HOLDER_DEFAULT_SOCKET, .listen_fd = -1, .lock_fd = -1 };
+        struct holder h = { .path = HOLDER_DEFAULT_SOCKET, .listen_fd = -1, .lock_fd = -1,
+                             .guard_after_usec = HOLDER_GUARD_AFTER_DEFAULT_MS * 1000ull };
         int c, r;
 
         log_set_ident("tierd-holder");
@@ -227,16 +278,10 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         log_info("listening on %s", h.path);
         for (;;) {
-                int sock = accept4(h.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-                if (sock < 0) {
-                        if (errno == EINTR || errno == ECONNABORTED)
-                                continue;
-                        log_error("accept: %m");
+                r = holder_turn(&h);
+                if (r < 0)
                         return EXIT_FAILURE;
-                }
-                serve_client(&h, sock);
-                close(sock);
-                if (h.exit_when_empty && h.n == 0) {
+                if (r > 0 && h.exit_when_empty && h.n == 0) {
                         log_info("nothing left to hold: exiting");
                         unlink(h.path);
                         return EXIT_SUCCESS;

@@ -536,7 +536,7 @@ static bool group_name_valid(const char *name) {
 int policy_parse(const char *text, size_t len, const char *origin, struct policy **ret, char **error) {
         struct parse_ctx c = { .origin = origin ? origin : "policy", .error = error };
         static const char *const top_keys[] = { "version", "defaults", "tenants", "worker_uids", "admin_group",
-                                                "filesystems" };
+                                                "filesystems", "guard_after" };
         struct tenant_settings defaults = {
                 .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
@@ -588,6 +588,11 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 if (!group_name_valid(admin_group))
                         return fail(&c, NULL, "admin_group", "must be a group name (letters, digits, \"-_.\", at most 32)");
         }
+        uint64_t guard_after = POLICY_GUARD_AFTER_DEFAULT_USEC;
+        if ((r = get_duration(&c, root, NULL, "guard_after", &guard_after)) < 0)
+                return r;
+        if (r > 0 && (guard_after < 1000000 || guard_after > 86400 * 1000000ull))
+                return fail(&c, NULL, "guard_after", "must be between 1s and 1d");
         if (json_object_object_get_ex(root, "defaults", &v)) {
                 if (!json_object_is_type(v, json_type_object))
                         return fail(&c, NULL, "defaults", "must be an object");
@@ -605,6 +610,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
         if (!p)
                 return -ENOMEM;
         p->version = version;
+        p->guard_after_usec = guard_after;
         if (admin_group && !(p->admin_group = strdup(admin_group))) {
                 free(p);
                 return -ENOMEM;

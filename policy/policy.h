@@ -62,12 +62,17 @@ struct policy_filesystem {
         char *options;    /* comma-separated, as mount -o; NULL: none */
 };
 
+#define POLICY_GUARD_AFTER_DEFAULT_USEC (30 * 1000000ull)
+
 struct policy {
         unsigned version;
         struct policy_filesystem *filesystems;
         size_t n_filesystems;
         uint32_t worker_uid_first, worker_uid_count; /* "worker_uids": one uid and gid per worker */
         char *admin_group; /* "admin_group": its members may change files too; NULL: root only */
+        /* "guard_after": how long readers of files not whole wait for an
+         * absent tierd before tierd-holder's guard answers them EIO. */
+        uint64_t guard_after_usec;
         struct policy_tenant *tenants;
         size_t n_tenants;
 };

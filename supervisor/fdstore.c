@@ -183,7 +183,14 @@ bool systemd_fd_store_usable(void) {
 int fdstore_open(struct fdstore *s, const char *holder_path, const char *holder_binary) {
         int r;
 
-        *s = (struct fdstore){ .holder_sock = -1 };
+        *s = (struct fdstore){ .holder_sock = -1, .holder_path = holder_path, .holder_binary = holder_binary };
+        /* A holder that listens comes first, even under systemd: it may
+         * guard the groups a stopped tierd left it (holder/guard.c). */
+        if (holder_path && (r = holder_connect(holder_path)) >= 0) {
+                s->kind = FDSTORE_HOLDER;
+                s->holder_sock = r;
+                return holder_fetch(s, holder_path);
+        }
         if (systemd_fd_store_usable()) {
                 s->kind = FDSTORE_SYSTEMD;
                 return systemd_collect(s);
@@ -248,6 +255,38 @@ int fdstore_forget(struct fdstore *s, const char *name) {
         default:
                 return 0;
         }
+}
+
+int fdstore_guard_after(struct fdstore *s, uint64_t usec) {
+        char msg[HOLDER_MSG_MAX];
+        int r;
+
+        if (s->kind != FDSTORE_HOLDER)
+                return 0;
+        snprintf(msg, sizeof(msg), "GUARD-AFTER %llu", (unsigned long long)(usec / 1000));
+        r = holder_request(s, msg, -1);
+        if (r < 0)
+                log_warning("tierd-holder on %s refused \"%s\" (%s): it keeps the groups but never answers for an "
+                            "absent tierd; restart it to update it", s->holder_path, msg, strerror(-r));
+        return r;
+}
+
+int fdstore_to_holder(struct fdstore *s) {
+        int r;
+
+        if (s->kind == FDSTORE_HOLDER)
+                return 0;
+        if (!s->holder_path || !s->holder_binary)
+                return -ENOTCONN;
+        r = holder_open(s, s->holder_path, s->holder_binary);
+        if (r < 0)
+                return r;
+        s->kind = FDSTORE_HOLDER;
+        return 0;
+}
+
+int fdstore_guard(struct fdstore *s) {
+        return s->kind == FDSTORE_HOLDER ? holder_request(s, "GUARD", -1) : -ENOTCONN;
 }
 
 int fdstore_move_above(struct fdstore *s, int min) {

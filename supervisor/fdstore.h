@@ -4,11 +4,14 @@
  * in-flight journal): systemd's fd store when systemd runs tierd
  * ($NOTIFY_SOCKET; the next tierd gets them as $LISTEN_FDS), otherwise
  * tierd-holder on a unix socket (started by tierd when none listens).
+ * A holder that listens is used even under systemd: only it can guard the
+ * groups while no tierd runs (holder/guard.c).
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum fdstore_kind { FDSTORE_NONE, FDSTORE_SYSTEMD, FDSTORE_HOLDER };
 
@@ -20,6 +23,7 @@ struct fdstore_entry {
 struct fdstore {
         enum fdstore_kind kind;
         int holder_sock;
+        const char *holder_path, *holder_binary; /* NULL: no holder (--no-holder) */
         struct fdstore_entry *inherited; /* handed over by the predecessor */
         size_t n_inherited;
 };
@@ -38,6 +42,15 @@ int fdstore_take(struct fdstore *s, const char *name);
 int fdstore_put(struct fdstore *s, const char *name, int fd);
 /* Drops name from the store (its fd closes there). */
 int fdstore_forget(struct fdstore *s, const char *name);
+/* The holder's guard starts after usec without a tierd (nothing to do
+ * with systemd's store, which has no guard). */
+int fdstore_guard_after(struct fdstore *s, uint64_t usec);
+/* From systemd's store to tierd-holder (started if none listens), for
+ * what is stored from now on: systemd empties its store when the unit
+ * stops for good. */
+int fdstore_to_holder(struct fdstore *s);
+/* The holder guards the groups at once when this tierd is gone. */
+int fdstore_guard(struct fdstore *s);
 /* Moves every fd the store module holds to numbers at or above min. */
 int fdstore_move_above(struct fdstore *s, int min);
 /* Closes inherited fds nobody took. */

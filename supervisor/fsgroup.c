@@ -64,23 +64,6 @@ int fsgroup_locate(const char *path, char **mountpoint, char **fstype, char **re
         return 0;
 }
 
-bool fanotify_event_range(const struct fanotify_event_metadata *md, uint64_t *offset, uint64_t *count) {
-        const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
-        while (p + sizeof(struct fanotify_event_info_header) <= end) {
-                const struct fanotify_event_info_header *h = (const void *)p;
-                if (h->len < sizeof(*h) || p + h->len > end)
-                        break;
-                if (h->info_type == FAN_EVENT_INFO_TYPE_RANGE && h->len >= sizeof(struct fanotify_event_info_range)) {
-                        const struct fanotify_event_info_range *r = (const void *)p;
-                        *offset = r->offset;
-                        *count = r->count;
-                        return true;
-                }
-                p += h->len;
-        }
-        return false;
-}
-
 void fsgroup_read_notifications(struct tiered_fs *fs, int fd,
                                 void (*handle)(struct tiered_fs *fs, const struct fanotify_event_metadata *md)) {
         char buf[65536] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 
+#include "fanevent.h"
 #include "fanotify-uapi.h"
 
 #include "tierd.h"
@@ -23,8 +24,6 @@ int fsgroup_fid_group(struct tiered_fs *fs, const char *kind, bool *created);
 int fsgroup_attach(struct tiered_fs *fs);
 /* After events were answered: reading paused near RLIMIT_NOFILE resumes. */
 void fsgroup_resume_reading(struct tierd *t);
-/* The range a FAN_PRE_ACCESS event carries, if any. */
-bool fanotify_event_range(const struct fanotify_event_metadata *md, uint64_t *offset, uint64_t *count);
 /* The file handle of a FAN_REPORT_FID event, or NULL. */
 struct file_handle *fanotify_event_fid(const struct fanotify_event_metadata *md);
 void fsgroup_close(struct tiered_fs *fs);

@@ -121,6 +121,8 @@ int handover_begin(struct tierd *t, const char *holder_path, const char *holder_
         r = fdstore_open(&t->store, holder_path, holder_binary);
         if (r < 0)
                 return r;
+        /* Refused only by a holder older than this tierd: it still keeps. */
+        fdstore_guard_after(&t->store, t->policy->guard_after_usec);
         r = journal_take(t);
         if (r < 0)
                 return r;
@@ -254,4 +256,49 @@ void handover_forget_all(struct tierd *t) {
                 fdstore_forget(&t->store, name);
         }
         fdstore_forget(&t->store, JOURNAL_NAME);
+}
+
+/* Stopped for good (SIGINT, a stop of the unit, a start that failed after
+ * marking). Closing the groups would let every read of a file not whole
+ * return zeros, so they stay with tierd-holder, whose guard answers those
+ * reads EIO (and lets everything else through) until a tierd takes over
+ * again. Only without any holder (--no-holder) are they let go. */
+void handover_stop_for_good(struct tierd *t) {
+        char name[64];
+        bool any = false;
+        int r;
+
+        for (size_t i = 0; i < t->n_fss; i++)
+                any = any || t->fss[i].pre_fd >= 0;
+        /* --no-holder: tierd said what that costs when it started. */
+        if (!any || !t->store.holder_path) {
+                handover_forget_all(t);
+                return;
+        }
+        bool moved = t->store.kind != FDSTORE_HOLDER;
+        r = fdstore_to_holder(&t->store);
+        /* From systemd's store: the holder gets its own copies first. */
+        for (size_t i = 0; r >= 0 && moved && i < t->n_fss; i++) {
+                const struct tiered_fs *fs = &t->fss[i];
+                const struct { const char *kind; int fd; } g[] = { { "pre", fs->pre_fd }, { "notif", fs->notif_fd },
+                                                                    { "use", fs->use_fd } };
+                for (size_t k = 0; k < ARRAY_SIZE(g) && r >= 0; k++) {
+                        if (g[k].fd < 0)
+                                continue;
+                        group_name(name, sizeof(name), g[k].kind, fs->fsid);
+                        fdstore_forget(&t->store, name); /* a copy the holder had already */
+                        r = fdstore_put(&t->store, name, g[k].fd);
+                }
+        }
+        if (r >= 0)
+                r = fdstore_guard(&t->store);
+        if (r >= 0) {
+                fdstore_forget(&t->store, JOURNAL_NAME); /* every event was answered */
+                log_info("stopped for good: tierd-holder (%s) keeps the groups and answers reads of files not whole "
+                         "EIO until tierd runs again", t->store.holder_path);
+                return;
+        }
+        log_error_errno(r, "no holder to guard the groups (%m): reads of files not whole now return zeros until "
+                           "tierd runs again");
+        handover_forget_all(t);
 }

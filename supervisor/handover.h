@@ -22,3 +22,6 @@ int handover_store_group(struct tierd *t, const char *kind, uint64_t fsid, int f
 void handover_replay(struct tierd *t);
 /* A stop for good (not a handover): the store forgets everything. */
 void handover_forget_all(struct tierd *t);
+/* A final stop: the groups go to tierd-holder's guard (holder/guard.c),
+ * never closed while a stub could read as zeros. */
+void handover_stop_for_good(struct tierd *t);

@@ -445,7 +445,7 @@ static void teardown(struct tierd *t) {
         if (!t->handing_over) {
                 dispatch_fail_all(t);
                 if (t->stopping)
-                        handover_forget_all(t); /* stopped for good */
+                        handover_stop_for_good(t);
         }
         /* A clean exit leaves a complete journal: no keeper needed. */
         keeper_stop(t);
@@ -532,7 +532,8 @@ int main(int argc, char **argv) {
         }
         ensure_stdio();
         t.nofile = raise_fd_limit();
-        if (holder && !systemd_fd_store_usable() && !(holder_binary = find_helper_binary("tierd-holder")))
+        /* Under systemd too: a final stop hands the groups to a holder. */
+        if (holder && !(holder_binary = find_helper_binary("tierd-holder")) && !systemd_fd_store_usable())
                 return EXIT_FAILURE;
         /* Before tierd opens anything that lives: the predecessor's events
          * keep their fd numbers. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "containers.h"
+#include "fdstore.h"
 #include "log.h"
 #include "macro.h"
 #include "autoarchive.h"
@@ -55,6 +56,8 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                             t->policy_path, why);
         }
         t->policy = np;
+        if (np->guard_after_usec != old->guard_after_usec)
+                fdstore_guard_after(&t->store, np->guard_after_usec);
         for (size_t i = 0; i < t->n_tenants; i++) {
                 struct tenant *tn = &t->tenants[i];
                 bool restart = !policy_tenant_worker_equal(tn->cfg, &np->tenants[i]);

@@ -64,6 +64,8 @@ else
 	run_suite "attacks: paths, stubs, archive safety under SIGKILL" bash tests/integration/attacks.sh
 	run_suite "isolation: a FIFO, a lease, status polled: other tenants' readers never wait" \
 		bash tests/integration/isolation.sh
+	run_suite "fail closed: a stopped, killed or absent tierd never lets a stub read as zeros" \
+		bash tests/integration/failclosed.sh
 	run_suite "local faults: a full filesystem, read-only mounts and snapshots, immutable files, a deleted subvolume, load" \
 		bash tests/integration/localfaults.sh
 	run_suite "quotas and the policy engine" bash tests/integration/quota.sh

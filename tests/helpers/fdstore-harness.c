@@ -5,8 +5,9 @@
  * datagrams on $NOTIFY_SOCKET (READY=1, FDSTORE=1 + FDNAME= with fds,
  * FDSTOREREMOVE=1), restarts the service 100 ms after it exits, and hands the
  * stored fds to the next one as $LISTEN_FDS / $LISTEN_FDNAMES / $LISTEN_PID.
- * SIGTERM: stops the service (SIGTERM), then flushes the store and exits, as
- * systemd does when a unit stops for good.
+ * SIGTERM or SIGINT: stops the service with that signal (as KillSignal=
+ * would), then flushes the store and exits, as systemd does when a unit
+ * stops for good.
  *   fdstore-harness SOCKET PIDFILE COMMAND [ARGS...]
  * Prints one line per event: "ready PID", "stored NAME", "exited PID",
  * "started PID with N fds".
@@ -172,7 +173,7 @@ int main(int argc, char **argv) {
                         }
                 } else {
                         stopping = true;
-                        kill(-child > 0 ? -child : child, SIGTERM);
+                        kill(-child > 0 ? -child : child, (int)si.ssi_signo);
                 }
         }
 }

@@ -134,12 +134,15 @@ check "tierd-holder lived through every restart ($HOLDER)" kill -0 "$HOLDER"
 keepers() { ps -eo stat=,comm= | awk '$2 == "tierd-keeper" && $1 !~ /^Z/' | wc -l; }
 check "... and each new tierd ended its predecessor's keeper" test "$(keepers)" = 1
 
-# A stop for good: everything answered, the holder lets go of the groups.
+# A stop for good: everything answered; the holder keeps the groups and
+# guards them (failclosed.sh reads through its guard).
 kill -INT "$TL_TIERD_PID"
 check "SIGINT stops tierd for good (exit 0)" wait "$TL_TIERD_PID"
 TL_TIERD_PID=
 check "... its view is removed" bash -c "! findmnt -rn '$VIEW' >/dev/null"
-check "... and the holder released the groups, journal and keeper" bash -c "sleep 0.2; $(declare -f holds); holds released '$TL_DIR/holder.log'"
+check "... and the holder released the journal and keeper, and guards the groups" bash -c "sleep 0.5;
+	grep -q 'released journal' '$TL_DIR/holder.log' && grep -q 'released keeper' '$TL_DIR/holder.log' &&
+	grep -q 'tierd stopped: guarding' '$TL_DIR/holder.log'"
 check "... and its keeper ended" bash -c "sleep 0.2; $(declare -f keepers); test \$(keepers) = 0"
 kill "$HOLDER"
 

@@ -115,6 +115,14 @@ static void test_bad_values(void **state) {
         parse_bad("{\"admin_group\": \"\", \"tenants\": []}", "group name");
         parse_bad("{\"admin_group\": \"a b\", \"tenants\": []}", "group name");
         parse_bad("{\"admin_group\": 0, \"tenants\": []}", "group name");
+        parse_bad("{\"guard_after\": \"500ms\", \"tenants\": []}", "'guard_after': must be between 1s and 1d");
+        parse_bad("{\"guard_after\": 30, \"tenants\": []}", "'guard_after': must be a positive duration");
+        struct policy *p = parse_ok("{\"tenants\": []}");
+        assert_int_equal(p->guard_after_usec, 30000000);
+        policy_free(p);
+        p = parse_ok("{\"guard_after\": \"2m\", \"tenants\": []}");
+        assert_int_equal(p->guard_after_usec, 120000000);
+        policy_free(p);
 }
 
 static void test_same_places(void **state) {

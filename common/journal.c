@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fsgroup.h"
+#include "fanevent.h"
 #include "log.h"
 #include "macro.h"
 

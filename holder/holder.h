@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "holder-proto.h"
+
+struct held {
+        char name[HOLDER_NAME_MAX + 1];
+        int fd;
+};
+
+struct holder {
+        const char *path;
+        bool exit_when_empty;
+        int listen_fd, lock_fd;
+        struct held *fds;
+        size_t n;
+        /* The guard (guard.c): how long after a tierd went without a
+         * successor it starts, whether the last tierd asked for it at once,
+         * when that tierd went, and whether it runs. */
+        uint64_t guard_after_usec;
+        bool guard_at_once;
+        bool had_client;
+        uint64_t gone_usec;
+        bool guarding;
+        uint64_t guard_allowed, guard_denied;
+};
+
+struct held *holder_find(struct holder *h, const char *name);
+/* Closes and forgets the entry. */
+void holder_drop(struct holder *h, struct held *e);
+
+/* The pre-content groups held: names "pre-<fsid in hex>". */
+bool guard_is_group(const struct held *e, uint64_t *fsid);
+/* Milliseconds until the guard must start (0: now), or -1: never. */
+int guard_due_ms(const struct holder *h, uint64_t now_usec);
+/* Starts the guard: every event the last tierd read and left unanswered
+ * is answered EIO (it cannot be filled now), and its journal dropped so
+ * that the next tierd does not serve them again. */
+void guard_start(struct holder *h);
+/* Reads one batch of events from a held pre-content group and answers
+ * each at once. */
+void guard_serve(struct holder *h, int group_fd);
+/* A tierd connected: it serves the groups from now on. */
+void guard_stop(struct holder *h);

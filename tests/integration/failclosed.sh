@@ -1,0 +1,142 @@
+#!/bin/bash
+# Fail closed: no mode of tierd lets a stub read as zeros. tierd-holder
+# keeps the groups whenever tierd is absent, and its guard (holder/guard.c)
+# answers reads of files not whole EIO:
+# 1. at once after a stop for good (SIGINT);
+# 2. after the policy's guard_after (2 s here) when tierd was killed and no
+#    tierd followed (a crash loop, a binary that no longer starts): readers
+#    first wait, as they would for a restart;
+# 3. for an event tierd had read but not recorded when it died (a test
+#    build dies there), from the dead tierd's journal;
+# 4. under systemd's fd store (tests/helpers/fdstore-harness, stopped with
+#    SIGINT as the unit's KillSignal= does): systemd empties its store, so
+#    tierd moves the groups to a holder it starts.
+# After each, a released file gives EIO (exit 1 and the message: a hang or
+# bytes fail), a file whole locally and a file never tiered read their
+# bytes, and the next tierd takes the groups back and serves again.
+set -u
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+TIERCTL=$BUILD/tierctl
+PREAD=$BUILD/tests/pread-at
+VIEW=$TL_DIR/views/a SUB=$TL_DIR/fs/a ORIG=$TL_DIR/orig
+
+tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
+tl_subvol btrfs "$SUB"
+mkdir -p "$ORIG" "$TL_DIR/store"
+cat >"$TL_DIR/policy.json" <<EOF
+{"guard_after": "2s",
+ "tenants": [{"name": "a", "subvolume": "$SUB", "mount": "$VIEW", "backend": "file://$TL_DIR/store/a"}]}
+EOF
+tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
+HOLDER_SOCK=$TL_DIR/holder.sock HLOG=$TL_DIR/holder.log
+"$BUILD/tierd-holder" --socket "$HOLDER_SOCK" >>"$HLOG" 2>&1 &
+HOLDER=$!
+TL_PIDS+=("$HOLDER")
+export TL_TIERD_ARGS="--holder $HOLDER_SOCK"
+check "tierd starts with tierd-holder" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
+
+for f in r1 r2 r3 w o; do
+	head -c $((1 << 20)) /dev/urandom >"$ORIG/$f"
+	cp "$ORIG/$f" "$VIEW/$f"
+done
+check "files archived" "$TIERCTL" archive "$VIEW/r1" "$VIEW/r2" "$VIEW/r3" "$VIEW/w"
+check "... and three released" "$TIERCTL" release "$VIEW/r1" "$VIEW/r2" "$VIEW/r3"
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# eio FILE: one read of FILE; succeeds only if it failed with EIO within
+# 10 s. A hang (124), bytes (0) or another error fail, and say so.
+eio() {
+	local out rc
+	out=$(timeout 10 "$PREAD" "$1" 0 4096 2>&1 >/dev/null)
+	rc=$?
+	[ "$rc" = 1 ] && [[ $out == *"Input/output error"* ]] && return 0
+	echo "# $1: exit $rc ($out)"
+	return 1
+}
+logged() { # PATTERN FILE: within 5 s
+	for _ in $(seq 50); do grep -q "$1" "$2" && return 0; sleep 0.1; done
+	return 1
+}
+same() { timeout 10 cmp "$1" "$ORIG/$(basename "$1")"; }
+others_read() { # the files the guard must let through
+	same "$SUB/w" && same "$SUB/o" && echo new >"$SUB/new-$1" && test "$(cat "$SUB/new-$1")" = new
+}
+
+# 1. A stop for good.
+kill -INT "$TL_TIERD_PID"
+check "SIGINT: tierd stops for good (exit 0)" wait "$TL_TIERD_PID"
+TL_TIERD_PID=
+check "... its view is removed" bash -c "! findmnt -rn '$VIEW' >/dev/null"
+check "... tierd-holder keeps the groups and guards them at once" logged "tierd stopped: guarding" "$HLOG"
+check "a released file then gives EIO, not zeros" eio "$SUB/r1"
+check "... files whole locally and files never tiered read and write as before" others_read 1
+check "the next tierd takes the groups back" tl_tierd_start "$TL_DIR/policy.json"
+check "... and the guard stopped" grep -q "a tierd connected: the guard stops" "$HLOG"
+check "... the released file reads its bytes" same "$VIEW/r1"
+
+# 2. Killed, and no tierd follows.
+kill -KILL "$TL_TIERD_PID"
+wait "$TL_TIERD_PID" 2>/dev/null
+TL_TIERD_PID=
+t0=$(now_ms)
+check "tierd SIGKILLed, none started: a reader of a released file gets EIO, not zeros nor a hang" eio "$SUB/r2"
+waited=$(($(now_ms) - t0))
+check "... after it waited for a tierd first, as it would for a restart (${waited} ms; guard_after 2 s)" test "$waited" -ge 1500
+check "... the holder logged it" grep -q "no tierd for 2 s: guarding" "$HLOG"
+check "... files whole locally still read" others_read 2
+check "the next tierd serves again" tl_tierd_start "$TL_DIR/policy.json"
+check "... the released file reads its bytes" same "$VIEW/r2"
+
+# 3. Killed between reading an event and recording it.
+kill -INT "$TL_TIERD_PID" && wait "$TL_TIERD_PID"
+BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/policy.json"
+setfattr -n user.tierd-test-die -v 1 "$SUB/r3"
+t0=$(now_ms)
+eio "$SUB/r3" >"$TL_DIR/r3.out" &
+READER=$!
+wait "$TL_TIERD_PID" 2>/dev/null
+TL_TIERD_PID=
+check "tierd died reading a reader's event, none started: that reader gets EIO, not a hang" wait "$READER"
+cat "$TL_DIR/r3.out"
+check "... from the dead tierd's journal" grep -q "the last tierd left unanswered: answered EIO" "$HLOG"
+setfattr -x user.tierd-test-die "$SUB/r3"
+check "the next tierd serves again" tl_tierd_start "$TL_DIR/policy.json"
+check "... the released file reads its bytes" same "$VIEW/r3"
+"$TIERCTL" release "$VIEW/r1" >/dev/null
+kill -INT "$TL_TIERD_PID" && wait "$TL_TIERD_PID"
+TL_TIERD_PID=
+kill "$HOLDER" && wait "$HOLDER"
+
+# 4. systemd's fd store, played by the harness; stopping the unit sends
+# SIGINT, and systemd then empties its store.
+H2=$TL_DIR/h2.sock
+"$BUILD/tests/fdstore-harness" "$TL_DIR/notify.sock" "$TL_DIR/tierd.pid" "$BUILD/tierd" --policy "$TL_DIR/policy.json" \
+	--state-dir "$TL_DIR/state" --holder "$H2" >>"$TL_TIERD_LOG" 2>&1 &
+HARNESS=$!
+TL_PIDS+=("$HARNESS")
+harness_ready() {
+	for _ in $(seq 100); do
+		TL_TIERD_PID=$(cat "$TL_DIR/tierd.pid" 2>/dev/null)
+		[ -n "$TL_TIERD_PID" ] && "$TIERCTL" status >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	return 1
+}
+check "tierd runs under the fd-store harness, no holder listening" harness_ready
+check "... and stores its groups in systemd's store" grep -q "stored pre-" "$TL_TIERD_LOG"
+"$TIERCTL" release "$VIEW/r1" >/dev/null
+kill -INT "$HARNESS"
+check "the unit stopped (SIGINT): the harness exits once tierd has" wait "$HARNESS"
+TL_TIERD_PID=
+for _ in $(seq 50); do pgrep -f "tierd-holder --socket $H2" >/dev/null && break; sleep 0.1; done
+H2PID=$(pgrep -f "tierd-holder --socket $H2")
+[ -n "$H2PID" ] && TL_PIDS+=("$H2PID")
+check "... tierd moved its groups to a holder it started" test -n "$H2PID"
+check "... which guards them" grep -q "stopped for good: tierd-holder ($H2) keeps the groups" "$TL_TIERD_LOG"
+check "a released file then gives EIO, not zeros" eio "$SUB/r1"
+check "... files whole locally still read" others_read 4
+export TL_TIERD_ARGS="--holder $H2"
+check "the next tierd takes the groups from that holder" tl_tierd_start "$TL_DIR/policy.json"
+check "... the released file reads its bytes" same "$VIEW/r1"
+tl_summary
