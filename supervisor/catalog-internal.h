@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared by catalog.c (the writer) and catalogimport.c only.
+ * Shared by catalog.c (the writer), catalognote.c (what it hears) and
+ * catalogimport.c only.
  */
 #pragma once
 
@@ -25,6 +26,22 @@ enum catalog_state {
 
 struct catalog_import;
 
+/* A change heard, waiting for a journal object; or (subtree) a directory
+ * renamed or made whose entries are still to be walked (catalognote.c). */
+struct catalog_pending {
+        struct catalog_pending *next;
+        struct catalog_entry e; /* subtree: only e.path */
+        dev_t dev;
+        ino_t ino;
+        bool subtree;
+};
+
+/* Changes waiting at most (entries and subtrees): more are dropped, and a
+ * snapshot has them instead. */
+#define CATALOG_QUEUE_MAX 65536
+/* Snapshots for dropped changes: at most one this often. */
+#define CATALOG_SNAPSHOT_SPILL_USEC (10 * 1000 * 1000ull)
+
 struct catalog {
         struct tenant *tn;
         enum catalog_state state;
@@ -39,6 +56,9 @@ struct catalog {
         bool retry_pending;          /* a failed step waits for its backoff */
         uint64_t snapshot_after_usec; /* a due snapshot waits until then */
         struct catalog_pending *queue, **queue_tail, *sending;
+        size_t n_queued;       /* in queue */
+        size_t n_subtrees;     /* of which subtrees not walked yet */
+        uint64_t dropped_gen;  /* counts drops of the queue (snapshots taken before miss them) */
         char *sending_data; /* the journal object in flight */
         size_t sending_len;
         struct catalog_waiter *waiters;
@@ -80,3 +100,10 @@ void catalog_import_run(struct catalog *c);
 void catalog_import_abort(struct catalog *c);
 /* At start: an import tierd did not finish is done again. */
 int catalog_import_resume_if_marked(struct tenant *tn);
+
+void catalog_pending_free_list(struct catalog_pending *p);
+/* Every change waiting is dropped (nothing is released until a snapshot
+ * written after this has them). */
+void catalog_queue_drop(struct catalog *c);
+/* Walks the subtrees waiting, on a thread; the writer is busy meanwhile. */
+void catalog_subtrees_resolve(struct catalog *c);

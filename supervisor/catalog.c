@@ -37,13 +37,6 @@
 #define JOURNAL_ENTRIES_MAX 10000                  /* per journal object: well under what a reader takes */
 #define INDEX_KEEP_USEC (7 * 24 * 3600 * 1000 * 1000ull) /* snapshots listed for --at */
 
-struct catalog_pending {
-        struct catalog_pending *next;
-        struct catalog_entry e;
-        dev_t dev;
-        ino_t ino;
-};
-
 struct catalog_waiter {
         struct catalog_waiter *next;
         void (*callback)(void *userdata);
@@ -174,7 +167,7 @@ static void wake_waiters(struct catalog *c) {
         quota_candidates_changed(c->tn);
 }
 
-static void pending_free_list(struct catalog_pending *p) {
+void catalog_pending_free_list(struct catalog_pending *p) {
         while (p) {
                 struct catalog_pending *next = p->next;
                 catalog_entry_done(&p->e);
@@ -184,8 +177,8 @@ static void pending_free_list(struct catalog_pending *p) {
 }
 
 static void catalog_free(struct catalog *c) {
-        pending_free_list(c->queue);
-        pending_free_list(c->sending);
+        catalog_pending_free_list(c->queue);
+        catalog_pending_free_list(c->sending);
         free(c->sending_data);
         sd_event_source_unref(c->timer);
         json_object_put(c->index);
@@ -209,9 +202,7 @@ static void fence(struct catalog *c, const char *why) {
         log_error("tenant %s: catalog: %s: this node no longer writes the catalog and releases nothing "
                   "(tierctl tenant import takes it back)", c->tn->cfg->name, why);
         tenant_set_last_error(c->tn, "catalog: %s", why);
-        pending_free_list(c->queue);
-        c->queue = NULL;
-        c->queue_tail = &c->queue;
+        catalog_queue_drop(c);
         /* Entries were dropped: should an import make this node the writer
          * again, nothing is released before its first snapshot. */
         c->first_snapshot_done = false;
@@ -398,13 +389,16 @@ static int encode_entries(const struct catalog_header *h, const struct catalog_e
 struct snapshot_put {
         struct catalog *c;
         uint64_t seq, time_usec;
-        size_t failed; /* entries the walk could not make */
+        size_t failed;         /* entries the walk could not make */
+        uint64_t dropped_gen;  /* c->dropped_gen when its walk began */
 };
 
 static void on_index_put(void *userdata, int error) {
         struct snapshot_put *p = userdata;
         struct catalog *c = p->c;
         size_t failed = p->failed;
+        /* Changes dropped after its walk began are not in it. */
+        bool dropped_since = p->dropped_gen != c->dropped_gen;
 
         free(p);
         if (!catalog_request_ended(c))
@@ -426,8 +420,12 @@ static void on_index_put(void *userdata, int error) {
                 c->snapshot_due = true;
                 c->snapshot_after_usec = c->snapshot_usec + SNAPSHOT_RETRY_USEC;
         }
+        if (dropped_since && !failed) {
+                c->snapshot_due = true;
+                c->snapshot_after_usec = c->snapshot_usec + CATALOG_SNAPSHOT_SPILL_USEC;
+        }
         bool was_unrecorded = c->unrecorded;
-        c->unrecorded = failed > 0;
+        c->unrecorded = failed > 0 || dropped_since;
         if (!c->first_snapshot_done || was_unrecorded) {
                 c->first_snapshot_done = true;
                 log_info("tenant %s: catalog: snapshot written (journal %llu, epoch %u)", c->tn->cfg->name,
@@ -538,6 +536,7 @@ struct snapshot_walk {
         struct catalog_header h;
         char *data;
         size_t len, failed;
+        uint64_t dropped_gen;
         int error;
 };
 
@@ -562,6 +561,7 @@ static void on_snapshot_walked(void *userdata) {
         char key[STUB_KEY_MAX];
         int r = w->error;
         size_t len = w->len, failed = w->failed;
+        uint64_t dropped_gen = w->dropped_gen;
 
         free(w);
         if (!catalog_request_ended(c))
@@ -574,7 +574,8 @@ static void on_snapshot_walked(void *userdata) {
                 retry_later(c, -ENOMEM, "cannot make a snapshot");
                 return;
         }
-        *p = (struct snapshot_put){ .c = c, .seq = h.seq, .time_usec = h.time_usec, .failed = failed };
+        *p = (struct snapshot_put){ .c = c, .seq = h.seq, .time_usec = h.time_usec, .failed = failed,
+                                    .dropped_gen = dropped_gen };
         catalog_snapshot_key(h.seq, c->epoch, key);
         c->busy = true;
         /* Ours (the key has our epoch): written again after a restart. */
@@ -603,7 +604,7 @@ static void write_snapshot(struct catalog *c) {
         }
         /* As of the last journal object: what is archived meanwhile is in
          * the journal after it too. */
-        *w = (struct snapshot_walk){ .c = c, .tn = c->tn,
+        *w = (struct snapshot_walk){ .c = c, .tn = c->tn, .dropped_gen = c->dropped_gen,
                                      .h = { .kind = CATALOG_SNAPSHOT, .epoch = c->epoch, .seq = c->next_seq - 1,
                                             .time_usec = realtime_usec() } };
         c->busy = true; /* the walk is the writer's request in flight */
@@ -617,7 +618,7 @@ static void write_snapshot(struct catalog *c) {
 /* ---- journal ---- */
 
 static void journal_done(struct catalog *c) {
-        pending_free_list(c->sending);
+        catalog_pending_free_list(c->sending);
         c->sending = NULL;
         c->sending_data = mfree(c->sending_data);
         seq_hint_save(c->tn, c->next_seq);
@@ -634,8 +635,10 @@ static void journal_done(struct catalog *c) {
 /* The entries in flight go back to the head of the queue. */
 static void journal_requeue(struct catalog *c) {
         struct catalog_pending **end = &c->sending;
-        while (*end)
+        while (*end) {
                 end = &(*end)->next;
+                c->n_queued++;
+        }
         *end = c->queue;
         if (!c->queue)
                 c->queue_tail = end;
@@ -737,15 +740,21 @@ static void put_journal(struct catalog *c) {
         size_t n = 0;
         int r;
 
-        /* At most JOURNAL_ENTRIES_MAX entries an object: the rest go next. */
+        /* At most JOURNAL_ENTRIES_MAX entries an object: the rest go next.
+         * A subtree heard while the lease was checked is walked first. */
         struct catalog_pending **cut = &c->queue;
-        while (*cut && n < JOURNAL_ENTRIES_MAX) {
+        while (*cut && n < JOURNAL_ENTRIES_MAX && !(*cut)->subtree) {
                 cut = &(*cut)->next;
                 n++;
+        }
+        if (n == 0) {
+                catalog_writer_continue(c);
+                return;
         }
         c->sending = c->queue;
         c->queue = *cut;
         *cut = NULL;
+        c->n_queued -= n;
         if (!c->queue)
                 c->queue_tail = &c->queue;
         struct catalog_header h = { .kind = CATALOG_JOURNAL, .epoch = c->epoch, .seq = c->next_seq,
@@ -823,6 +832,12 @@ void catalog_writer_continue(struct catalog *c) {
                         continue_after(c, c->snapshot_after_usec - now);
                 return;
         }
+        /* A directory renamed or made: its entries first, walked on a
+         * thread (catalognote.c). */
+        if (c->n_subtrees) {
+                catalog_subtrees_resolve(c);
+                return;
+        }
         if (c->last_put_usec && now < c->last_put_usec + FLUSH_EVERY_USEC) {
                 continue_after(c, c->last_put_usec + FLUSH_EVERY_USEC - now);
                 return;
@@ -876,27 +891,6 @@ void catalog_stop(struct tenant *tn) {
                 catalog_free(c);
 }
 
-/* A name the catalog cannot hold (too long) is never queued: it would
- * fail the journal object it is in. */
-static void queue_entry(struct catalog *c, struct catalog_pending *p) {
-        if (!catalog_path_valid(p->e.path, p->e.path_len)) {
-                catalog_entry_done(&p->e);
-                free(p);
-                return;
-        }
-        *c->queue_tail = p;
-        c->queue_tail = &p->next;
-}
-
-/* An entry could not be made: releases stop until a snapshot has it. */
-static void unrecorded(struct catalog *c, const char *rel, int error) {
-        log_error_errno(error, "tenant %s: catalog: cannot record %s: %m; no release until a snapshot has it",
-                        c->tn->cfg->name, rel);
-        c->unrecorded = true;
-        c->snapshot_due = true;
-        c->snapshot_after_usec = 0;
-}
-
 const char *catalog_busy_why(const struct tenant *tn) {
         const struct catalog *c = tn->catalog;
         if (!c)
@@ -913,150 +907,6 @@ const char *catalog_busy_why(const struct tenant *tn) {
                 break;
         }
         return NULL;
-}
-
-static void pending_objects(const struct catalog_pending *p, void (*each)(void *userdata, const uint8_t hash[32]),
-                            void *userdata) {
-        for (; p; p = p->next)
-                if (p->e.op == CATALOG_PUT && p->e.type == CATALOG_FILE) {
-                        each(userdata, p->e.sha256);
-                        if (p->e.has_manifest)
-                                each(userdata, p->e.manifest);
-                }
-}
-
-void catalog_pending_objects(const struct tenant *tn, void (*each)(void *userdata, const uint8_t hash[32]),
-                             void *userdata) {
-        if (!tn->catalog)
-                return;
-        pending_objects(tn->catalog->sending, each, userdata);
-        pending_objects(tn->catalog->queue, each, userdata);
-}
-
-void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const struct stub *s) {
-        struct catalog *c = tn->catalog;
-        struct catalog_pending *p;
-        struct stat st;
-        int r;
-
-        if (!c || c->state == CATALOG_FENCED)
-                return;
-        if (fstat(fd, &st) < 0 || !(p = calloc(1, sizeof(*p)))) {
-                unrecorded(c, rel, -ENOMEM);
-                catalog_writer_continue(c);
-                return;
-        }
-        p->dev = st.st_dev;
-        p->ino = st.st_ino;
-        r = catalog_entry_from_fd(fd, rel, s, &p->e);
-        if (r < 0) {
-                free(p);
-                /* ENODATA: a name the catalog cannot hold: catalog_file_durable
-                 * refuses the file's release. */
-                if (r != -ENODATA)
-                        unrecorded(c, rel, r);
-                catalog_writer_continue(c);
-                return;
-        }
-        queue_entry(c, p);
-        catalog_writer_continue(c);
-}
-
-void catalog_note_created(struct tenant *tn, const char *rel) {
-        _cleanup_(catalog_entries_done) struct catalog_entries l = {};
-        struct catalog *c = tn->catalog;
-        int r;
-
-        if (!c || c->state == CATALOG_FENCED)
-                return;
-        r = catalog_walk(tn, rel, &l);
-        for (size_t i = 0; r == 0 && i < l.n; i++) {
-                struct catalog_pending *p = calloc(1, sizeof(*p));
-                if (!p) {
-                        r = -ENOMEM;
-                        break;
-                }
-                p->e = l.e[i];
-                l.e[i] = (struct catalog_entry){};
-                queue_entry(c, p);
-        }
-        if (r < 0)
-                unrecorded(c, rel, r);
-        else if (l.failed)
-                unrecorded(c, rel, -EIO);
-        catalog_writer_continue(c);
-}
-
-void catalog_note_deleted(struct tenant *tn, const char *rel, bool dir) {
-        struct catalog *c = tn->catalog;
-        struct catalog_pending *p;
-
-        if (!c || c->state == CATALOG_FENCED || !*rel)
-                return;
-        if (!(p = calloc(1, sizeof(*p))) || !(p->e.path = strdup(rel))) {
-                free(p);
-                unrecorded(c, rel, -ENOMEM);
-                catalog_writer_continue(c);
-                return;
-        }
-        p->e.op = CATALOG_DEL;
-        p->e.type = dir ? CATALOG_DIR : 0;
-        p->e.path_len = strlen(rel);
-        queue_entry(c, p);
-        catalog_writer_continue(c);
-}
-
-void catalog_note_lost(struct tenant *tn) {
-        struct catalog *c = tn->catalog;
-        if (!c)
-                return;
-        c->snapshot_due = true;
-        catalog_writer_continue(c);
-}
-
-static bool pending_has(const struct catalog_pending *p, const struct stat *st) {
-        for (; p; p = p->next)
-                if (p->dev == st->st_dev && p->ino == st->st_ino)
-                        return true;
-        return false;
-}
-
-/* Can the catalog hold the file's name at all? */
-static bool name_fits(struct tenant *tn, int fd) {
-        _cleanup_free_ char *rel = usage_rel_of_fd(tn, fd);
-        size_t depth = 0;
-        if (!rel || !catalog_path_valid(rel, strlen(rel)))
-                return false;
-        for (const char *p = rel; (p = strchr(p, '/')); p++)
-                depth++;
-        return depth <= CATALOG_DEPTH_MAX;
-}
-
-bool catalog_file_durable(struct tenant *tn, int fd, const char **why) {
-        struct catalog *c = tn->catalog;
-        struct stat st;
-
-        if (!tn->cfg->catalog)
-                return true;
-        if (!c || c->state == CATALOG_FENCED) {
-                *why = "the tenant's catalog is written by another node: nothing is released here";
-                return false;
-        }
-        if (!name_fits(tn, fd)) {
-                *why = "its path is longer or deeper than a catalog keeps (4096 bytes, 256 directories)";
-                return false;
-        }
-        if (c->unrecorded) {
-                *why = "the catalog misses entries it could not make (see tierd's log): no release until a snapshot "
-                       "has them";
-                return false;
-        }
-        if (!c->first_snapshot_done || fstat(fd, &st) < 0 || pending_has(c->queue, &st) || pending_has(c->sending, &st)) {
-                *why = c->backoff_usec ? "the catalog cannot be written to the store now (see tierd's log)"
-                                       : "its catalog entry is not in the store yet";
-                return false;
-        }
-        return true;
 }
 
 int catalog_when_written(struct tenant *tn, void (*callback)(void *userdata), void *userdata) {

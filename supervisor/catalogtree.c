@@ -27,6 +27,10 @@ void catalog_entries_done(struct catalog_entries *l) {
 }
 
 int catalog_entries_add(struct catalog_entries *l, struct catalog_entry *e) {
+        if (l->limit && l->n >= l->limit) {
+                catalog_entry_done(e);
+                return -E2BIG;
+        }
         if (l->n == l->allocated) {
                 size_t n = l->allocated ? l->allocated * 2 : 256;
                 struct catalog_entry *p = reallocarray(l->e, n, sizeof(*p));
@@ -203,7 +207,7 @@ static int walk(int dir_fd, dev_t dev, char *rel, size_t rel_len, unsigned depth
                  * does not stop the walk: counted, and the catalog knows it
                  * misses something. */
                 if (st.st_dev == dev && (r = add_one(dirfd(d), de->d_name, rel, &st, l)) < 0) {
-                        if (r == -ENOMEM)
+                        if (r == -ENOMEM || r == -E2BIG)
                                 return r;
                         log_warning("catalog: %s: not recorded: %s", rel, strerror(-r));
                         l->failed++;

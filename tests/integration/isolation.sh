@@ -12,6 +12,10 @@
 #    the leased fd: EPERM for it at once, nobody else waits;
 # 3. 200,000 files in alpha and TenantStatus, the tenant's usage properties
 #    and GetManagedObjects polled in a loop by uid 65534;
+# 4. a rename storm in gamma, a tenant that keeps a catalog: a directory of
+#    20,000 files renamed back and forth for 15 s (each rename was a walk
+#    of the directory on the loop, queued without bound); tierd's memory
+#    must stay bounded, and gamma's catalog must come back to releasing;
 # after each, beta's cold reads of released files give the right bytes,
 # each within a bound far above its idle time (a hang fails the test, it
 # never passes as an error: the exit status and the bytes are checked), and
@@ -23,19 +27,21 @@ TIERCTL=$BUILD/tierctl
 PREAD=$BUILD/tests/pread-at
 BUSCTL="busctl --system"
 FS=$TL_DIR/fs SA=$TL_DIR/fs/alpha SB=$TL_DIR/fs/beta
-VA=$TL_DIR/views/alpha VB=$TL_DIR/views/beta ORIG=$TL_DIR/orig
+VA=$TL_DIR/views/alpha VB=$TL_DIR/views/beta VG=$TL_DIR/views/gamma ORIG=$TL_DIR/orig
 # A read that takes longer than this has been stalled: beta's idle cold
 # read of 4 KiB takes tens of milliseconds here.
 BOUND_MS=${ISOLATION_BOUND_MS:-2500}
 
 tl_loopfs btrfs 4G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
-for t in alpha beta; do tl_subvol btrfs "$FS/$t"; done
+for t in alpha beta gamma; do tl_subvol btrfs "$FS/$t"; done
 mkdir -p "$ORIG" "$TL_DIR/store"
 mount -t tmpfs -o size=1G,mode=700 tmpfs "$TL_DIR/store" && TL_MOUNTS+=("$TL_DIR/store")
 cat >"$TL_DIR/policy.json" <<EOF
 {"tenants": [
   {"name": "alpha", "subvolume": "$SA", "mount": "$VA", "backend": "file://$TL_DIR/store/alpha"},
-  {"name": "beta", "subvolume": "$SB", "mount": "$VB", "backend": "file://$TL_DIR/store/beta"}]}
+  {"name": "beta", "subvolume": "$SB", "mount": "$VB", "backend": "file://$TL_DIR/store/beta"},
+  {"name": "gamma", "subvolume": "$FS/gamma", "mount": "$VG", "backend": "file://$TL_DIR/store/gamma",
+   "catalog": true}]}
 EOF
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
 check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -155,10 +161,37 @@ check "status polled: TenantStatus answers within 500 ms (slowest of 10: $slow m
 beta_reads "status polled" 20
 status_answers "status polled"
 as_nobody timeout 20 "$TIERCTL" ping >"$TL_DIR/ping" 2>&1
-check "status polled: tierctl ping by uid 65534 answers (exit $?): $(cat "$TL_DIR/ping")" grep -qx "tierd answers: 2 tenant(s)" "$TL_DIR/ping"
+check "status polled: tierctl ping by uid 65534 answers (exit $?): $(cat "$TL_DIR/ping")" grep -qx "tierd answers: 3 tenant(s)" "$TL_DIR/ping"
 kill "${POLLERS[@]}" 2>/dev/null
 wait "${POLLERS[@]}" 2>/dev/null
 check "status: tierd still runs" kill -0 "$TIERD"
+
+# 4. A rename storm where a catalog is kept.
+R=${ISOLATION_RENAME_FILES:-20000}
+mkdir "$VG/storm"
+"$BUILD/tests/mkfiles" "$VG/storm" "$R"
+hwm() { awk '/^VmHWM/ {print $2}' "/proc/$TIERD/status"; }
+kb0=$(hwm)
+timeout 15 bash -c "cd '$VG' && while :; do mv storm storm2; mv storm2 storm; done" &
+STORM=$!
+TL_PIDS+=("$STORM")
+sleep 3
+beta_reads "rename storm" 10
+status_answers "rename storm"
+wait "$STORM"
+grown=$((($(hwm) - kb0) / 1024))
+echo "# rename storm: tierd's peak RSS grew by $grown MiB"
+check "rename storm: tierd's memory stays bounded (peak RSS +$grown MiB, at most 256)" test "$grown" -le 256
+check "rename storm: tierd still runs" kill -0 "$TIERD"
+head -c 1M /dev/urandom >"$VG/after-storm"
+"$TIERCTL" archive "$VG/after-storm" >/dev/null
+released=no
+for _ in $(seq 120); do
+	"$TIERCTL" release "$VG/after-storm" >/dev/null 2>"$TL_DIR/release.err" && { released=yes; break; }
+	sleep 0.5
+done
+check "rename storm: gamma's catalog comes back to releasing (last refusal: $(tail -n 1 "$TL_DIR/release.err"))" \
+	test "$released" = yes
 
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary
