@@ -29,11 +29,12 @@
 #include "journal.h"
 #include "log.h"
 #include "macro.h"
+#include "readeraccess.h"
 #include "stub.h"
 
-/* A tierd whose journal is gone or unreadable may have left any number
- * pending: all the numbers its fd limit likely allowed are answered. */
-#define GUARD_UNKNOWN_NUMBERS 65536
+/* Numbers swept at least, when the journal does not say how many fds its
+ * tierd could have (its slots are its fd limit). */
+#define GUARD_SWEEP_MIN 65536
 
 bool guard_is_group(const struct held *e, uint64_t *fsid) {
         char *end;
@@ -42,14 +43,6 @@ bool guard_is_group(const struct held *e, uint64_t *fsid) {
         errno = 0;
         *fsid = strtoull(e->name + 4, &end, 16);
         return errno == 0 && *end == 0;
-}
-
-static int group_of(const struct holder *h, uint64_t fsid) {
-        uint64_t id;
-        for (size_t i = 0; i < h->n; i++)
-                if (guard_is_group(&h->fds[i], &id) && id == fsid)
-                        return h->fds[i].fd;
-        return -1;
 }
 
 static bool has_groups(const struct holder *h) {
@@ -76,47 +69,45 @@ static bool answer_number(int group_fd, int number, uint32_t response) {
         return group_fd >= 0 && write(group_fd, &resp, sizeof(resp)) == sizeof(resp);
 }
 
-static unsigned answer_journal(const struct holder *h, int jfd) {
+/* How many fd numbers the last tierd could have used: its journal has a
+ * slot for each. */
+static unsigned numbers_used(struct holder *h) {
+        struct held *journal = holder_find(h, "journal");
         struct journal *j = NULL;
-        struct journal_event ev;
-        int candidates[JOURNAL_MAX_CANDIDATES];
-        uint64_t fsid = 0;
-        unsigned answered = 0;
+        unsigned n = GUARD_SWEEP_MIN;
 
-        if (journal_open(jfd, 0, &j) < 0)
-                return UINT32_MAX;
-        for (unsigned i = 3; i < journal_high(j); i++)
-                if (journal_get(j, (int)i, &ev))
-                        answered += answer_number(group_of(h, ev.fsid), (int)i, FAN_DENY_ERRNO(EIO));
-        /* Read from the group but not recorded yet when tierd died. */
-        unsigned n = journal_was_reading(j, &fsid, candidates);
-        for (unsigned i = 0; i < n; i++)
-                answered += answer_number(group_of(h, fsid), candidates[i], FAN_DENY_ERRNO(EIO));
-        journal_free(j);
-        return answered;
+        if (journal && journal_open(journal->fd, 0, &j) == 0) {
+                n = MAX(n, journal_slots(j));
+                journal_free(j);
+        }
+        return n;
 }
 
+/* Every event the last tierd read and left unanswered is answered EIO
+ * first (it cannot be filled now), whatever its journal says: a tierd
+ * killed between reading events and recording them may have got numbers
+ * nobody knows, and an answer of ours by the same number would otherwise
+ * reach its event, not ours. The guard has nothing pending yet, so every
+ * number answered is one of those. */
 void guard_start(struct holder *h) {
-        struct held *journal = holder_find(h, "journal");
-        unsigned answered = journal ? answer_journal(h, journal->fd) : UINT32_MAX;
+        unsigned n = numbers_used(h), answered = 0;
+        struct held *journal;
+        uint64_t id;
 
-        if (answered == UINT32_MAX) {
-                uint64_t id;
-                answered = 0;
-                for (size_t g = 0; g < h->n; g++)
-                        for (int i = 3; guard_is_group(&h->fds[g], &id) && i < GUARD_UNKNOWN_NUMBERS; i++)
-                                answered += answer_number(h->fds[g].fd, i, FAN_DENY_ERRNO(EIO));
-        }
-        if (journal)
-                holder_drop(h, journal);
-        h->guarding = true;
-        h->guard_allowed = h->guard_denied = 0;
         if (h->guard_at_once)
                 log_info("tierd stopped: guarding its filesystems (reads of files not whole get EIO until a tierd "
                          "connects)");
         else
                 log_error("no tierd for %" PRIu64 " s: guarding its filesystems (reads of files not whole get EIO "
                           "until a tierd connects)", h->guard_after_usec / 1000000);
+        for (size_t g = 0; g < h->n; g++)
+                for (unsigned i = 3; guard_is_group(&h->fds[g], &id) && i < n; i++)
+                        answered += answer_number(h->fds[g].fd, (int)i, FAN_DENY_ERRNO(EIO));
+        /* The next tierd must not serve them again. */
+        if ((journal = holder_find(h, "journal")))
+                holder_drop(h, journal);
+        h->guarding = true;
+        h->guard_allowed = h->guard_denied = 0;
         if (answered)
                 log_error("%u event(s) the last tierd left unanswered: answered EIO", answered);
 }
@@ -126,27 +117,43 @@ void guard_stop(struct holder *h) {
                 log_info("a tierd connected: the guard stops (%" PRIu64 " event(s) allowed, %" PRIu64 " answered EIO)",
                          h->guard_allowed, h->guard_denied);
         h->guarding = false;
-        h->guard_at_once = false;
 }
 
-/* Whether the event may go on: only what a file holds locally. */
-static bool event_allowed(const struct fanotify_event_metadata *md) {
+/* Whether the event may go on: only what a file holds locally. A read of
+ * a partial file's local range, or an open for reading (its reads come as
+ * events of their own), needs nothing from the store. */
+static bool event_allowed(const struct fanotify_event_metadata *md, bool *whole) {
         char text[STUB_TEXT_MAX];
         struct stub s;
         const char *why;
         uint64_t offset, count;
         bool allowed;
 
+        *whole = false;
         ssize_t n = fgetxattr(md->fd, STUB_XATTR, text, sizeof(text));
         if (n < 0)
-                return errno == ENODATA || errno == EOPNOTSUPP; /* not tiered */
+                return (*whole = errno == ENODATA || errno == EOPNOTSUPP); /* not tiered */
         if (stub_parse(text, (size_t)n, &s, &why) < 0)
                 return false;
-        allowed = s.state == STUB_ARCHIVED || s.state == STUB_DIRTY ||
-                  (s.state == STUB_PARTIAL && (md->mask & FAN_PRE_ACCESS) && fanotify_event_range(md, &offset, &count) &&
-                   count > 0 && offset <= UINT64_MAX - count && range_set_covers(&s.populated, offset, offset + count));
+        *whole = s.state == STUB_ARCHIVED || s.state == STUB_DIRTY;
+        enum access_kind kind = *whole ? ACCESS_READ : access_classify(md->pid, md->fd, md->mask);
+        if (*whole || kind == ACCESS_OPEN_READ)
+                allowed = true;
+        else if (kind == ACCESS_READ && s.state == STUB_PARTIAL && fanotify_event_range(md, &offset, &count)) {
+                /* Past the end: nothing to fetch (as tierd clips it). */
+                uint64_t start = MIN(offset, s.size), end = count > s.size - start ? s.size : start + count;
+                allowed = start == end || range_set_covers(&s.populated, start, end);
+        } else
+                allowed = false;
         stub_done(&s);
         return allowed;
+}
+
+/* A whole file raises no more events (as tierd marks it): evictable, so
+ * a file released later is heard again once tierd removes the mark. */
+static void ignore_file(int group_fd, int fd) {
+        fanotify_mark(group_fd, FAN_MARK_ADD | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY | FAN_MARK_EVICTABLE,
+                      TIERD_PRE_CONTENT_MASK, fd, NULL);
 }
 
 void guard_serve(struct holder *h, int group_fd) {
@@ -158,7 +165,9 @@ void guard_serve(struct holder *h, int group_fd) {
         for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, len); md = FAN_EVENT_NEXT(md, len)) {
                 if (md->vers != FANOTIFY_METADATA_VERSION || md->fd < 0)
                         continue;
-                bool allowed = event_allowed(md);
+                bool whole, allowed = event_allowed(md, &whole);
+                if (whole)
+                        ignore_file(group_fd, md->fd);
                 answer_number(group_fd, md->fd, allowed ? FAN_ALLOW : FAN_DENY_ERRNO(EIO));
                 close(md->fd);
                 if (allowed)

@@ -5,7 +5,8 @@
  * pre-content group closed, the kernel would allow every pending read and
  * readers of released files would see zeros. It parses nothing but the
  * fixed records of common/holder-proto.h, talks to no network and changes
- * rarely, so it need not be restarted when tierd is.
+ * rarely, so it need not be restarted when tierd is. While no tierd serves
+ * the groups, its guard (guard.c) answers their events.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -86,9 +87,10 @@ static int serve_request(struct holder *h, int sock, char *msg, int fd) {
                 return reply(sock, "OK", -1);
         }
         if (strncmp(msg, "GUARD-AFTER ", 12) == 0) {
-                char *end;
-                unsigned long long ms = strtoull(msg + 12, &end, 10);
-                if (*end || end == msg + 12 || ms < HOLDER_GUARD_AFTER_MIN_MS || ms > HOLDER_GUARD_AFTER_MAX_MS)
+                const char *digits = msg + 12;
+                size_t n = strspn(digits, "0123456789");
+                unsigned long long ms = n && n <= 9 && !digits[n] ? strtoull(digits, NULL, 10) : 0;
+                if (ms < HOLDER_GUARD_AFTER_MIN_MS || ms > HOLDER_GUARD_AFTER_MAX_MS)
                         return reply(sock, "ERR guard delay out of range", -1);
                 h->guard_after_usec = ms * 1000;
                 return reply(sock, "OK", -1);
@@ -97,8 +99,19 @@ static int serve_request(struct holder *h, int sock, char *msg, int fd) {
                 h->guard_at_once = true;
                 return reply(sock, "OK", -1);
         }
+        /* Serving: from its departure on, the guard waits guard_after. A
+         * tierd that dies before this (a crash loop) does not restart that
+         * clock, nor cancel a guard asked for at once. */
+        if (strcmp(msg, "READY") == 0) {
+                h->client_ready = true;
+                h->guard_at_once = false;
+                return reply(sock, "OK", -1);
+        }
         if (strcmp(msg, "FETCH") == 0) {
                 char line[HOLDER_MSG_MAX];
+                /* Whoever takes the groups serves them: the guard reads no
+                 * more (it answered all it read). */
+                guard_stop(h);
                 for (size_t i = 0; i < h->n; i++) {
                         snprintf(line, sizeof(line), "FD %s", h->fds[i].name);
                         int r = reply(sock, line, h->fds[i].fd);
@@ -151,10 +164,12 @@ static void serve_client(struct holder *h, int sock) {
                 if (serve_request(h, sock, msg, fd) < 0)
                         break;
         }
+        if (h->client_ready || !h->had_client)
+                h->gone_usec = now_usec();
         h->had_client = true;
-        h->gone_usec = now_usec();
-        log_info("tierd %d gone; holding %zu fds%s", (int)cred.pid, h->n,
-                 h->guard_at_once ? ", guarded at once" : "");
+        log_info("tierd %d gone%s; holding %zu fds%s", (int)cred.pid, h->client_ready ? "" : " before it served",
+                 h->n, h->guard_at_once ? ", guarded at once" : "");
+        h->client_ready = false;
 }
 
 static int holder_listen(struct holder *h) {
@@ -225,8 +240,6 @@ static int holder_turn(struct holder *h) {
                                 return 0;
                         return log_error_errno(errno, "accept: %m");
                 }
-                /* It serves the groups now: the guard reads no more. */
-                guard_stop(h);
                 serve_client(h, sock);
                 close(sock);
                 return 1;
@@ -239,9 +252,24 @@ static int holder_turn(struct holder *h) {
         return 0;
 }
 
+static volatile sig_atomic_t terminate;
+static void on_sigterm(int sig) {
+        (void)sig;
+        terminate = 1;
+}
+
+static bool holds_groups(struct holder *h) {
+        uint64_t fsid;
+        for (size_t i = 0; i < h->n; i++)
+                if (guard_is_group(&h->fds[i], &fsid))
+                        return true;
+        return false;
+}
+
 static void usage(void) {
         fprintf(stderr, "Usage: tierd-holder [--socket PATH] [--exit-when-empty]\n"
-                        "Keeps tierd's fanotify groups and journal open across tierd restarts\n"
+                        "Keeps tierd's fanotify groups and journal open across tierd restarts, and\n"
+                        "answers reads of files not whole EIO while no tierd runs (its guard)\n"
                         "(default socket " HOLDER_DEFAULT_SOCKET ").\n");
 }
 
@@ -270,6 +298,12 @@ int main(int argc, char **argv) {
         }
         /* A client that dies mid-reply must not kill the holder. */
         signal(SIGPIPE, SIG_IGN);
+        /* Nor a hangup (it may open a tty's event fd as a session leader),
+         * an interrupt, or a stop that would close the groups while stubs
+         * could read as zeros: SIGTERM ends it only holding no group. */
+        signal(SIGHUP, SIG_IGN);
+        signal(SIGINT, SIG_IGN);
+        sigaction(SIGTERM, &(struct sigaction){ .sa_handler = on_sigterm }, NULL);
         h.fds = calloc(HOLDER_MAX_FDS, sizeof(*h.fds));
         if (!h.fds)
                 return EXIT_FAILURE;
@@ -281,6 +315,17 @@ int main(int argc, char **argv) {
                 r = holder_turn(&h);
                 if (r < 0)
                         return EXIT_FAILURE;
+                if (terminate) {
+                        terminate = 0;
+                        if (!holds_groups(&h)) {
+                                log_info("SIGTERM: holding no group: exiting");
+                                unlink(h.path);
+                                return EXIT_SUCCESS;
+                        }
+                        log_error("SIGTERM ignored: closing the groups it holds would let every file not whole "
+                                  "read as zeros. Start tierd, restore released files (tierctl restore), or send "
+                                  "SIGKILL to let go of them anyway");
+                }
                 if (r > 0 && h.exit_when_empty && h.n == 0) {
                         log_info("nothing left to hold: exiting");
                         unlink(h.path);

@@ -23,8 +23,9 @@ struct holder {
          * when that tierd went, and whether it runs. */
         uint64_t guard_after_usec;
         bool guard_at_once;
-        bool had_client;
-        uint64_t gone_usec;
+        bool had_client;   /* a tierd was served (else nothing to guard yet) */
+        bool client_ready; /* the one connected said READY */
+        uint64_t gone_usec; /* when the last tierd that became ready went */
         bool guarding;
         uint64_t guard_allowed, guard_denied;
 };
@@ -44,5 +45,5 @@ void guard_start(struct holder *h);
 /* Reads one batch of events from a held pre-content group and answers
  * each at once. */
 void guard_serve(struct holder *h, int group_fd);
-/* A tierd connected: it serves the groups from now on. */
+/* A tierd fetched the groups: it serves them from now on. */
 void guard_stop(struct holder *h);

@@ -24,7 +24,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "access.h"
+#include "readeraccess.h"
 #include "containers.h"
 #include "fanotify-uapi.h"
 #include "fsgroup.h"

@@ -55,6 +55,22 @@ static int systemd_collect(struct fdstore *s) {
         return r;
 }
 
+/* The holder has the groups: what systemd's store kept (a predecessor's,
+ * before it moved them) is stale. Closed, and systemd told to drop it. */
+static void systemd_drop(struct fdstore *s) {
+        char msg[HOLDER_MSG_MAX];
+        if (systemd_collect(s) < 0)
+                return;
+        for (size_t i = 0; i < s->n_inherited; i++) {
+                log_info("dropping %s from systemd's fd store: tierd-holder keeps the groups", s->inherited[i].name);
+                snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", s->inherited[i].name);
+                sd_notify(false, msg);
+                safe_close(s->inherited[i].fd);
+                free(s->inherited[i].name);
+        }
+        s->n_inherited = 0;
+}
+
 static int holder_connect(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int fd;
@@ -189,6 +205,8 @@ int fdstore_open(struct fdstore *s, const char *holder_path, const char *holder_
         if (holder_path && (r = holder_connect(holder_path)) >= 0) {
                 s->kind = FDSTORE_HOLDER;
                 s->holder_sock = r;
+                if (systemd_fd_store_usable())
+                        systemd_drop(s);
                 return holder_fetch(s, holder_path);
         }
         if (systemd_fd_store_usable()) {
@@ -283,6 +301,11 @@ int fdstore_to_holder(struct fdstore *s) {
                 return r;
         s->kind = FDSTORE_HOLDER;
         return 0;
+}
+
+void fdstore_ready(struct fdstore *s) {
+        if (s->kind == FDSTORE_HOLDER)
+                holder_request(s, "READY", -1); /* an older holder does not know it: nothing changes */
 }
 
 int fdstore_guard(struct fdstore *s) {

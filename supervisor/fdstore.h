@@ -49,6 +49,8 @@ int fdstore_guard_after(struct fdstore *s, uint64_t usec);
  * what is stored from now on: systemd empties its store when the unit
  * stops for good. */
 int fdstore_to_holder(struct fdstore *s);
+/* This tierd serves: the holder's guard_after counts from its death. */
+void fdstore_ready(struct fdstore *s);
 /* The holder guards the groups at once when this tierd is gone. */
 int fdstore_guard(struct fdstore *s);
 /* Moves every fd the store module holds to numbers at or above min. */

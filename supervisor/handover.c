@@ -298,6 +298,14 @@ void handover_stop_for_good(struct tierd *t) {
                          "EIO until tierd runs again", t->store.holder_path);
                 return;
         }
+        if (t->store.kind == FDSTORE_HOLDER && r == -EIO) {
+                /* A holder older than this tierd: it keeps the groups but
+                 * cannot guard them. Readers wait rather than read zeros. */
+                log_error("tierd-holder (%s) keeps the groups but cannot guard them (it is older than tierd): "
+                          "readers of files not whole wait until tierd runs again; restart tierd-holder to update "
+                          "it", t->store.holder_path);
+                return;
+        }
         log_error_errno(r, "no holder to guard the groups (%m): reads of files not whole now return zeros until "
                            "tierd runs again");
         handover_forget_all(t);

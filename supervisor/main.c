@@ -407,8 +407,11 @@ static int run(struct tierd *t) {
                 if ((r = catalog_start(&t->tenants[i])) < 0)
                         return log_error_errno(r, "tenant %s: cannot start its catalog: %m", t->tenants[i].cfg->name);
         log_info("serving %zu tenant(s) on %zu filesystem(s)", t->n_tenants, t->n_fss);
-        /* Under systemd: ready, and sd-event pings the watchdog. */
+        /* Under systemd: ready, and sd-event pings the watchdog. The
+         * holder's guard now waits guard_after from our death, not from a
+         * start that failed. */
         sd_notify(false, "READY=1");
+        fdstore_ready(&t->store);
         sd_event_set_watchdog(t->event, true);
         return sd_event_loop(t->event);
 }

@@ -549,7 +549,7 @@ CORRUPT_LINES=$(grep -c 'corrupt stub' "$TL_TIERD_LOG")
 kill_rounds "with tierd-holder" 5
 kill -INT "$TL_TIERD_PID" && wait "$TL_TIERD_PID"
 TL_TIERD_PID=
-kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null
+kill -KILL "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null # guarding: SIGTERM would not end it
 export TL_TIERD_ARGS=--no-holder
 check "tierd starts without a holder" tl_tierd_start "$TL_DIR/policy.json"
 kill_rounds "without a holder" 5

@@ -144,7 +144,7 @@ check "... and the holder released the journal and keeper, and guards the groups
 	grep -q 'released journal' '$TL_DIR/holder.log' && grep -q 'released keeper' '$TL_DIR/holder.log' &&
 	grep -q 'tierd stopped: guarding' '$TL_DIR/holder.log'"
 check "... and its keeper ended" bash -c "sleep 0.2; $(declare -f keepers); test \$(keepers) = 0"
-kill "$HOLDER"
+kill -KILL "$HOLDER" # guarding, it would not close the groups on SIGTERM
 
 # systemd's fd store, played by the harness: tierd is killed and restarted
 # 100 ms later with LISTEN_FDS, as Restart=always would.
@@ -212,7 +212,7 @@ check "... and with its keeper killed too, the reader gets EIO, not a hang" test
 check "... logged" grep -q "its keeper is gone: answered EIO" "$TL_TIERD_LOG"
 kill -INT "$TL_TIERD_PID" && wait "$TL_TIERD_PID"
 TL_TIERD_PID=
-kill "$HOLDER"
+kill -KILL "$HOLDER"
 
 # Near RLIMIT_NOFILE: 40 readers at once, room for a few events: the rest
 # wait in the kernel queue instead of failing with EPERM.

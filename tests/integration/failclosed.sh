@@ -4,8 +4,9 @@
 # answers reads of files not whole EIO:
 # 1. at once after a stop for good (SIGINT);
 # 2. after the policy's guard_after (2 s here) when tierd was killed and no
-#    tierd followed (a crash loop, a binary that no longer starts): readers
-#    first wait, as they would for a restart;
+#    tierd followed: readers first wait, as they would for a restart; and
+#    tierds that take the groups and die before serving (a crash loop) do
+#    not keep the guard away;
 # 3. for an event tierd had read but not recorded when it died (a test
 #    build dies there), from the dead tierd's journal;
 # 4. under systemd's fd store (tests/helpers/fdstore-harness, stopped with
@@ -85,6 +86,20 @@ waited=$(($(now_ms) - t0))
 check "... after it waited for a tierd first, as it would for a restart (${waited} ms; guard_after 2 s)" test "$waited" -ge 1500
 check "... the holder logged it" grep -q "no tierd for 2 s: guarding" "$HLOG"
 check "... files whole locally still read" others_read 2
+# A crash loop: tierds that take the groups and die before serving (no
+# bus here), one every 0.2 s for 8 s, must not keep the guard away.
+(for _ in $(seq 40); do
+	DBUS_SYSTEM_BUS_ADDRESS=unix:path=$TL_DIR/no-bus "$BUILD/tierd" --policy "$TL_DIR/policy.json" \
+		--state-dir "$TL_DIR/state" --holder "$HOLDER_SOCK" >>"$TL_DIR/loop.log" 2>&1
+	sleep 0.2
+done) &
+LOOP=$!
+TL_PIDS+=("$LOOP")
+sleep 1
+check "a crash loop of tierds that never serve: a reader still gets EIO" eio "$SUB/r2"
+check "... while the loop still runs" kill -0 "$LOOP"
+check "... the holder saw them go before they served" grep -q "gone before it served" "$HLOG"
+wait "$LOOP"
 check "the next tierd serves again" tl_tierd_start "$TL_DIR/policy.json"
 check "... the released file reads its bytes" same "$VIEW/r2"
 
@@ -99,14 +114,17 @@ wait "$TL_TIERD_PID" 2>/dev/null
 TL_TIERD_PID=
 check "tierd died reading a reader's event, none started: that reader gets EIO, not a hang" wait "$READER"
 cat "$TL_DIR/r3.out"
-check "... from the dead tierd's journal" grep -q "the last tierd left unanswered: answered EIO" "$HLOG"
+check "... answered by the guard, as every event the dead tierd left" logged "the last tierd left unanswered: answered EIO" "$HLOG"
 setfattr -x user.tierd-test-die "$SUB/r3"
 check "the next tierd serves again" tl_tierd_start "$TL_DIR/policy.json"
 check "... the released file reads its bytes" same "$VIEW/r3"
 "$TIERCTL" release "$VIEW/r1" >/dev/null
 kill -INT "$TL_TIERD_PID" && wait "$TL_TIERD_PID"
 TL_TIERD_PID=
-kill "$HOLDER" && wait "$HOLDER"
+kill -TERM "$HOLDER"
+check "SIGTERM does not end a holder guarding groups (they would close: zeros)" \
+	bash -c "$(declare -f logged); logged 'SIGTERM ignored' '$HLOG' && kill -0 $HOLDER"
+kill -KILL "$HOLDER" && wait "$HOLDER"
 
 # 4. systemd's fd store, played by the harness; stopping the unit sends
 # SIGINT, and systemd then empties its store.

@@ -5,7 +5,7 @@
  * /proc/TID/syscall tells: restore by range only what is surely a read of
  * this file; everything else restores the whole file first.
  */
-#include "access.h"
+#include "readeraccess.h"
 
 #include <fcntl.h>
 #include <sched.h>
