@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
@@ -48,7 +49,7 @@ static int inherited_group(struct tierd *t, const char *kind, uint64_t fsid) {
  * unknown). Without a keeper (a unit or container killed whole) they cannot
  * be filled: EIO, never a reader blocked for good (a number with no pending
  * event gives ENOENT and changes nothing). */
-static void recover_unrecorded(struct tierd *t, int old_keeper) {
+static bool recover_unrecorded(struct tierd *t, int old_keeper) {
         int candidates[JOURNAL_MAX_CANDIDATES];
         unsigned recovered = 0, lost = 0;
         uint64_t fsid = 0;
@@ -76,21 +77,35 @@ static void recover_unrecorded(struct tierd *t, int old_keeper) {
         if (lost)
                 log_error("%u event(s) the previous tierd read as it died, and its keeper is gone: answered EIO", lost);
         journal_reading_done(t->journal);
+        return n > 0;
 }
 
-/* A journal nobody can read (damaged, or an incompatible layout): which
- * events are pending is unknown, and none of them can be filled. Answer
- * every number that may be one EIO (ENOENT where none is) and start anew. */
-static void answer_all_unknown(struct tierd *t) {
-        unsigned answered = 0;
+/* Events pending in the inherited groups that the journal does not name
+ * (j NULL: a journal nobody can read, damaged or of another layout): the
+ * predecessor read them, but which file they are about is unknown (a kill
+ * between read and record, when threads took the fd numbers it had named
+ * in advance). None can be filled, and none may hang: each number that
+ * may be one is answered EIO (ENOENT where none is). Nothing of ours is
+ * pending yet, so no answer can reach an event of ours. */
+static void answer_unnamed(struct tierd *t, const struct journal *j) {
+        unsigned answered = 0, n = MAX(t->nofile, 65536u);
+        struct journal_event ev;
+        uint64_t fsid;
+
+        if (j)
+                n = MAX(n, journal_slots(j));
         for (size_t g = 0; g < t->store.n_inherited; g++) {
                 const struct fdstore_entry *e = &t->store.inherited[g];
-                if (e->fd < 0 || strncmp(e->name, "pre-", 4) != 0)
+                if (e->fd < 0 || sscanf(e->name, "pre-%16" SCNx64, &fsid) != 1)
                         continue;
-                for (unsigned i = 3; i < MAX(t->nofile, 65536u); i++)
-                        answered += answer_number(e->fd, (int)i, EIO);
+                for (unsigned i = 3; i < n; i++)
+                        if (!(j && journal_get(j, (int)i, &ev) && ev.fsid == fsid))
+                                answered += answer_number(e->fd, (int)i, EIO);
         }
-        log_error("the handed-over journal is unreadable: %u pending event(s) answered EIO", answered);
+        if (!j)
+                log_error("the handed-over journal is unreadable: %u pending event(s) answered EIO", answered);
+        else if (answered)
+                log_error("%u event(s) the previous tierd read but its journal does not name: answered EIO", answered);
 }
 
 static int journal_take(struct tierd *t) {
@@ -101,7 +116,7 @@ static int journal_take(struct tierd *t) {
                 close(jfd);
                 if (r != -EBADMSG)
                         return r;
-                answer_all_unknown(t);
+                answer_unnamed(t, NULL);
                 fdstore_forget(&t->store, JOURNAL_NAME);
         }
         jfd = memfd_create("tierd-journal", MFD_CLOEXEC);
@@ -127,7 +142,10 @@ int handover_begin(struct tierd *t, const char *holder_path, const char *holder_
         if (r < 0)
                 return r;
         old_keeper = fdstore_take(&t->store, KEEPER_NAME);
-        recover_unrecorded(t, old_keeper);
+        /* Killed while reading events: some may have got numbers it did
+         * not name. Otherwise it recorded every event it read. */
+        if (recover_unrecorded(t, old_keeper))
+                answer_unnamed(t, t->journal);
 
         /* Orphans: events read by the predecessor and not answered. Only
          * numbers below our fd limit can be given to new events: those are
