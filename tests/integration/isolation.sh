@@ -16,6 +16,7 @@
 #    20,000 files renamed back and forth for 15 s (each rename was a walk
 #    of the directory on the loop, queued without bound); tierd's memory
 #    must stay bounded, and gamma's catalog must come back to releasing;
+# 5. 256 parallel cold readers in alpha, each of its own released file;
 # after each, beta's cold reads of released files give the right bytes,
 # each within a bound far above its idle time (a hang fails the test, it
 # never passes as an error: the exit status and the bytes are checked), and
@@ -192,6 +193,21 @@ for _ in $(seq 120); do
 done
 check "rename storm: gamma's catalog comes back to releasing (last refusal: $(tail -n 1 "$TL_DIR/release.err"))" \
 	test "$released" = yes
+
+# 5. 256 readers at once in alpha.
+mkdir "$VA/r"
+for i in $(seq 256); do head -c 2M /dev/urandom >"$VA/r/f$i"; done
+"$TIERCTL" archive "$VA"/r/f* >/dev/null && "$TIERCTL" release "$VA"/r/f* >/dev/null
+check "256 readers: alpha's 256 files released" test "$(tl_allocated "$VA/r/f256")" -eq 0
+READERS=()
+for i in $(seq 256); do
+	cat "$VA/r/f$i" >/dev/null &
+	READERS+=("$!")
+done
+beta_reads "256 readers" 5
+bad=0
+for p in "${READERS[@]}"; do wait "$p" || bad=$((bad + 1)); done
+check "256 readers: every alpha reader succeeded ($bad did not)" test "$bad" = 0
 
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary
