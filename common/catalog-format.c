@@ -19,6 +19,13 @@ static void json_putp(json_object **o) {
                 json_object_put(*o);
 }
 
+size_t catalog_entry_bytes(const struct catalog_entry *e) {
+        size_t n = sizeof(*e) + e->path_len + e->target_len;
+        for (size_t i = 0; i < e->n_xattrs; i++)
+                n += sizeof(e->xattrs[i]) + (e->xattrs[i].name ? strlen(e->xattrs[i].name) : 0) + e->xattrs[i].len;
+        return n;
+}
+
 void catalog_entry_done(struct catalog_entry *e) {
         free(e->path);
         free(e->target);

@@ -64,6 +64,8 @@ struct catalog_entry {
 };
 
 void catalog_entry_done(struct catalog_entry *e);
+/* The memory an entry holds, roughly: paths, target and xattrs. */
+size_t catalog_entry_bytes(const struct catalog_entry *e);
 
 /* Is path a name the catalog may hold (and an import may create)? */
 bool catalog_path_valid(const char *path, size_t len);

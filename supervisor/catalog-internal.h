@@ -39,6 +39,7 @@ struct catalog_pending {
 /* Changes waiting at most (entries and subtrees): more are dropped, and a
  * snapshot has them instead. */
 #define CATALOG_QUEUE_MAX 65536
+#define CATALOG_QUEUE_MAX_BYTES (64u << 20) /* paths, targets and xattrs */
 /* Snapshots for dropped changes: at most one this often. */
 #define CATALOG_SNAPSHOT_SPILL_USEC (10 * 1000 * 1000ull)
 
@@ -57,6 +58,8 @@ struct catalog {
         uint64_t snapshot_after_usec; /* a due snapshot waits until then */
         struct catalog_pending *queue, **queue_tail, *sending;
         size_t n_queued;       /* in queue */
+        size_t queued_bytes;   /* their catalog_entry_bytes() */
+        bool spilled;          /* changes dropped: a snapshot is due, nothing queued until it is in */
         size_t n_subtrees;     /* of which subtrees not walked yet */
         uint64_t dropped_gen;  /* counts drops of the queue (snapshots taken before miss them) */
         char *sending_data; /* the journal object in flight */

@@ -426,6 +426,8 @@ static void on_index_put(void *userdata, int error) {
         }
         bool was_unrecorded = c->unrecorded;
         c->unrecorded = failed > 0 || dropped_since;
+        if (!dropped_since)
+                c->spilled = false; /* what was dropped is in this snapshot */
         if (!c->first_snapshot_done || was_unrecorded) {
                 c->first_snapshot_done = true;
                 log_info("tenant %s: catalog: snapshot written (journal %llu, epoch %u)", c->tn->cfg->name,
@@ -636,6 +638,7 @@ static void journal_done(struct catalog *c) {
 static void journal_requeue(struct catalog *c) {
         struct catalog_pending **end = &c->sending;
         while (*end) {
+                c->queued_bytes += catalog_entry_bytes(&(*end)->e);
                 end = &(*end)->next;
                 c->n_queued++;
         }
@@ -743,7 +746,9 @@ static void put_journal(struct catalog *c) {
         /* At most JOURNAL_ENTRIES_MAX entries an object: the rest go next.
          * A subtree heard while the lease was checked is walked first. */
         struct catalog_pending **cut = &c->queue;
+        size_t bytes = 0;
         while (*cut && n < JOURNAL_ENTRIES_MAX && !(*cut)->subtree) {
+                bytes += catalog_entry_bytes(&(*cut)->e);
                 cut = &(*cut)->next;
                 n++;
         }
@@ -755,6 +760,7 @@ static void put_journal(struct catalog *c) {
         c->queue = *cut;
         *cut = NULL;
         c->n_queued -= n;
+        c->queued_bytes -= MIN(c->queued_bytes, bytes);
         if (!c->queue)
                 c->queue_tail = &c->queue;
         struct catalog_header h = { .kind = CATALOG_JOURNAL, .epoch = c->epoch, .seq = c->next_seq,

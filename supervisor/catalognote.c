@@ -34,7 +34,8 @@ static void unrecorded(struct catalog *c, const char *rel, int error) {
         c->unrecorded = true;
         c->dropped_gen++; /* a snapshot walking now may have missed it */
         c->snapshot_due = true;
-        c->snapshot_after_usec = 0;
+        /* At once, but not more often than spills take them. */
+        c->snapshot_after_usec = c->snapshot_usec ? c->snapshot_usec + CATALOG_SNAPSHOT_SPILL_USEC : 0;
 }
 
 void catalog_queue_drop(struct catalog *c) {
@@ -42,6 +43,7 @@ void catalog_queue_drop(struct catalog *c) {
         c->queue = NULL;
         c->queue_tail = &c->queue;
         c->n_queued = c->n_subtrees = 0;
+        c->queued_bytes = 0;
         c->dropped_gen++;
 }
 
@@ -54,6 +56,7 @@ static void spill(struct catalog *c, const char *why) {
                             c->tn->cfg->name, why, c->n_queued);
         catalog_queue_drop(c);
         c->unrecorded = true;
+        c->spilled = true; /* until a snapshot walked after this is in the store */
         c->snapshot_due = true;
         c->snapshot_after_usec = c->snapshot_usec + CATALOG_SNAPSHOT_SPILL_USEC;
 }
@@ -66,15 +69,22 @@ static void queue_entry(struct catalog *c, struct catalog_pending *p) {
                 free(p);
                 return;
         }
-        if (c->n_queued >= CATALOG_QUEUE_MAX) {
+        /* Dropped changes wait for a snapshot: this one is in it too (its
+         * walk begins after this), no need to queue or walk it. */
+        if (c->spilled || c->n_queued >= CATALOG_QUEUE_MAX ||
+            c->queued_bytes + catalog_entry_bytes(&p->e) > CATALOG_QUEUE_MAX_BYTES) {
                 catalog_entry_done(&p->e);
                 free(p);
-                spill(c, "more changes wait than a catalog queues");
+                if (c->spilled)
+                        c->dropped_gen++;
+                else
+                        spill(c, "more changes wait than a catalog queues");
                 return;
         }
         *c->queue_tail = p;
         c->queue_tail = &p->next;
         c->n_queued++;
+        c->queued_bytes += catalog_entry_bytes(&p->e);
         c->n_subtrees += p->subtree;
 }
 
@@ -228,6 +238,7 @@ struct subtree_walk {
         struct tenant *tn;
         uint64_t gen;      /* c->dropped_gen at the start: a drop meanwhile voids the walk */
         size_t n, room;    /* subtrees; entries the queue may still take */
+        size_t room_bytes; /* and bytes */
         char **rels;       /* the subtrees, in queue order */
         struct catalog_entries *out;
         int error;
@@ -253,8 +264,10 @@ static void subtree_walk_run(void *userdata) {
                         break;
                 }
                 w->out[i].limit = w->room - total;
+                w->out[i].limit_bytes = w->room_bytes;
                 w->error = catalog_walk(w->tn, w->rels[i], &w->out[i]);
                 total += w->out[i].n;
+                w->room_bytes -= MIN(w->room_bytes, w->out[i].bytes);
         }
 }
 
@@ -270,6 +283,7 @@ static int subtrees_splice(struct catalog *c, struct subtree_walk *w) {
                         continue;
                 }
                 struct catalog_pending *next = p->next;
+                c->queued_bytes -= MIN(c->queued_bytes, catalog_entry_bytes(&p->e));
                 catalog_entry_done(&p->e);
                 free(p);
                 *at = next;
@@ -287,6 +301,7 @@ static int subtrees_splice(struct catalog *c, struct subtree_walk *w) {
                         *at = e;
                         at = &e->next;
                         c->n_queued++;
+                        c->queued_bytes += catalog_entry_bytes(&e->e);
                 }
                 i++;
         }
@@ -323,6 +338,7 @@ static struct subtree_walk *subtree_walk_new(struct catalog *c) {
         w->tn = c->tn;
         w->gen = c->dropped_gen;
         w->room = CATALOG_QUEUE_MAX - MIN(c->n_queued, (size_t)CATALOG_QUEUE_MAX);
+        w->room_bytes = CATALOG_QUEUE_MAX_BYTES - MIN(c->queued_bytes, (size_t)CATALOG_QUEUE_MAX_BYTES);
         w->rels = calloc(c->n_subtrees, sizeof(*w->rels));
         w->out = calloc(c->n_subtrees, sizeof(*w->out));
         if (!w->rels || !w->out) {

@@ -27,7 +27,8 @@ void catalog_entries_done(struct catalog_entries *l) {
 }
 
 int catalog_entries_add(struct catalog_entries *l, struct catalog_entry *e) {
-        if (l->limit && l->n >= l->limit) {
+        size_t bytes = catalog_entry_bytes(e);
+        if ((l->limit && l->n >= l->limit) || (l->limit_bytes && l->bytes + bytes > l->limit_bytes)) {
                 catalog_entry_done(e);
                 return -E2BIG;
         }
@@ -40,6 +41,7 @@ int catalog_entries_add(struct catalog_entries *l, struct catalog_entry *e) {
                 l->allocated = n;
         }
         l->e[l->n++] = *e;
+        l->bytes += bytes;
         *e = (struct catalog_entry){};
         return 0;
 }

@@ -27,6 +27,7 @@ struct catalog_entries {
         size_t n, allocated;
         size_t failed; /* entries a walk could not make (logged): the catalog misses them */
         size_t limit;  /* more than this many: -E2BIG (0: no limit) */
+        size_t bytes, limit_bytes; /* their catalog_entry_bytes(); more: -E2BIG (0: no limit) */
 };
 void catalog_entries_done(struct catalog_entries *l);
 int catalog_entries_add(struct catalog_entries *l, struct catalog_entry *e); /* takes e's contents */

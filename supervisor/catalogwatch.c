@@ -97,12 +97,14 @@ static void catalog_event(struct tiered_fs *fs, const struct fanotify_event_meta
         bool dir = md->mask & FAN_ONDIR;
         parse_records(md, &entry, &from, &to);
         if (md->mask & FAN_RENAME) {
-                /* The old name goes (with all beneath it), the new one is
-                 * recorded (with all beneath it): a journal entry each. */
-                if (from.fh && (old_tn = entry_of(fs, from.fh, from.name, &old_rel)))
-                        catalog_note_deleted(old_tn, old_rel, dir);
+                /* The new name is recorded (with all beneath it), then the
+                 * old one goes: in that order, every prefix of the journal
+                 * names each file under one name at least (a delete of a
+                 * directory hides what was recorded beneath it before). */
                 if (to.fh && (tn = entry_of(fs, to.fh, to.name, &rel)))
                         catalog_note_created(tn, rel);
+                if (from.fh && (old_tn = entry_of(fs, from.fh, from.name, &old_rel)))
+                        catalog_note_deleted(old_tn, old_rel, dir);
                 return;
         }
         if (!entry.fh || !(tn = entry_of(fs, entry.fh, entry.name, &rel)))

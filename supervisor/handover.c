@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,8 +77,31 @@ static bool recover_unrecorded(struct tierd *t, int old_keeper) {
                 log_info("%u event(s) the previous tierd read as it died were recovered from its keeper", recovered);
         if (lost)
                 log_error("%u event(s) the previous tierd read as it died, and its keeper is gone: answered EIO", lost);
-        journal_reading_done(t->journal);
         return n > 0;
+}
+
+/* Above every fd number the dead tierd had open: its keeper shares its fd
+ * table (and keeps it as it was); without one, fallback. */
+static unsigned numbers_in_use(int keeper_pidfd, unsigned fallback) {
+        char path[64], line[128];
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int pid = -1;
+        unsigned high = 0;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", keeper_pidfd);
+        if (keeper_pidfd < 0 || !(f = fopen(path, "re")))
+                return fallback;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "Pid: %d", &pid) == 1)
+                        break;
+        snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+        if (pid <= 0 || !(d = opendir(path)))
+                return fallback;
+        while ((de = readdir(d)))
+                high = MAX(high, (unsigned)strtoul(de->d_name, NULL, 10) + 1);
+        return high ? high : fallback;
 }
 
 /* Events pending in the inherited groups that the journal does not name
@@ -87,13 +111,11 @@ static bool recover_unrecorded(struct tierd *t, int old_keeper) {
  * in advance). None can be filled, and none may hang: each number that
  * may be one is answered EIO (ENOENT where none is). Nothing of ours is
  * pending yet, so no answer can reach an event of ours. */
-static void answer_unnamed(struct tierd *t, const struct journal *j) {
-        unsigned answered = 0, n = MAX(t->nofile, 65536u);
+static void answer_unnamed(struct tierd *t, const struct journal *j, int old_keeper) {
+        unsigned answered = 0, n = numbers_in_use(old_keeper, j ? journal_slots(j) : MAX(t->nofile, 65536u));
         struct journal_event ev;
         uint64_t fsid;
 
-        if (j)
-                n = MAX(n, journal_slots(j));
         for (size_t g = 0; g < t->store.n_inherited; g++) {
                 const struct fdstore_entry *e = &t->store.inherited[g];
                 if (e->fd < 0 || sscanf(e->name, "pre-%16" SCNx64, &fsid) != 1)
@@ -116,7 +138,7 @@ static int journal_take(struct tierd *t) {
                 close(jfd);
                 if (r != -EBADMSG)
                         return r;
-                answer_unnamed(t, NULL);
+                answer_unnamed(t, NULL, -1);
                 fdstore_forget(&t->store, JOURNAL_NAME);
         }
         jfd = memfd_create("tierd-journal", MFD_CLOEXEC);
@@ -143,9 +165,12 @@ int handover_begin(struct tierd *t, const char *holder_path, const char *holder_
                 return r;
         old_keeper = fdstore_take(&t->store, KEEPER_NAME);
         /* Killed while reading events: some may have got numbers it did
-         * not name. Otherwise it recorded every event it read. */
+         * not name. Otherwise it recorded every event it read. Done only
+         * once all are answered: a kill meanwhile leaves the next tierd
+         * to do it again. */
         if (recover_unrecorded(t, old_keeper))
-                answer_unnamed(t, t->journal);
+                answer_unnamed(t, t->journal, old_keeper);
+        journal_reading_done(t->journal);
 
         /* Orphans: events read by the predecessor and not answered. Only
          * numbers below our fd limit can be given to new events: those are
