@@ -44,8 +44,8 @@ mkdir -p "$VA/nobody" && chown 65534:65534 "$VA/nobody"
 echo "# beta: $NB released files of 64 KiB"
 for i in $(seq "$NB"); do head -c 65536 /dev/urandom >"$ORIG/b$i"; done
 cp "$ORIG"/b* "$VB/"
-find "$VB" -name 'b*' -print0 | xargs -0 -n 500 "$TIERCTL" archive >/dev/null || exit 1
-find "$VB" -name 'b*' -print0 | xargs -0 -n 500 "$TIERCTL" release >/dev/null || exit 1
+find "$VB" -type f -name 'b*' -print0 | xargs -0 -n 500 "$TIERCTL" archive >/dev/null || exit 1
+find "$VB" -type f -name 'b*' -print0 | xargs -0 -n 500 "$TIERCTL" release >/dev/null || exit 1
 NEXT=1
 hwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$TIERD/status"; }
 # rounds N: N rounds of beta's cold reads; their latencies (us) appended
@@ -60,8 +60,15 @@ rounds() {
 	done
 }
 pct() { sort -n "$1" | awk -v p="$2" '{ v[NR] = $1 } END { i = int(NR * p + 0.999); if (i < 1) i = 1; print v[i] / 1000 }'; }
-idle() { : >"$TL_DIR/p99"; : >"$TL_DIR/lat"; rounds 1; cat "$TL_DIR/lat" >>"$TL_DIR/idle.lat"; }
+idle() {
+	: >"$TL_DIR/p99"
+	: >"$TL_DIR/lat"
+	rounds 1
+	cat "$TL_DIR/lat" >>"$TL_DIR/idle.lat"
+	cat "$TL_DIR/p99" >>"$TL_DIR/idle.p99"
+}
 : >"$TL_DIR/idle.lat"
+: >"$TL_DIR/idle.p99"
 # measure ID WHAT: rounds under the attack running now; a row.
 measure() {
 	local id=$1 what=$2 kb0
@@ -148,6 +155,7 @@ echo "# beta's idle cold reads: p50 $IDLE_P50 ms, p99 $IDLE_P99 ms over $(wc -l 
 BENCH_RUNS=$ROUNDS
 while IFS=$'\t' read -r id what p50 p99 grew hwm; do
 	BENCH_FIGURE_SPREAD=$(bench_spread $(cat "$TL_DIR/$id.p99"))
+	BENCH_BASELINE_SPREAD=$(bench_spread $(cat "$TL_DIR/idle.p99"))
 	bench_row "$id" "beta's cold 4 KiB read p99 under: $what" ms "$p99" "$IDLE_P99" \
 		"beta's idle p99 (rounds between the attacks)" "<=" 1.5 \
 		"p50 $p50 ms (idle $IDLE_P50); $((ROUNDS * ROUND)) reads; tierd peak RSS $((hwm / 1024)) MiB (+$grew MiB)"
