@@ -70,8 +70,15 @@ wait $reader
 grep -E "taken over|taking over|being served" "$TL_TIERD_LOG" | sed 's/^/  /'
 
 say "tierd stops for good on SIGINT: in-flight fills answered, workers stopped, view removed"
+"$TIERCTL" release "$VIEW/data.bin" >/dev/null
 kill -INT "$TL_TIERD_PID"
-wait "$TL_TIERD_PID" && echo "  tierd exited 0; tierd-holder let go of the groups and exited"
+wait "$TL_TIERD_PID" && echo "  tierd exited 0; tierd-holder keeps the groups and guards them"
 TL_TIERD_PID=
 grep -E "archived|released|restored" "$TL_TIERD_LOG" | sed 's/^/  /'
+say "with no tierd, a released file gives EIO, never zeros (tierd-holder's guard)"
+timeout 10 "$BUILD/tests/pread-at" "$SUB/data.bin" 0 4096 >/dev/null 2>"$TL_DIR/err" ||
+	sed 's/^/  /' "$TL_DIR/err"
+echo "  (the next tierd takes the groups back; SIGKILL to tierd-holder lets them go)"
+HOLDER=$(pgrep -f "tierd-holder --socket $TL_DIR/holder.sock")
+[ -n "$HOLDER" ] && kill -KILL $HOLDER
 say "demo done: everything it made is removed"
