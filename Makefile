@@ -34,7 +34,7 @@ POLICY_SRC := policy/policy.c policy/json-strict.c policy/edit.c policy/engine.c
 TIERD_SRC := $(wildcard supervisor/*.c) $(wildcard dbus/*.c)
 WORKER_SRC := $(wildcard worker/*.c)
 HOLDER_SRC := holder/holder.c holder/guard.c common/log.c common/proto.c common/journal.c common/fanevent.c \
-	common/stub.c common/ranges.c common/hex.c common/objkey.c common/readeraccess.c
+	common/stub.c common/ranges.c common/hex.c common/objkey.c common/readeraccess.c common/fdio.c
 TIERCTL_SRC := $(wildcard cli/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "fanevent.h"
 
+#include <unistd.h>
+
 bool fanotify_event_range(const struct fanotify_event_metadata *md, uint64_t *offset, uint64_t *count) {
         const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
         while (p + sizeof(struct fanotify_event_info_header) <= end) {
@@ -16,4 +18,9 @@ bool fanotify_event_range(const struct fanotify_event_metadata *md, uint64_t *of
                 p += h->len;
         }
         return false;
+}
+
+bool fanotify_answer_number(int group_fd, int number, uint32_t response) {
+        struct fanotify_response resp = { .fd = number, .response = response };
+        return group_fd >= 0 && write(group_fd, &resp, sizeof(resp)) == sizeof(resp);
 }

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include "fdio.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#include "macro.h"
 
 int write_full(int fd, const void *buf, size_t n) {
         for (size_t done = 0; done < n;) {
@@ -16,4 +21,26 @@ int write_full(int fd, const void *buf, size_t n) {
                 done += (size_t)w;
         }
         return 0;
+}
+
+unsigned fd_numbers_in_use(int pidfd, unsigned fallback) {
+        char path[64], line[128];
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int pid = -1;
+        unsigned high = 0;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+        if (pidfd < 0 || !(f = fopen(path, "re")))
+                return fallback;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "Pid: %d", &pid) == 1)
+                        break;
+        snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+        if (pid <= 0 || !(d = opendir(path)))
+                return fallback;
+        while ((de = readdir(d)))
+                high = MAX(high, (unsigned)strtoul(de->d_name, NULL, 10) + 1);
+        return high ? high : fallback;
 }

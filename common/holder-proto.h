@@ -14,6 +14,12 @@
  */
 #pragma once
 
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #define HOLDER_DEFAULT_SOCKET "/run/tierd/holder.sock"
 #define HOLDER_MSG_MAX 512
 #define HOLDER_NAME_MAX 255
@@ -21,3 +27,19 @@
 #define HOLDER_GUARD_AFTER_DEFAULT_MS 30000
 #define HOLDER_GUARD_AFTER_MIN_MS 1000
 #define HOLDER_GUARD_AFTER_MAX_MS 86400000
+
+/* A group's name in the store: its kind ("pre", "notif", "use") and its
+ * filesystem's id, "pre-0123456789abcdef". */
+static inline void holder_group_name(char *buf, size_t size, const char *kind, uint64_t fsid) {
+        snprintf(buf, size, "%s-%016" PRIx64, kind, fsid);
+}
+
+/* Is name a group of kind? Its filesystem's id in *fsid. */
+static inline bool holder_group_fsid(const char *name, const char *kind, uint64_t *fsid) {
+        size_t k = strlen(kind);
+        char *end;
+        if (strncmp(name, kind, k) != 0 || name[k] != '-' || strlen(name + k + 1) != 16)
+                return false;
+        *fsid = strtoull(name + k + 1, &end, 16);
+        return *end == 0;
+}

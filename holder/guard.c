@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "fanevent.h"
+#include "fdio.h"
+#include "holder-proto.h"
 #include "journal.h"
 #include "log.h"
 #include "macro.h"
@@ -37,15 +39,10 @@
 #define GUARD_SWEEP_MIN 65536
 
 bool guard_is_group(const struct held *e, uint64_t *fsid) {
-        char *end;
-        if (e->fd < 0 || strncmp(e->name, "pre-", 4) != 0 || strlen(e->name) != 4 + 16)
-                return false;
-        errno = 0;
-        *fsid = strtoull(e->name + 4, &end, 16);
-        return errno == 0 && *end == 0;
+        return e->fd >= 0 && holder_group_fsid(e->name, "pre", fsid);
 }
 
-static bool has_groups(const struct holder *h) {
+bool guard_holds_groups(const struct holder *h) {
         uint64_t id;
         for (size_t i = 0; i < h->n; i++)
                 if (guard_is_group(&h->fds[i], &id))
@@ -54,7 +51,7 @@ static bool has_groups(const struct holder *h) {
 }
 
 int guard_due_ms(const struct holder *h, uint64_t now_usec) {
-        if (h->guarding || !h->had_client || !has_groups(h))
+        if (h->guarding || !h->had_client || !guard_holds_groups(h))
                 return -1;
         if (h->guard_at_once)
                 return 0;
@@ -62,17 +59,11 @@ int guard_due_ms(const struct holder *h, uint64_t now_usec) {
         return now_usec >= due ? 0 : (int)MIN((due - now_usec + 999) / 1000, (uint64_t)INT32_MAX);
 }
 
-/* By number only: the kernel matches an answer to the pending event with
- * that fd number (none: ENOENT, nothing changes). */
-static bool answer_number(int group_fd, int number, uint32_t response) {
-        struct fanotify_response resp = { .fd = number, .response = response };
-        return group_fd >= 0 && write(group_fd, &resp, sizeof(resp)) == sizeof(resp);
-}
-
-/* How many fd numbers the last tierd could have used: its journal has a
- * slot for each. */
+/* Above every fd number the last tierd could have used: its keeper's fd
+ * table (the dead tierd's own) while it lives, else the journal, which has
+ * a slot for each number below its fd limit. */
 static unsigned numbers_used(struct holder *h) {
-        struct held *journal = holder_find(h, "journal");
+        struct held *journal = holder_find(h, "journal"), *keeper = holder_find(h, "keeper");
         struct journal *j = NULL;
         unsigned n = GUARD_SWEEP_MIN;
 
@@ -80,7 +71,7 @@ static unsigned numbers_used(struct holder *h) {
                 n = MAX(n, journal_slots(j));
                 journal_free(j);
         }
-        return n;
+        return keeper ? fd_numbers_in_use(keeper->fd, n) : n;
 }
 
 /* Every event the last tierd read and left unanswered is answered EIO
@@ -102,7 +93,7 @@ void guard_start(struct holder *h) {
                           "until a tierd connects)", h->guard_after_usec / 1000000);
         for (size_t g = 0; g < h->n; g++)
                 for (unsigned i = 3; guard_is_group(&h->fds[g], &id) && i < n; i++)
-                        answered += answer_number(h->fds[g].fd, (int)i, FAN_DENY_ERRNO(EIO));
+                        answered += fanotify_answer_number(h->fds[g].fd, (int)i, FAN_DENY_ERRNO(EIO));
         /* The next tierd must not serve them again. */
         if ((journal = holder_find(h, "journal")))
                 holder_drop(h, journal);
@@ -168,7 +159,7 @@ void guard_serve(struct holder *h, int group_fd) {
                 bool whole, allowed = event_allowed(md, &whole);
                 if (whole)
                         ignore_file(group_fd, md->fd);
-                answer_number(group_fd, md->fd, allowed ? FAN_ALLOW : FAN_DENY_ERRNO(EIO));
+                fanotify_answer_number(group_fd, md->fd, allowed ? FAN_ALLOW : FAN_DENY_ERRNO(EIO));
                 close(md->fd);
                 if (allowed)
                         h->guard_allowed++;

@@ -258,14 +258,6 @@ static void on_sigterm(int sig) {
         terminate = 1;
 }
 
-static bool holds_groups(struct holder *h) {
-        uint64_t fsid;
-        for (size_t i = 0; i < h->n; i++)
-                if (guard_is_group(&h->fds[i], &fsid))
-                        return true;
-        return false;
-}
-
 static void usage(void) {
         fprintf(stderr, "Usage: tierd-holder [--socket PATH] [--exit-when-empty]\n"
                         "Keeps tierd's fanotify groups and journal open across tierd restarts, and\n"
@@ -317,7 +309,7 @@ int main(int argc, char **argv) {
                         return EXIT_FAILURE;
                 if (terminate) {
                         terminate = 0;
-                        if (!holds_groups(&h)) {
+                        if (!guard_holds_groups(&h)) {
                                 log_info("SIGTERM: holding no group: exiting");
                                 unlink(h.path);
                                 return EXIT_SUCCESS;

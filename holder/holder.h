@@ -36,6 +36,7 @@ void holder_drop(struct holder *h, struct held *e);
 
 /* The pre-content groups held: names "pre-<fsid in hex>". */
 bool guard_is_group(const struct held *e, uint64_t *fsid);
+bool guard_holds_groups(const struct holder *h);
 /* Milliseconds until the guard must start (0: now), or -1: never. */
 int guard_due_ms(const struct holder *h, uint64_t now_usec);
 /* Starts the guard: every event the last tierd read and left unanswered

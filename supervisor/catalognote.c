@@ -135,43 +135,38 @@ void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const str
         catalog_writer_continue(c);
 }
 
+/* A change known by its path only (a subtree to walk, a delete), queued;
+ * without memory, the catalog knows it misses rel. */
+static void queue_path(struct catalog *c, const char *rel, bool subtree, enum catalog_op op, int type) {
+        struct catalog_pending *p = calloc(1, sizeof(*p));
+
+        if (!p || !(p->e.path = strdup(rel))) {
+                free(p);
+                unrecorded(c, rel, -ENOMEM);
+        } else {
+                p->e.path_len = strlen(rel);
+                p->e.op = op;
+                p->e.type = type;
+                p->subtree = subtree;
+                queue_entry(c, p);
+        }
+        catalog_writer_continue(c);
+}
+
 /* The entry at rel and everything beneath it, walked when the writer comes
  * to it: on the loop, only a note. */
 void catalog_note_created(struct tenant *tn, const char *rel) {
         struct catalog *c = tn->catalog;
-        struct catalog_pending *p;
 
-        if (!c || c->state == CATALOG_FENCED)
-                return;
-        if (!(p = calloc(1, sizeof(*p))) || !(p->e.path = strdup(rel))) {
-                free(p);
-                unrecorded(c, rel, -ENOMEM);
-                catalog_writer_continue(c);
-                return;
-        }
-        p->e.path_len = strlen(rel);
-        p->subtree = true;
-        queue_entry(c, p);
-        catalog_writer_continue(c);
+        if (c && c->state != CATALOG_FENCED)
+                queue_path(c, rel, true, 0, 0);
 }
 
 void catalog_note_deleted(struct tenant *tn, const char *rel, bool dir) {
         struct catalog *c = tn->catalog;
-        struct catalog_pending *p;
 
-        if (!c || c->state == CATALOG_FENCED || !*rel)
-                return;
-        if (!(p = calloc(1, sizeof(*p))) || !(p->e.path = strdup(rel))) {
-                free(p);
-                unrecorded(c, rel, -ENOMEM);
-                catalog_writer_continue(c);
-                return;
-        }
-        p->e.op = CATALOG_DEL;
-        p->e.type = dir ? CATALOG_DIR : 0;
-        p->e.path_len = strlen(rel);
-        queue_entry(c, p);
-        catalog_writer_continue(c);
+        if (c && c->state != CATALOG_FENCED && *rel)
+                queue_path(c, rel, false, CATALOG_DEL, dir ? CATALOG_DIR : 0);
 }
 
 void catalog_note_lost(struct tenant *tn) {

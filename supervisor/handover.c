@@ -3,9 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
@@ -15,8 +13,11 @@
 #include <unistd.h>
 
 #include "dispatch.h"
+#include "fanevent.h"
 #include "fanotify-uapi.h"
+#include "fdio.h"
 #include "fdstore.h"
+#include "holder-proto.h"
 #include "journal.h"
 #include "log.h"
 #include "macro.h"
@@ -24,20 +25,15 @@
 #define JOURNAL_NAME "journal"
 #define KEEPER_NAME "keeper"
 
-static void group_name(char *buf, size_t size, const char *kind, uint64_t fsid) {
-        snprintf(buf, size, "%s-%016" PRIx64, kind, fsid);
-}
-
 /* Answers an event by its number only: nothing to close (the number is a
  * placeholder or free). */
 static bool answer_number(int group_fd, int number, int error) {
-        struct fanotify_response resp = { .fd = number, .response = FAN_DENY_ERRNO(error) };
-        return write(group_fd, &resp, sizeof(resp)) == sizeof(resp);
+        return fanotify_answer_number(group_fd, number, FAN_DENY_ERRNO(error));
 }
 
 static int inherited_group(struct tierd *t, const char *kind, uint64_t fsid) {
         char name[64];
-        group_name(name, sizeof(name), kind, fsid);
+        holder_group_name(name, sizeof(name), kind, fsid);
         for (size_t g = 0; g < t->store.n_inherited; g++)
                 if (t->store.inherited[g].fd >= 0 && strcmp(t->store.inherited[g].name, name) == 0)
                         return t->store.inherited[g].fd;
@@ -80,30 +76,6 @@ static bool recover_unrecorded(struct tierd *t, int old_keeper) {
         return n > 0;
 }
 
-/* Above every fd number the dead tierd had open: its keeper shares its fd
- * table (and keeps it as it was); without one, fallback. */
-static unsigned numbers_in_use(int keeper_pidfd, unsigned fallback) {
-        char path[64], line[128];
-        _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-        int pid = -1;
-        unsigned high = 0;
-
-        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", keeper_pidfd);
-        if (keeper_pidfd < 0 || !(f = fopen(path, "re")))
-                return fallback;
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "Pid: %d", &pid) == 1)
-                        break;
-        snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-        if (pid <= 0 || !(d = opendir(path)))
-                return fallback;
-        while ((de = readdir(d)))
-                high = MAX(high, (unsigned)strtoul(de->d_name, NULL, 10) + 1);
-        return high ? high : fallback;
-}
-
 /* Events pending in the inherited groups that the journal does not name
  * (j NULL: a journal nobody can read, damaged or of another layout): the
  * predecessor read them, but which file they are about is unknown (a kill
@@ -112,13 +84,13 @@ static unsigned numbers_in_use(int keeper_pidfd, unsigned fallback) {
  * may be one is answered EIO (ENOENT where none is). Nothing of ours is
  * pending yet, so no answer can reach an event of ours. */
 static void answer_unnamed(struct tierd *t, const struct journal *j, int old_keeper) {
-        unsigned answered = 0, n = numbers_in_use(old_keeper, j ? journal_slots(j) : MAX(t->nofile, 65536u));
+        unsigned answered = 0, n = fd_numbers_in_use(old_keeper, j ? journal_slots(j) : MAX(t->nofile, 65536u));
         struct journal_event ev;
         uint64_t fsid;
 
         for (size_t g = 0; g < t->store.n_inherited; g++) {
                 const struct fdstore_entry *e = &t->store.inherited[g];
-                if (e->fd < 0 || sscanf(e->name, "pre-%16" SCNx64, &fsid) != 1)
+                if (e->fd < 0 || !holder_group_fsid(e->name, "pre", &fsid))
                         continue;
                 for (unsigned i = 3; i < n; i++)
                         if (!(j && journal_get(j, (int)i, &ev) && ev.fsid == fsid))
@@ -229,13 +201,13 @@ int handover_begin(struct tierd *t, const char *holder_path, const char *holder_
 
 int handover_take_group(struct tierd *t, const char *kind, uint64_t fsid) {
         char name[64];
-        group_name(name, sizeof(name), kind, fsid);
+        holder_group_name(name, sizeof(name), kind, fsid);
         return fdstore_take(&t->store, name);
 }
 
 int handover_store_group(struct tierd *t, const char *kind, uint64_t fsid, int fd) {
         char name[64];
-        group_name(name, sizeof(name), kind, fsid);
+        holder_group_name(name, sizeof(name), kind, fsid);
         return fdstore_put(&t->store, name, fd);
 }
 
@@ -262,11 +234,7 @@ void handover_replay(struct tierd *t) {
                 }
                 /* Its filesystem is no longer tiered, or the file cannot be
                  * opened: no data can come, so EIO, never zeros. */
-                char name[64];
-                group_name(name, sizeof(name), "pre", ev.fsid);
-                for (size_t g = 0; g < t->store.n_inherited; g++)
-                        if (t->store.inherited[g].fd >= 0 && strcmp(t->store.inherited[g].name, name) == 0)
-                                answer_number(t->store.inherited[g].fd, (int)i, EIO);
+                answer_number(inherited_group(t, "pre", ev.fsid), (int)i, EIO);
                 if (fs)
                         answer_number(fs->pre_fd, (int)i, EIO);
                 journal_forget(t->journal, (int)i);
@@ -291,11 +259,11 @@ void handover_replay(struct tierd *t) {
 void handover_forget_all(struct tierd *t) {
         char name[64];
         for (size_t i = 0; i < t->n_fss && t->fss[i].pre_fd >= 0; i++) {
-                group_name(name, sizeof(name), "pre", t->fss[i].fsid);
+                holder_group_name(name, sizeof(name), "pre", t->fss[i].fsid);
                 fdstore_forget(&t->store, name);
-                group_name(name, sizeof(name), "notif", t->fss[i].fsid);
+                holder_group_name(name, sizeof(name), "notif", t->fss[i].fsid);
                 fdstore_forget(&t->store, name);
-                group_name(name, sizeof(name), "use", t->fss[i].fsid);
+                holder_group_name(name, sizeof(name), "use", t->fss[i].fsid);
                 fdstore_forget(&t->store, name);
         }
         fdstore_forget(&t->store, JOURNAL_NAME);
@@ -328,7 +296,7 @@ void handover_stop_for_good(struct tierd *t) {
                 for (size_t k = 0; k < ARRAY_SIZE(g) && r >= 0; k++) {
                         if (g[k].fd < 0)
                                 continue;
-                        group_name(name, sizeof(name), g[k].kind, fs->fsid);
+                        holder_group_name(name, sizeof(name), g[k].kind, fs->fsid);
                         fdstore_forget(&t->store, name); /* a copy the holder had already */
                         r = fdstore_put(&t->store, name, g[k].fd);
                 }
