@@ -52,7 +52,7 @@ hwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$TIERD/status"; }
 # to $TL_DIR/lat, each round's p99 to $TL_DIR/p99.
 rounds() {
 	for _ in $(seq "$1"); do
-		"$BUILD/tests/cold-reads" "$VB" "$ORIG" "$NEXT" "$ROUND" >"$TL_DIR/round" ||
+		timeout 300 "$BUILD/tests/cold-reads" "$VB" "$ORIG" "$NEXT" "$ROUND" >"$TL_DIR/round" ||
 			bench_fail "beta's cold reads ($?)"
 		NEXT=$((NEXT + ROUND))
 		cat "$TL_DIR/round" >>"$TL_DIR/lat"
@@ -122,7 +122,7 @@ for i in $(seq 256); do head -c $((RMIB << 20)) /dev/urandom >"$VA/r/f$i"; done
 "$TIERCTL" archive "$VA"/r/f* >/dev/null && "$TIERCTL" release "$VA"/r/f* >/dev/null
 READERS=()
 for i in $(seq 256); do
-	cat "$VA/r/f$i" >/dev/null &
+	timeout 3600 cat "$VA/r/f$i" >/dev/null &
 	READERS+=("$!")
 	TL_PIDS+=("$!")
 done

@@ -55,6 +55,15 @@ eio() {
 	echo "# $1: exit $rc ($out)"
 	return 1
 }
+# ends PID: waits up to 30 s for PID to end, then gives its exit status; a
+# process still running then is killed and fails (a hang never passes).
+ends() {
+	for _ in $(seq 300); do kill -0 "$1" 2>/dev/null || { wait "$1"; return; }; sleep 0.1; done
+	echo "# pid $1 still runs after 30 s: killed"
+	kill -KILL "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	return 124
+}
 logged() { # PATTERN FILE: within 5 s
 	for _ in $(seq 50); do grep -q "$1" "$2" && return 0; sleep 0.1; done
 	return 1
@@ -66,7 +75,7 @@ others_read() { # the files the guard must let through
 
 # 1. A stop for good.
 kill -INT "$TL_TIERD_PID"
-check "SIGINT: tierd stops for good (exit 0)" wait "$TL_TIERD_PID"
+check "SIGINT: tierd stops for good (exit 0)" ends "$TL_TIERD_PID"
 TL_TIERD_PID=
 check "... its view is removed" bash -c "! findmnt -rn '$VIEW' >/dev/null"
 check "... tierd-holder keeps the groups and guards them at once" logged "tierd stopped: guarding" "$HLOG"
@@ -89,7 +98,7 @@ check "... files whole locally still read" others_read 2
 # A crash loop: tierds that take the groups and die before serving (no
 # bus here), one every 0.2 s for 8 s, must not keep the guard away.
 (for _ in $(seq 40); do
-	DBUS_SYSTEM_BUS_ADDRESS=unix:path=$TL_DIR/no-bus "$BUILD/tierd" --policy "$TL_DIR/policy.json" \
+	DBUS_SYSTEM_BUS_ADDRESS=unix:path=$TL_DIR/no-bus timeout 20 "$BUILD/tierd" --policy "$TL_DIR/policy.json" \
 		--state-dir "$TL_DIR/state" --holder "$HOLDER_SOCK" >>"$TL_DIR/loop.log" 2>&1
 	sleep 0.2
 done) &
@@ -104,13 +113,15 @@ check "the next tierd serves again" tl_tierd_start "$TL_DIR/policy.json"
 check "... the released file reads its bytes" same "$VIEW/r2"
 
 # 3. Killed between reading an event and recording it.
-kill -INT "$TL_TIERD_PID" && wait "$TL_TIERD_PID"
+kill -INT "$TL_TIERD_PID" && ends "$TL_TIERD_PID"
 BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/policy.json"
 setfattr -n user.tierd-test-die -v 1 "$SUB/r3"
 t0=$(now_ms)
 eio "$SUB/r3" >"$TL_DIR/r3.out" &
 READER=$!
-wait "$TL_TIERD_PID" 2>/dev/null
+ends "$TL_TIERD_PID"
+rc=$?
+check "a test build dies reading that reader's event (exit $rc: SIGKILLed)" test "$rc" = 137
 TL_TIERD_PID=
 check "tierd died reading a reader's event, none started: that reader gets EIO, not a hang" wait "$READER"
 cat "$TL_DIR/r3.out"
@@ -119,7 +130,7 @@ setfattr -x user.tierd-test-die "$SUB/r3"
 check "the next tierd serves again" tl_tierd_start "$TL_DIR/policy.json"
 check "... the released file reads its bytes" same "$VIEW/r3"
 "$TIERCTL" release "$VIEW/r1" >/dev/null
-kill -INT "$TL_TIERD_PID" && wait "$TL_TIERD_PID"
+kill -INT "$TL_TIERD_PID" && ends "$TL_TIERD_PID"
 TL_TIERD_PID=
 kill -TERM "$HOLDER"
 check "SIGTERM does not end a holder guarding groups (they would close: zeros)" \
@@ -145,7 +156,7 @@ check "tierd runs under the fd-store harness, no holder listening" harness_ready
 check "... and stores its groups in systemd's store" grep -q "stored pre-" "$TL_TIERD_LOG"
 "$TIERCTL" release "$VIEW/r1" >/dev/null
 kill -INT "$HARNESS"
-check "the unit stopped (SIGINT): the harness exits once tierd has" wait "$HARNESS"
+check "the unit stopped (SIGINT): the harness exits once tierd has" ends "$HARNESS"
 TL_TIERD_PID=
 for _ in $(seq 50); do pgrep -f "tierd-holder --socket $H2" >/dev/null && break; sleep 0.1; done
 H2PID=$(pgrep -f "tierd-holder --socket $H2")

@@ -201,7 +201,7 @@ for i in $(seq 256); do head -c 2M /dev/urandom >"$VA/r/f$i"; done
 check "256 readers: alpha's 256 files released" test "$(tl_allocated "$VA/r/f256")" -eq 0
 READERS=()
 for i in $(seq 256); do
-	cat "$VA/r/f$i" >/dev/null &
+	timeout 120 cat "$VA/r/f$i" >/dev/null &
 	READERS+=("$!")
 done
 beta_reads "256 readers" 5
