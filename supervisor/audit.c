@@ -311,7 +311,7 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
         /* The walk: what is on disk now, on a thread of its own. */
         a->progress(a->userdata, "reading the stubs", 0, 0);
         a->requests++;
-        int r = offthread_start(a->tn->t->event, walk_run, on_walked, a, NULL);
+        int r = offthread_start(a->tn->t->event, &a->tn->subvol_fd, 1, walk_run, on_walked, a, NULL);
         if (r < 0) {
                 a->requests--;
                 audit_finish(a, r, "cannot walk the subvolume: %s", strerror(-r));

@@ -610,7 +610,7 @@ static void write_snapshot(struct catalog *c) {
                                      .h = { .kind = CATALOG_SNAPSHOT, .epoch = c->epoch, .seq = c->next_seq - 1,
                                             .time_usec = realtime_usec() } };
         c->busy = true; /* the walk is the writer's request in flight */
-        int r = offthread_start(c->tn->t->event, snapshot_walk_run, on_snapshot_walked, w, NULL);
+        int r = offthread_start(c->tn->t->event, &c->tn->subvol_fd, 1, snapshot_walk_run, on_snapshot_walked, w, NULL);
         if (r < 0) {
                 free(w);
                 request_started(c, r, "cannot make a snapshot");

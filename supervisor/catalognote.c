@@ -358,7 +358,7 @@ void catalog_subtrees_resolve(struct catalog *c) {
 
         if (w) {
                 c->busy = true; /* the walk is the writer's request in flight */
-                r = offthread_start(c->tn->t->event, subtree_walk_run, on_subtrees_walked, w, NULL);
+                r = offthread_start(c->tn->t->event, &c->tn->subvol_fd, 1, subtree_walk_run, on_subtrees_walked, w, NULL);
                 if (r >= 0)
                         return;
                 c->busy = false;

@@ -8,6 +8,7 @@
  * fill writes through it raise no event.
  */
 #include "fsgroup.h"
+#include "offthread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -120,8 +121,23 @@ static void test_hook_die_before_recording(const char *buf, ssize_t n) {
                         raise(SIGKILL);
         }
 }
+
+/* With TIERD_TEST_THREAD_OPENS set, between naming the fd numbers and
+ * reading, a thread started as every off-loop job's is opens as many fds
+ * as were named and keeps them: the race a gc or audit walk can win at any
+ * time, made certain. */
+static void thread_opens(void *userdata _unused_) {
+        for (unsigned i = 0; i < JOURNAL_MAX_CANDIDATES; i++)
+                (void)open("/", O_PATH | O_CLOEXEC); /* kept, on purpose */
+}
+
+static void test_hook_thread_opens(void) {
+        if (getenv("TIERD_TEST_THREAD_OPENS"))
+                (void)offthread_test_run(thread_opens, NULL);
+}
 #else
 static void test_hook_die_before_recording(const char *buf _unused_, ssize_t n _unused_) {}
+static void test_hook_thread_opens(void) {}
 #endif
 
 static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -163,6 +179,7 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                 /* Record every event before acting on any: a tierd killed
                  * in between leaves the next one a journal to answer from. */
                 journal_reading(t->journal, fs->fsid, candidates, k);
+                test_hook_thread_opens();
                 ssize_t n = read(fd, buf, k * FAN_EVENT_METADATA_LEN);
                 if (n < 0) {
                         journal_reading_done(t->journal);

@@ -320,7 +320,7 @@ struct walk {
  * recorded, and never through a symlink. */
 static int mark_stub(struct walk *w, int dir_fd, const char *name) {
         char path[64 + 256];
-        snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dir_fd, name);
+        snprintf(path, sizeof(path), "/proc/thread-self/fd/%d/%s", dir_fd, name);
         ssize_t n = lgetxattr(path, STUB_XATTR, w->xattr, GC_XATTR_MAX);
         if (n < 0)
                 return errno == ENODATA || errno == ENOENT ? 0 : -errno;
@@ -370,9 +370,9 @@ static void walk_thread(void *userdata) {
         struct walk w = { .g = g, .xattr = malloc(GC_XATTR_MAX) };
         char self[64];
 
-        /* Every stub is read through /proc/self/fd: without it each would
-         * look like no stub at all. */
-        snprintf(self, sizeof(self), "/proc/self/fd/%d", g->walk_root);
+        /* Every stub is read through /proc/thread-self/fd (this thread's
+         * own fd table): without it each would look like no stub at all. */
+        snprintf(self, sizeof(self), "/proc/thread-self/fd/%d", g->walk_root);
         if (!w.xattr)
                 g->walk_error = -ENOMEM;
         else if (access(self, F_OK) < 0)
@@ -451,7 +451,7 @@ static void walk_start(struct gc_run *g) {
         g->walk_error = 0;
         safe_close(g->walk_root);
         g->walk_root = openat(g->tn->fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        r = g->walk_root < 0 ? -errno : offthread_start(g->tn->t->event, walk_thread, on_walked, g, NULL);
+        r = g->walk_root < 0 ? -errno : offthread_start(g->tn->t->event, &g->walk_root, 1, walk_thread, on_walked, g, NULL);
         if (r < 0) {
                 gc_finish(g, r, "cannot walk %s: %s; nothing was deleted", g->tn->fs->mountpoint, strerror(-r));
                 return;

@@ -4,6 +4,13 @@
  * audit's) on a thread of their own, so that the event loop keeps
  * answering readers meanwhile. The work must touch nothing but what it is
  * given: fds it reads through and its own results.
+ *
+ * The thread has an fd table of its own, with stdio and the fds in keep[]
+ * (the same numbers) only: what it opens never takes an fd number the
+ * event loop named in advance for an event. So an fd it opens cannot be
+ * handed back to the loop, the fds it was given are its copies (closing
+ * one leaves the loop's open), and /proc/thread-self/fd, not
+ * /proc/self/fd, is where it finds them by path.
  */
 #pragma once
 
@@ -11,10 +18,17 @@
 
 struct offthread;
 
-/* Runs work(userdata) on a new thread; then, on the event loop,
- * done(userdata). *ret (if ret is given) is valid until then. */
-int offthread_start(sd_event *event, void (*work)(void *userdata), void (*done)(void *userdata), void *userdata,
-                    struct offthread **ret);
+/* Runs work(userdata) on a new thread that keeps the n_keep (at most 4)
+ * fds of keep; then, on the event loop, done(userdata). *ret (if ret is
+ * given) is valid until then. */
+int offthread_start(sd_event *event, const int *keep, size_t n_keep, void (*work)(void *userdata),
+                    void (*done)(void *userdata), void *userdata, struct offthread **ret);
 /* The caller will not want done() any more (it is going): the thread is
  * left to end, and then release(userdata) is called instead of done(). */
 void offthread_abandon(struct offthread *o, void (*release)(void *userdata));
+
+#ifdef TIERD_TEST_HOOKS
+/* Test builds: runs work(userdata) on a thread set up as offthread_start's
+ * are (keeping stdio only) and waits for it to end. */
+int offthread_test_run(void (*work)(void *userdata), void *userdata);
+#endif

@@ -111,8 +111,8 @@ static int count_one(void *userdata, int dir_fd, const char *name, const struct 
 
 static void count_thread(void *userdata) {
         struct tally_count *c = userdata;
+        /* treewalk closes the thread's copy; count_free the loop's. */
         c->error = treewalk(c->root_fd, TALLY_DEPTH_MAX, count_one, c, &c->skipped);
-        c->root_fd = -1; /* treewalk closed it */
 }
 
 static void count_free(struct tally_count *c) {
@@ -164,13 +164,14 @@ static int count_start(struct tenant *tn) {
                 free(c);
                 return -errno;
         }
-        /* Through /proc/self/fd: without it every stub would read as none. */
-        if (access("/proc/self/fd", F_OK) < 0) {
+        /* Through /proc/thread-self/fd: without it every stub would read
+         * as none. */
+        if (access("/proc/thread-self/fd", F_OK) < 0) {
                 close(c->root_fd);
                 free(c);
                 return -ENOENT;
         }
-        int r = offthread_start(tn->t->event, count_thread, count_done, c, &ta->thread);
+        int r = offthread_start(tn->t->event, &c->root_fd, 1, count_thread, count_done, c, &ta->thread);
         if (r < 0) {
                 close(c->root_fd);
                 free(c);

@@ -59,7 +59,7 @@ int treewalk(int dir_fd, unsigned max_depth, treewalk_visit visit, void *userdat
 
 ssize_t treewalk_xattr(int dir_fd, const char *name, const char *xattr, void *buf, size_t size) {
         char path[PATH_MAX + 64];
-        if ((size_t)snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dir_fd, name) >= sizeof(path))
+        if ((size_t)snprintf(path, sizeof(path), "/proc/thread-self/fd/%d/%s", dir_fd, name) >= sizeof(path))
                 return -ENAMETOOLONG;
         ssize_t n = lgetxattr(path, xattr, buf, size);
         return n < 0 ? -errno : n;

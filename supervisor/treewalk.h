@@ -20,5 +20,5 @@ typedef int (*treewalk_visit)(void *userdata, int dir_fd, const char *name, cons
  * 0, or the first error of visit or of reading a directory. */
 int treewalk(int dir_fd, unsigned max_depth, treewalk_visit visit, void *userdata, unsigned long *skipped);
 
-/* lgetxattr of name in dir_fd through /proc/self/fd, which opens nothing. */
+/* lgetxattr of name in dir_fd through /proc/thread-self/fd, which opens nothing. */
 ssize_t treewalk_xattr(int dir_fd, const char *name, const char *xattr, void *buf, size_t size);
