@@ -7,8 +7,8 @@
  */
 #include "readeraccess.h"
 
+#include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -26,10 +26,10 @@ struct syscall_info {
 };
 
 /* The kernel queues the event before the accessor goes to sleep waiting for
- * our answer: until it sleeps, /proc/TID/syscall says "running". It sleeps
- * within microseconds, so look again for a little while. */
-#define SYSCALL_RETRIES 2000
-
+ * our answer: until it sleeps, /proc/TID/syscall says "running". That is
+ * microseconds on an idle machine and milliseconds on a busy one (every
+ * answer wakes every waiter of the group): one look only, never a wait for
+ * the reader to be scheduled. The caller looks again later. */
 static int read_syscall(pid_t tid, struct syscall_info *si) {
         char path[64], line[512];
         _cleanup_close_ int fd = -1;
@@ -39,21 +39,13 @@ static int read_syscall(pid_t tid, struct syscall_info *si) {
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        for (int i = 0;; i++) {
-                n = pread(fd, line, sizeof(line) - 1, 0);
-                if (n <= 0)
-                        return -EIO;
-                line[n] = 0;
-                if (strncmp(line, "running", 7) != 0)
-                        break;
-                if (i >= SYSCALL_RETRIES)
-                        return -EBUSY;
-                if (i < 100)
-                        sched_yield();
-                else
-                        usleep(10);
-        }
-        /* "running" or "-1 ..." (not in a syscall) carry no usable answer. */
+        n = pread(fd, line, sizeof(line) - 1, 0);
+        if (n <= 0)
+                return -EIO;
+        line[n] = 0;
+        if (strncmp(line, "running", 7) == 0)
+                return -EAGAIN;
+        /* "-1 ..." (not in a syscall) carries no usable answer. */
         if (sscanf(line, "%ld 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64 " 0x%" SCNx64,
                    &si->nr, &si->args[0], &si->args[1], &si->args[2], &si->args[3], &si->args[4],
                    &si->args[5]) != 7 || si->nr < 0)
@@ -125,16 +117,22 @@ static enum access_kind classify_pre_access(const struct syscall_info *si, pid_t
         return fd_is_same_file(tid, si->args[fd_arg], event_fd) ? ACCESS_READ : ACCESS_WHOLE;
 }
 
-enum access_kind access_classify(pid_t tid, int event_fd, uint64_t mask) {
+int access_classify(pid_t tid, int event_fd, uint64_t mask, bool settled, enum access_kind *kind) {
         struct syscall_info si;
+        int r = tid > 0 ? read_syscall(tid, &si) : -ESRCH;
 
-        /* Unknown (thread gone, "running"): an O_TRUNC open raises no later
-         * event, so even an open is restored whole to be safe. */
-        if (tid <= 0 || read_syscall(tid, &si) < 0)
-                return ACCESS_WHOLE;
-        if (mask & FAN_OPEN_PERM)
-                return classify_open(&si);
-        return classify_pre_access(&si, tid, event_fd);
+        if (r == -EAGAIN && !settled)
+                return -EAGAIN;
+        /* Unknown (thread gone, still "running" at the deadline): an
+         * O_TRUNC open raises no later event, so even an open is restored
+         * whole to be safe. */
+        if (r < 0)
+                *kind = ACCESS_WHOLE;
+        else if (mask & FAN_OPEN_PERM)
+                *kind = classify_open(&si);
+        else
+                *kind = classify_pre_access(&si, tid, event_fd);
+        return 0;
 }
 
 const char *access_kind_to_string(enum access_kind k) {

@@ -13,7 +13,9 @@
  * The event path's rule holds here too: the guard never waits on what a
  * reader controls. The kernel opens event fds O_NONBLOCK (the groups'
  * event_f_flags), the guard reads one xattr of each and answers every
- * event it read before it polls again.
+ * event it read before it polls again, except those whose accessor is not
+ * asleep yet (readeraccess.h): they wait in h->waiting, looked at again
+ * each millisecond, never polled for in a loop.
  */
 #include "holder.h"
 
@@ -104,6 +106,9 @@ void guard_start(struct holder *h) {
 }
 
 void guard_stop(struct holder *h) {
+        /* The next tierd cannot know the events the guard read: all are
+         * answered before it is served. */
+        guard_settle(h, 0, true);
         if (h->guarding)
                 log_info("a tierd connected: the guard stops (%" PRIu64 " event(s) allowed, %" PRIu64 " answered EIO)",
                          h->guard_allowed, h->guard_denied);
@@ -112,13 +117,15 @@ void guard_stop(struct holder *h) {
 
 /* Whether the event may go on: only what a file holds locally. A read of
  * a partial file's local range, or an open for reading (its reads come as
- * events of their own), needs nothing from the store. */
-static bool event_allowed(const struct fanotify_event_metadata *md, bool *whole) {
+ * events of their own), needs nothing from the store. -EAGAIN: what the
+ * accessor does cannot be told yet (it is not asleep), unless settled. */
+static int event_allowed(const struct fanotify_event_metadata *md, bool settled, bool *whole) {
         char text[STUB_TEXT_MAX];
         struct stub s;
         const char *why;
         uint64_t offset, count;
-        bool allowed;
+        enum access_kind kind = ACCESS_READ;
+        int allowed;
 
         *whole = false;
         ssize_t n = fgetxattr(md->fd, STUB_XATTR, text, sizeof(text));
@@ -127,8 +134,9 @@ static bool event_allowed(const struct fanotify_event_metadata *md, bool *whole)
         if (stub_parse(text, (size_t)n, &s, &why) < 0)
                 return false;
         *whole = s.state == STUB_ARCHIVED || s.state == STUB_DIRTY;
-        enum access_kind kind = *whole ? ACCESS_READ : access_classify(md->pid, md->fd, md->mask);
-        if (*whole || kind == ACCESS_OPEN_READ)
+        if (!*whole && access_classify(md->pid, md->fd, md->mask, settled, &kind) == -EAGAIN)
+                allowed = -EAGAIN;
+        else if (*whole || kind == ACCESS_OPEN_READ)
                 allowed = true;
         else if (kind == ACCESS_READ && s.state == STUB_PARTIAL && fanotify_event_range(md, &offset, &count)) {
                 /* Past the end: nothing to fetch (as tierd clips it). */
@@ -147,7 +155,25 @@ static void ignore_file(int group_fd, int fd) {
                       TIERD_PRE_CONTENT_MASK, fd, NULL);
 }
 
-void guard_serve(struct holder *h, int group_fd) {
+/* Answers the event, or keeps it to look at again (false). */
+static bool guard_answer(struct holder *h, int group_fd, const struct fanotify_event_metadata *md, bool settled) {
+        bool whole;
+        int allowed = event_allowed(md, settled, &whole);
+
+        if (allowed == -EAGAIN)
+                return false;
+        if (whole)
+                ignore_file(group_fd, md->fd);
+        fanotify_answer_number(group_fd, md->fd, allowed > 0 ? FAN_ALLOW : FAN_DENY_ERRNO(EIO));
+        close(md->fd);
+        if (allowed > 0)
+                h->guard_allowed++;
+        else if (h->guard_denied++ == 0)
+                log_error("guard: a read of a file not whole answered EIO (pid %d)", (int)md->pid);
+        return true;
+}
+
+void guard_serve(struct holder *h, int group_fd, uint64_t now_usec) {
         char buf[16384] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
         ssize_t len = read(group_fd, buf, sizeof(buf));
 
@@ -156,14 +182,25 @@ void guard_serve(struct holder *h, int group_fd) {
         for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, len); md = FAN_EVENT_NEXT(md, len)) {
                 if (md->vers != FANOTIFY_METADATA_VERSION || md->fd < 0)
                         continue;
-                bool whole, allowed = event_allowed(md, &whole);
-                if (whole)
-                        ignore_file(group_fd, md->fd);
-                fanotify_answer_number(group_fd, md->fd, allowed ? FAN_ALLOW : FAN_DENY_ERRNO(EIO));
-                close(md->fd);
-                if (allowed)
-                        h->guard_allowed++;
-                else if (h->guard_denied++ == 0)
-                        log_error("guard: a read of a file not whole answered EIO (pid %d)", (int)md->pid);
+                /* Full (or an event longer than tierd's groups report):
+                 * served as an unknown access, at once. */
+                bool room = h->n_waiting < GUARD_WAITING_MAX && md->event_len <= sizeof(h->waiting[0].ev);
+                if (guard_answer(h, group_fd, md, !room))
+                        continue;
+                struct guard_waiting *g = &h->waiting[h->n_waiting++];
+                g->group_fd = group_fd;
+                g->since_usec = now_usec;
+                memcpy(g->ev.buf, md, md->event_len);
         }
+}
+
+void guard_settle(struct holder *h, uint64_t now_usec, bool now) {
+        size_t kept = 0;
+
+        for (size_t i = 0; i < h->n_waiting; i++) {
+                struct guard_waiting *g = &h->waiting[i];
+                if (!guard_answer(h, g->group_fd, &g->ev.md, now || now_usec - g->since_usec >= ACCESS_SETTLE_USEC))
+                        h->waiting[kept++] = *g;
+        }
+        h->n_waiting = kept;
 }

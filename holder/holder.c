@@ -231,7 +231,7 @@ static int holder_turn(struct holder *h) {
         for (size_t i = 0; h->guarding && i < h->n; i++)
                 if (guard_is_group(&h->fds[i], &fsid))
                         p[np++] = (struct pollfd){ .fd = h->fds[i].fd, .events = POLLIN };
-        if (poll(p, np, guard_due_ms(h, now_usec())) < 0)
+        if (poll(p, np, h->n_waiting ? 1 : guard_due_ms(h, now_usec())) < 0)
                 return errno == EINTR ? 0 : log_error_errno(errno, "poll: %m");
         if (p[0].revents & POLLIN) {
                 int sock = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -246,7 +246,9 @@ static int holder_turn(struct holder *h) {
         }
         for (size_t i = 1; i < np; i++)
                 if (p[i].revents & POLLIN)
-                        guard_serve(h, p[i].fd);
+                        guard_serve(h, p[i].fd, now_usec());
+        if (h->n_waiting)
+                guard_settle(h, now_usec(), false);
         if (guard_due_ms(h, now_usec()) == 0)
                 guard_start(h);
         return 0;

@@ -12,6 +12,19 @@ struct held {
         int fd;
 };
 
+#include "fanotify-uapi.h"
+
+/* An event whose accessor was not asleep yet when the guard read it. */
+struct guard_waiting {
+        int group_fd;
+        uint64_t since_usec;
+        union {
+                struct fanotify_event_metadata md;
+                char buf[64]; /* metadata and a range record */
+        } ev;
+};
+#define GUARD_WAITING_MAX 4096
+
 struct holder {
         const char *path;
         bool exit_when_empty;
@@ -28,6 +41,8 @@ struct holder {
         uint64_t gone_usec; /* when the last tierd that became ready went */
         bool guarding;
         uint64_t guard_allowed, guard_denied;
+        struct guard_waiting waiting[GUARD_WAITING_MAX];
+        size_t n_waiting;
 };
 
 struct held *holder_find(struct holder *h, const char *name);
@@ -45,6 +60,8 @@ int guard_due_ms(const struct holder *h, uint64_t now_usec);
 void guard_start(struct holder *h);
 /* Reads one batch of events from a held pre-content group and answers
  * each at once. */
-void guard_serve(struct holder *h, int group_fd);
+void guard_serve(struct holder *h, int group_fd, uint64_t now_usec);
+/* Looks again at the events kept by guard_serve; now: answers them all. */
+void guard_settle(struct holder *h, uint64_t now_usec, bool now);
 /* A tierd fetched the groups: it serves them from now on. */
 void guard_stop(struct holder *h);

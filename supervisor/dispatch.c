@@ -30,6 +30,7 @@
 #include "fsgroup.h"
 #include "journal.h"
 #include "quota.h"
+#include "settle.h"
 #include "usage.h"
 #include "log.h"
 #include "macro.h"
@@ -663,7 +664,7 @@ int dispatch_when_idle(struct tierd *t, struct tiered_fs *fs, int fd, void (*cal
         return 0;
 }
 
-bool dispatch_idle(struct tierd *t) { return t->files == NULL; }
+bool dispatch_idle(struct tierd *t) { return t->files == NULL && settle_idle(t); }
 
 void dispatch_quota_retry(struct tenant *tn) {
         for (struct tfile *f = tn->t->files, *next; f; f = next) {
@@ -676,6 +677,7 @@ void dispatch_quota_retry(struct tenant *tn) {
 }
 
 void dispatch_fail_all(struct tierd *t) {
+        settle_end_all(t, EIO);
         for (struct tfile *f = t->files; f; f = f->next)
                 for (struct waiter *w; (w = f->waiters);) {
                         f->waiters = w->next;
@@ -709,7 +711,7 @@ static uint64_t readahead_for(const struct stub *s, uint64_t offset, uint64_t ma
         return 0;
 }
 
-void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
+void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_event_metadata *md, uint64_t since_usec) {
         _cleanup_(stub_done) struct stub s = {};
         uint64_t offset = 0, count = 0;
         const char *err = "";
@@ -751,7 +753,12 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
                 dispatch_answer(fs, fd, EIO);
                 return;
         }
-        kind = access_classify(md->pid, fd, md->mask);
+        /* Never wait here for the accessor to fall asleep: settle.c. */
+        r = access_classify(md->pid, fd, md->mask, tierd_now_usec(tn->t) - since_usec >= ACCESS_SETTLE_USEC, &kind);
+        if (r == -EAGAIN && settle_later(fs, md, since_usec) == 0)
+                return;
+        if (r == -EAGAIN)
+                kind = ACCESS_WHOLE;
         if (kind == ACCESS_OPEN_READ) {
                 dispatch_answer(fs, fd, 0);
                 return;
@@ -769,7 +776,7 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
         }
         w->event_fd = fd;
         w->event_fs = fs;
-        w->parked_usec = tierd_now_usec(tn->t);
+        w->parked_usec = since_usec;
         w->dirty = kind == ACCESS_CHANGE;
         w->route = container_of_thread(tn, md->pid);
         w->whole = kind != ACCESS_READ || !fanotify_event_range(md, &offset, &count) || count == 0 ||
@@ -785,6 +792,10 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
         log_debug("tenant %s: pid %d %s [%llu, +%llu)%s", tn->cfg->name, (int)md->pid, access_kind_to_string(kind),
                   (unsigned long long)offset, (unsigned long long)count, w->whole ? " whole" : "");
         file_add_waiter(f, w);
+}
+
+void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
+        dispatch_pre_content_retry(fs, md, tierd_now_usec(fs->t));
 }
 
 int dispatch_orphan(struct tiered_fs *fs, const struct journal_event *ev, int number) {

@@ -9,6 +9,8 @@
 /* Serves one event of a pre-content group: answers it at once when no data
  * is needed, otherwise parks it until the fills it needs are done. */
 void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md);
+/* The same, for an event first looked at since_usec (settle.c). */
+void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_event_metadata *md, uint64_t since_usec);
 
 /* Answers a pre-content event (0: allow, else EIO or EDQUOT) and closes
  * its fd: only now may the kernel reuse the number. */

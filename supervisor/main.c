@@ -28,6 +28,7 @@
 #include "containers.h"
 #include "containerstate.h"
 #include "dispatch.h"
+#include "settle.h"
 #include "fsgroup.h"
 #include "audit.h"
 #include "gc.h"
@@ -445,7 +446,9 @@ static void teardown(struct tierd *t) {
                 explicit_bzero(&t->tenants[i].cred, sizeof(t->tenants[i].cred));
                 explicit_bzero(t->tenants[i].headers, sizeof(t->tenants[i].headers));
         }
-        if (!t->handing_over) {
+        if (t->handing_over)
+                settle_end_all(t, 0); /* left pending, in the journal */
+        else {
                 dispatch_fail_all(t);
                 if (t->stopping)
                         handover_stop_for_good(t);

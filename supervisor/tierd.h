@@ -161,6 +161,8 @@ struct tierd {
         struct tenant *tenants;
         size_t n_tenants;
         struct tfile *files;
+        struct unsettled *unsettled, **unsettled_tail; /* settle.c: accessors not asleep yet */
+        sd_event_source *settle_src;
         uint64_t next_request_id;
         struct fdstore store;    /* keeps groups and journal across restarts */
         struct journal *journal; /* every event read and not yet answered */

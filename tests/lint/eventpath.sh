@@ -8,7 +8,9 @@
 # 2. the files that read and answer events (and the D-Bus faces, served by
 #    the same loop) walk no tree, read no directory and hash no whole file:
 #    that runs on threads (offthread.h, treewalk.h) or in the worker.
-#    tierd-holder's guard (holder/guard.c) answers events too.
+#    tierd-holder's guard (holder/guard.c) answers events too;
+# 3. nor sleeps or yields to let another process run: a reader not asleep
+#    yet is looked at again later (supervisor/settle.c), never polled for.
 # tests/integration/isolation.sh checks the same rule on a real kernel.
 set -u
 cd "$(dirname "$0")/../.."
@@ -28,9 +30,16 @@ else echo "not ok - event path: an open by handle that may wait (use fsgroup_ope
 
 # 2. No tree walk, directory read or whole-file hash where events are served
 # or the bus is answered.
-EVENT_FILES="supervisor/dispatch.c supervisor/fsgroup.c common/readeraccess.c common/journal.c common/fanevent.c
+EVENT_FILES="supervisor/dispatch.c supervisor/fsgroup.c supervisor/settle.c common/readeraccess.c common/journal.c common/fanevent.c
 	supervisor/usegroup.c supervisor/reload.c dbus/*.c holder/*.c"
 bad=$(grep -nE '\b(treewalk|opendir|fdopendir|readdir|nftw|fts_open|scandir|sha256_fd|hash_file|qsort)\(' $EVENT_FILES)
 if [ -z "$bad" ]; then echo "ok - event path: no tree walk, directory read, whole-file hash or sort in $(echo $EVENT_FILES | wc -w) files"
 else echo "not ok - event path: work that grows with a tenant's tree where events are answered:"; echo "$bad" | sed 's/^/# /'; status=1; fi
+
+# 3. No sleep or yield where events are read and answered (dbus/ may wait
+# for its bus name at start, before anything is served).
+ANSWER_FILES=$(echo $EVENT_FILES | tr ' ' '\n' | grep -v '^dbus/')
+bad=$(grep -nE '\b(sleep|usleep|nanosleep|clock_nanosleep|sched_yield|pause)\(' $ANSWER_FILES)
+if [ -z "$bad" ]; then echo "ok - event path: no sleep or yield in $(echo $ANSWER_FILES | wc -w) files"
+else echo "not ok - event path: a wait for another process to be scheduled where events are answered:"; echo "$bad" | sed 's/^/# /'; status=1; fi
 exit $status
