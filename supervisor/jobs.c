@@ -18,6 +18,7 @@
 #include "fsgroup.h"
 #include "gc.h"
 #include "handle.h"
+#include "contentcheck.h"
 #include "hash.h"
 #include "log.h"
 #include "macro.h"
@@ -412,18 +413,12 @@ int job_restore(struct tierd *t, const struct file_ref *f, job_done_t done, void
         return 0;
 }
 
-/* The local bytes hash to the archived SHA-256. */
-static bool same_content(int fd, const struct stub *s) {
-        uint8_t sha[32];
-        return sha256_fd(fd, s->size, sha) == 0 && memcmp(sha, s->sha256, 32) == 0;
-}
-
 int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, size_t size, bool *busy) {
         _cleanup_(stub_done) struct stub s = {};
         struct tierd *t = tn->t;
         const char *err = "";
         struct stat st = {};
-        int r;
+        int r, known;
 
         message[0] = 0;
         r = stub_pinned_fd(fd);
@@ -489,13 +484,22 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
                             st.st_mtim.tv_sec != s.mtime.tv_sec || st.st_mtim.tv_nsec != s.mtime.tv_nsec))
                 r = say(message, size, -EBUSY, "%s: size or mtime differ from the archived copy: not released", path);
         /* 3b. After a lost notification a write may have gone unheard: the
-         *     bytes themselves must be the archived ones (no writer can open
-         *     the file under our lease while we read it). */
-        else if (r == 0 && s.state == STUB_ARCHIVED && tn->fs->writes_maybe_missed && !same_content(fd, &s)) {
-                s.state = STUB_DIRTY;
-                tally_stub_write(tn, fd, &s);
-                r = say(message, size, -EBUSY, "%s: changed since it was archived (found by its SHA-256): archive it "
-                        "again first", path);
+         *     bytes themselves must be the archived ones, as a check on a
+         *     thread found them with the file as it is now (contentcheck.c).
+         *     None yet: one starts, and -EAGAIN says to ask again after. */
+        else if (r == 0 && s.state == STUB_ARCHIVED && tn->fs->writes_maybe_missed &&
+                 (known = content_known(tn, &st, &s)) != 1) {
+                if (known == 0) {
+                        s.state = STUB_DIRTY;
+                        tally_stub_write(tn, fd, &s);
+                        r = say(message, size, -EBUSY, "%s: changed since it was archived (found by its SHA-256): "
+                                "archive it again first", path);
+                } else {
+                        r = content_check(tn, fd, &st, &s);
+                        r = say(message, size, r < 0 ? r : -EAGAIN, "%s: not released yet: a write may have gone "
+                                "unheard, its bytes are checked against the archived SHA-256 first%s%s", path,
+                                r < 0 ? ": " : "", r < 0 ? strerror(-r) : "");
+                }
         }
         /* 4. Record "released" before punching: if tierd dies in between, the
          *    next read fills the (still present) bytes again from the store;
@@ -601,6 +605,14 @@ static void release_attempt(void *userdata) {
                 return;
         if (r == -EINPROGRESS)
                 r = -EBUSY;
+        /* Its bytes are being checked (a write may have gone unheard):
+         * again when that is done. */
+        if (r == -EAGAIN && ++j->tries < 100) {
+                _cleanup_close_ int fd = -1;
+                if (file_open(j->f, O_RDONLY, &fd, msg, sizeof(msg)) == 0 &&
+                    content_when_checked(j->f->tn, fd, release_attempt, j) == 0)
+                        return;
+        }
 
         /* A fill or a verification of this file is in flight: release it
          * when it is done (again, if a reader started another meanwhile). */

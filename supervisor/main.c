@@ -27,6 +27,7 @@
 #include "bootmount.h"
 #include "containers.h"
 #include "containerstate.h"
+#include "contentcheck.h"
 #include "dispatch.h"
 #include "settle.h"
 #include "fsgroup.h"
@@ -439,6 +440,7 @@ static void teardown(struct tierd *t) {
                 autoarchive_stop(&t->tenants[i]);
                 usage_free(&t->tenants[i]);
                 tally_stop(&t->tenants[i]);
+                content_checks_stop(&t->tenants[i]);
                 remote_check_free(&t->tenants[i]);
                 safe_close(t->tenants[i].subvol_fd);
                 safe_close(t->tenants[i].store_fd);

@@ -118,6 +118,7 @@ struct tenant {
         struct gc_run *gc;               /* tierctl gc, while it runs: gc.c */
         struct audit_run *audit;         /* tierctl audit, while it runs: audit.c */
         struct tally *tally;             /* counts for status, read in O(1): tally.c */
+        struct contentchecks *contentchecks; /* bytes against SHA-256 on a thread: contentcheck.c */
         unsigned auto_in_flight; /* background archives: autoarchive.c */
         double archive_tokens;   /* archive_rate's bucket, in bytes */
         uint64_t archive_tokens_usec;

@@ -17,6 +17,8 @@
 #    of the directory on the loop, queued without bound); tierd's memory
 #    must stay bounded, and gamma's catalog must come back to releasing;
 # 5. 256 parallel cold readers in alpha, each of its own released file;
+# 6. a release that must hash a 600 MiB file first (a write may have gone
+#    unheard): the hash runs on a thread;
 # after each, beta's cold reads of released files give the right bytes,
 # each within a bound far above its idle time (a hang fails the test, it
 # never passes as an error: the exit status and the bytes are checked), and
@@ -36,7 +38,7 @@ BOUND_MS=${ISOLATION_BOUND_MS:-2500}
 tl_loopfs btrfs 4G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
 for t in alpha beta gamma; do tl_subvol btrfs "$FS/$t"; done
 mkdir -p "$ORIG" "$TL_DIR/store"
-mount -t tmpfs -o size=1G,mode=700 tmpfs "$TL_DIR/store" && TL_MOUNTS+=("$TL_DIR/store")
+mount -t tmpfs -o size=2G,mode=700 tmpfs "$TL_DIR/store" && TL_MOUNTS+=("$TL_DIR/store")
 cat >"$TL_DIR/policy.json" <<EOF
 {"tenants": [
   {"name": "alpha", "subvolume": "$SA", "mount": "$VA", "backend": "file://$TL_DIR/store/alpha"},
@@ -208,6 +210,60 @@ beta_reads "256 readers" 5
 bad=0
 for p in "${READERS[@]}"; do wait "$p" || bad=$((bad + 1)); done
 check "256 readers: every alpha reader succeeded ($bad did not)" test "$bad" = 0
+
+
+# 6. Bytes checked against their SHA-256 before a release, once a write
+# may have gone unheard: a file written while tierd was stopped and then
+# leased by its writer before tierd could look (it cannot open a leased
+# file without waiting for its holder). From then on every release hashes
+# the whole file: on a thread, never on the loop.
+head -c 64K /dev/urandom >"$VA/w"
+head -c 600M /dev/urandom >"$ORIG/big" && cp "$ORIG/big" "$VA/big"
+"$TIERCTL" archive "$VA/w" "$VA/big" >/dev/null
+cat "$VA/w" >/dev/null # whole: tierd's ignore mark, so the write below raises no permission event
+cp -p "$VA/w" "$TL_DIR/w-before"
+kill -STOP "$TIERD"
+# One byte flipped, size and mtime put back, then a write lease kept for 3 s
+# (SIGIO ignored, as a holder that keeps its lease would).
+python3 - "$VA/w" <<'PY' &
+import fcntl, os, signal, sys, time
+path = sys.argv[1]
+st = os.stat(path)
+with open(path, "r+b") as f:
+    f.seek(100); b = f.read(1); f.seek(100); f.write(bytes([b[0] ^ 0xff]))
+os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+fd = os.open(path, os.O_RDONLY)
+fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+open(sys.argv[1] + ".leased", "w").close()
+time.sleep(3)
+PY
+LEASER=$!
+for _ in $(seq 50); do [ -e "$VA/w.leased" ] && break; sleep 0.1; done
+kill -CONT "$TIERD"
+wait "$LEASER"
+check "a write tierd could not look at (leased): every release checks bytes from now on" \
+	bash -c "for _ in \$(seq 50); do grep -q 'every archived file is checked by its SHA-256' '$TL_TIERD_LOG' && exit 0; sleep 0.1; done; exit 1"
+check "... the byte really changed (size and mtime did not)" bash -c "! cmp -s '$VA/w' '$TL_DIR/w-before' &&
+	test \$(stat -c %s.%Y '$VA/w') = \$(stat -c %s.%Y '$TL_DIR/w-before')"
+rc=0
+out=$(timeout 60 "$TIERCTL" release "$VA/w" 2>&1) || rc=$?
+check "... its release is refused (exit $rc): $out" test "$rc" = 1
+check "... found by its SHA-256" grep -q "found by its SHA-256" <<<"$out"
+check "... and the written bytes stay, whole" bash -c "cmp -s '$VA/w' <(python3 -c \"
+import sys; b = bytearray(open('$TL_DIR/w-before', 'rb').read()); b[100] ^= 0xff; sys.stdout.buffer.write(b)\") &&
+	test \$(du -k '$VA/w' | cut -f1) -gt 0"
+# A big file's check runs while beta's reads go on.
+sync && echo 3 >/proc/sys/vm/drop_caches
+timeout 120 "$TIERCTL" release "$VA/big" >"$TL_DIR/release.out" 2>&1 &
+RELEASER=$!
+check "a check of 600 MiB starts" bash -c "for _ in \$(seq 100); do grep -q 'checking a file.s bytes (629145600)' '$TL_TIERD_LOG' && exit 0; sleep 0.05; done; exit 1"
+beta_reads "bytes checked" 3
+check "... beta's reads were served while it ran" bash -c "! grep -q 'bytes checked: the archived bytes' '$TL_TIERD_LOG'"
+rc=0
+wait "$RELEASER" || rc=$?
+check "... then the big file is released (exit $rc)" test "$rc" = 0 -a "$(tl_allocated "$VA/big")" -eq 0
+check "... and reads back right" cmp -s "$VA/big" "$ORIG/big"
 
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary

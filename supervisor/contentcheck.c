@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * After a lost notification (a queue overflow, a written file under someone
+ * else's lease) tierd cannot trust a stub's "archived": a release must see
+ * that the bytes are the archived ones. Hashing a whole file takes seconds
+ * per GiB, so never on the event loop: a check hashes the file on a thread,
+ * one file per tenant at a time (one tenant's releases delay only its own),
+ * and remembers the answer with the file's size, mtime and ctime as they
+ * were, under the release's write lease, before the hash began. A later
+ * release, under its own lease, trusts the answer only if all three are
+ * still the same: every write moves ctime, and nobody can set ctime back.
+ */
+#include "contentcheck.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hash.h"
+#include "log.h"
+#include "macro.h"
+#include "offthread.h"
+
+#define CHECKS_QUEUED_MAX 64
+#define CHECKS_KNOWN_MAX 64
+
+struct check_key {
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtime, ctime;
+        uint8_t sha256[32];
+};
+
+struct check_waiter {
+        struct check_waiter *next;
+        void (*callback)(void *userdata);
+        void *userdata;
+};
+
+struct check {
+        struct check *next;
+        struct contentchecks *owner; /* NULL once abandoned */
+        struct check_key key;
+        int fd; /* the loop's copy; the thread has its own */
+        int error;
+        bool same;
+        struct check_waiter *waiters;
+};
+
+struct contentchecks {
+        struct tenant *tn;
+        struct check *queue;         /* in order: the head may run */
+        struct check *queue_running; /* the head, while its thread runs */
+        struct offthread *thread;
+        size_t n_queued;
+        struct {
+                struct check_key key;
+                bool same;
+        } known[CHECKS_KNOWN_MAX];
+        size_t n_known, next_known;
+};
+
+static void key_of(struct check_key *k, const struct stat *st, const struct stub *s) {
+        *k = (struct check_key){ .dev = st->st_dev, .ino = st->st_ino, .size = st->st_size, .mtime = st->st_mtim,
+                                 .ctime = st->st_ctim };
+        memcpy(k->sha256, s->sha256, sizeof(k->sha256));
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b) {
+        return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+static bool same_key(const struct check_key *a, const struct check_key *b) {
+        return a->dev == b->dev && a->ino == b->ino && a->size == b->size && same_time(&a->mtime, &b->mtime) &&
+               same_time(&a->ctime, &b->ctime) && memcmp(a->sha256, b->sha256, sizeof(a->sha256)) == 0;
+}
+
+static struct contentchecks *checks_of(struct tenant *tn) {
+        if (!tn->contentchecks && (tn->contentchecks = calloc(1, sizeof(*tn->contentchecks))))
+                tn->contentchecks->tn = tn;
+        return tn->contentchecks;
+}
+
+int content_known(struct tenant *tn, const struct stat *st, const struct stub *s) {
+        struct contentchecks *c = tn->contentchecks;
+        struct check_key k;
+
+        key_of(&k, st, s);
+        for (size_t i = 0; c && i < c->n_known; i++)
+                if (same_key(&c->known[i].key, &k))
+                        return c->known[i].same;
+        return -ENOENT;
+}
+
+static void check_free(struct check *ch) {
+        for (struct check_waiter *w; (w = ch->waiters);) {
+                ch->waiters = w->next;
+                free(w);
+        }
+        safe_close(ch->fd);
+        free(ch);
+}
+
+static void hash_run(void *userdata) {
+        struct check *ch = userdata;
+        uint8_t got[32];
+
+        ch->error = sha256_fd(ch->fd, (uint64_t)ch->key.size, got);
+        ch->same = ch->error == 0 && memcmp(got, ch->key.sha256, sizeof(got)) == 0;
+}
+
+static void hash_release(void *userdata) { check_free(userdata); }
+
+static void start_next(struct contentchecks *c);
+
+static void hash_done(void *userdata) {
+        struct check *ch = userdata;
+        struct contentchecks *c = ch->owner;
+
+        c->queue = ch->next;
+        c->n_queued--;
+        c->queue_running = NULL;
+        c->thread = NULL;
+        if (ch->error < 0)
+                log_warning("tenant %s: cannot check a file's bytes against its SHA-256: %s", c->tn->cfg->name,
+                            strerror(-ch->error));
+        else {
+                log_info("tenant %s: a file's bytes checked: %s", c->tn->cfg->name,
+                         ch->same ? "the archived bytes" : "changed since its archive");
+                c->known[c->next_known].key = ch->key;
+                c->known[c->next_known].same = ch->same;
+                c->next_known = (c->next_known + 1) % CHECKS_KNOWN_MAX;
+                c->n_known = MIN(c->n_known + 1, (size_t)CHECKS_KNOWN_MAX);
+        }
+        struct check_waiter *w = ch->waiters;
+        ch->waiters = NULL;
+        check_free(ch);
+        start_next(c);
+        /* Last: a waiter may start another check. */
+        for (struct check_waiter *next; w; w = next) {
+                next = w->next;
+                w->callback(w->userdata);
+                free(w);
+        }
+}
+
+static void start_next(struct contentchecks *c) {
+        while (!c->queue_running && c->queue) {
+                struct check *ch = c->queue;
+                int r = offthread_start(c->tn->t->event, &ch->fd, 1, hash_run, hash_done, ch, &c->thread);
+                if (r >= 0) {
+                        log_info("tenant %s: checking a file's bytes (%lld) against its SHA-256 before its release: a "
+                                 "write may have gone unheard", c->tn->cfg->name, (long long)ch->key.size);
+                        c->queue_running = ch;
+                        return;
+                }
+                ch->error = r;
+                hash_done(ch); /* its waiters learn nothing: they ask again */
+        }
+}
+
+int content_check(struct tenant *tn, int fd, const struct stat *st, const struct stub *s) {
+        struct contentchecks *c = checks_of(tn);
+        struct check *ch, **at;
+        struct check_key k;
+
+        if (!c)
+                return -ENOMEM;
+        key_of(&k, st, s);
+        for (at = &c->queue; *at; at = &(*at)->next)
+                if (same_key(&(*at)->key, &k))
+                        return 0;
+        if (c->n_queued >= CHECKS_QUEUED_MAX)
+                return -EBUSY;
+        if (!(ch = calloc(1, sizeof(*ch))))
+                return -ENOMEM;
+        *ch = (struct check){ .owner = c, .key = k, .fd = fcntl(fd, F_DUPFD_CLOEXEC, 3) };
+        if (ch->fd < 0) {
+                int r = -errno;
+                free(ch);
+                return r;
+        }
+        *at = ch;
+        c->n_queued++;
+        start_next(c);
+        return 0;
+}
+
+int content_when_checked(struct tenant *tn, int fd, void (*callback)(void *userdata), void *userdata) {
+        struct contentchecks *c = tn->contentchecks;
+        struct check_waiter *w;
+        struct stat st;
+
+        if (!c || fstat(fd, &st) < 0)
+                return -ENOENT;
+        for (struct check *ch = c->queue; ch; ch = ch->next) {
+                if (ch->key.dev != st.st_dev || ch->key.ino != st.st_ino)
+                        continue;
+                if (!(w = calloc(1, sizeof(*w))))
+                        return -ENOMEM;
+                *w = (struct check_waiter){ .next = ch->waiters, .callback = callback, .userdata = userdata };
+                ch->waiters = w;
+                return 0;
+        }
+        return -ENOENT;
+}
+
+void content_checks_stop(struct tenant *tn) {
+        struct contentchecks *c = tn->contentchecks;
+
+        if (!c)
+                return;
+        for (struct check *ch; (ch = c->queue);) {
+                c->queue = ch->next;
+                if (ch == c->queue_running)
+                        offthread_abandon(c->thread, hash_release); /* freed when its thread ends */
+                else
+                        check_free(ch);
+                c->queue_running = NULL;
+        }
+        free(c);
+        tn->contentchecks = NULL;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Whether an archived file still holds the archived bytes, when a write
+ * may have gone unheard (fs->writes_maybe_missed): checked by its SHA-256
+ * on a thread, never on the event loop.
+ */
+#pragma once
+
+#include <sys/stat.h>
+
+#include "stub.h"
+#include "tierd.h"
+
+/* What a check found for the file as st describes it now (its size, mtime
+ * and ctime unchanged since the check began): 1 the archived bytes, 0 other
+ * bytes, -ENOENT not checked in that state. */
+int content_known(struct tenant *tn, const struct stat *st, const struct stub *s);
+/* Starts a check of the file behind fd (as st describes it), or joins the
+ * one queued for it: -EBUSY when the tenant has too many queued. */
+int content_check(struct tenant *tn, int fd, const struct stat *st, const struct stub *s);
+/* Runs callback(userdata) once the check queued for the file behind fd
+ * ends: -ENOENT if none is queued. */
+int content_when_checked(struct tenant *tn, int fd, void (*callback)(void *userdata), void *userdata);
+/* The tenant goes: its checks are dropped (their callbacks never run). */
+void content_checks_stop(struct tenant *tn);
