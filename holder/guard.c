@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -184,7 +185,7 @@ void guard_serve(struct holder *h, int group_fd, uint64_t now_usec) {
                         continue;
                 /* Full (or an event longer than tierd's groups report):
                  * served as an unknown access, at once. */
-                bool room = h->n_waiting < GUARD_WAITING_MAX && md->event_len <= sizeof(h->waiting[0].ev);
+                bool room = h->n_waiting < h->waiting_max && md->event_len <= sizeof(h->waiting[0].ev);
                 if (guard_answer(h, group_fd, md, !room))
                         continue;
                 struct guard_waiting *g = &h->waiting[h->n_waiting++];
@@ -192,6 +193,21 @@ void guard_serve(struct holder *h, int group_fd, uint64_t now_usec) {
                 g->since_usec = now_usec;
                 memcpy(g->ev.buf, md, md->event_len);
         }
+}
+
+size_t guard_waiting_room(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return 0;
+        if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void)setrlimit(RLIMIT_NOFILE, &rl);
+                (void)getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        /* Half of what is left after the held fds and a batch of events
+         * read at once (16 KiB: at most 682 of 24 bytes). */
+        return rl.rlim_cur > 1024 ? MIN((size_t)(rl.rlim_cur - 1024) / 2, (size_t)GUARD_WAITING_MAX) : 0;
 }
 
 void guard_settle(struct holder *h, uint64_t now_usec, bool now) {

@@ -286,6 +286,7 @@ int main(int argc, char **argv) {
                 case 'h': usage(); return EXIT_SUCCESS;
                 default: usage(); return 2;
                 }
+        h.waiting_max = guard_waiting_room();
         if (optind != argc) {
                 usage();
                 return 2;

@@ -42,7 +42,7 @@ struct holder {
         bool guarding;
         uint64_t guard_allowed, guard_denied;
         struct guard_waiting waiting[GUARD_WAITING_MAX];
-        size_t n_waiting;
+        size_t n_waiting, waiting_max; /* each holds an event fd: within RLIMIT_NOFILE */
 };
 
 struct held *holder_find(struct holder *h, const char *name);
@@ -61,6 +61,9 @@ void guard_start(struct holder *h);
 /* Reads one batch of events from a held pre-content group and answers
  * each at once. */
 void guard_serve(struct holder *h, int group_fd, uint64_t now_usec);
+/* How many events may wait (each with its fd): the soft RLIMIT_NOFILE is
+ * raised to the hard one first. */
+size_t guard_waiting_room(void);
 /* Looks again at the events kept by guard_serve; now: answers them all. */
 void guard_settle(struct holder *h, uint64_t now_usec, bool now);
 /* A tierd fetched the groups: it serves them from now on. */

@@ -15,8 +15,10 @@
  * and ctime unchanged since the check began): 1 the archived bytes, 0 other
  * bytes, -ENOENT not checked in that state. */
 int content_known(struct tenant *tn, const struct stat *st, const struct stub *s);
-/* Starts a check of the file behind fd (as st describes it), or joins the
- * one queued for it: -EBUSY when the tenant has too many queued. */
+/* Starts a check of the file behind fd (as st described it under the
+ * release's write lease; call it after the lease is dropped: it opens the
+ * file again, read-only), or joins the one queued for it: -EBUSY when the
+ * tenant has too many queued. */
 int content_check(struct tenant *tn, int fd, const struct stat *st, const struct stub *s);
 /* Runs callback(userdata) once the check queued for the file behind fd
  * ends: -ENOENT if none is queued. */

@@ -419,6 +419,7 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
         const char *err = "";
         struct stat st = {};
         int r, known;
+        bool check = false;
 
         message[0] = 0;
         r = stub_pinned_fd(fd);
@@ -495,10 +496,9 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
                         r = say(message, size, -EBUSY, "%s: changed since it was archived (found by its SHA-256): "
                                 "archive it again first", path);
                 } else {
-                        r = content_check(tn, fd, &st, &s);
-                        r = say(message, size, r < 0 ? r : -EAGAIN, "%s: not released yet: a write may have gone "
-                                "unheard, its bytes are checked against the archived SHA-256 first%s%s", path,
-                                r < 0 ? ": " : "", r < 0 ? strerror(-r) : "");
+                        check = true; /* once the lease is dropped */
+                        r = say(message, size, -EAGAIN, "%s: not released yet: a write may have gone unheard, its "
+                                "bytes are checked against the archived SHA-256 first", path);
                 }
         }
         /* 4. Record "released" before punching: if tierd dies in between, the
@@ -526,6 +526,9 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
                 r = stub_put_back_attrs(fd, &s, true);
         if (fcntl(fd, F_SETLEASE, F_UNLCK) < 0)
                 log_warning("%s: cannot drop the lease: %m", path);
+        if (check && (known = content_check(tn, fd, &st, &s)) < 0)
+                r = say(message, size, known, "%s: not released: cannot check its bytes against the archived SHA-256: "
+                        "%s", path, strerror(-known));
         if (r == 0) {
                 tn->counters.releases++;
                 log_info("tenant %s: released %s (%llu bytes)", tn->cfg->name, path, (unsigned long long)s.size);

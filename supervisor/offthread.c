@@ -65,6 +65,11 @@ static void *run(void *arg) {
         if (r < 0)
                 return NULL;
         o->work(o->userdata);
+        /* Closed now, not when the thread's table goes after its end:
+         * pthread_join can return before that, and the loop may want
+         * what the work read through (a lease on its file) at once. */
+        close_range(3, (unsigned)o->event_fd - 1, 0);
+        close_range((unsigned)o->event_fd + 1, ~0U, 0);
         eventfd_write(o->event_fd, 1);
         return NULL;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "contentcheck.h"
 #include "dispatch.h"
 #include "engine.h"
 #include "jobs.h"
@@ -84,6 +85,8 @@ static void on_copy_checked(void *userdata, int error, const char *msg) {
                 log_error_errno(r, "tenant %s: cannot schedule the releases after a check: %m", tn->cfg->name);
 }
 
+static void on_content_checked(void *userdata) { on_copy_checked(userdata, 0, NULL); }
+
 static void on_catalog_written(void *userdata) {
         struct tenant *tn = userdata;
         tn->quota_catalog_wait = false;
@@ -155,6 +158,13 @@ static bool release_index(struct tenant *tn, size_t index, const char *why) {
         int r = job_release_fd(tn, fd, name, msg, sizeof(msg), &busy);
         if (r == -EINPROGRESS)
                 wait_for_catalog(tn);
+        /* Its bytes are being checked on a thread: fills that need the
+         * room wait for the answer, and the plan runs again after. */
+        if (r == -EAGAIN) {
+                tn->quota_checks++;
+                if (content_when_checked(tn, fd, on_content_checked, tn) < 0)
+                        tn->quota_checks--;
+        }
         if (r == 0) {
                 usage_update_fd(tn, fd);
                 tn->counters.quota_releases++;
