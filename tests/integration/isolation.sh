@@ -18,7 +18,8 @@
 #    must stay bounded, and gamma's catalog must come back to releasing;
 # 5. 256 parallel cold readers in alpha, each of its own released file;
 # 6. a release that must hash a 600 MiB file first (a write may have gone
-#    unheard): the hash runs on a thread;
+#    unheard): the hash runs on a thread; delta, a tenant at its quota,
+#    reads through it meanwhile (its releases wait for their checks);
 # after each, beta's cold reads of released files give the right bytes,
 # each within a bound far above its idle time (a hang fails the test, it
 # never passes as an error: the exit status and the bytes are checked), and
@@ -30,13 +31,13 @@ TIERCTL=$BUILD/tierctl
 PREAD=$BUILD/tests/pread-at
 BUSCTL="busctl --system"
 FS=$TL_DIR/fs SA=$TL_DIR/fs/alpha SB=$TL_DIR/fs/beta
-VA=$TL_DIR/views/alpha VB=$TL_DIR/views/beta VG=$TL_DIR/views/gamma ORIG=$TL_DIR/orig
+VA=$TL_DIR/views/alpha VB=$TL_DIR/views/beta VG=$TL_DIR/views/gamma VD=$TL_DIR/views/delta ORIG=$TL_DIR/orig
 # A read that takes longer than this has been stalled: beta's idle cold
 # read of 4 KiB takes tens of milliseconds here.
 BOUND_MS=${ISOLATION_BOUND_MS:-2500}
 
 tl_loopfs btrfs 4G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
-for t in alpha beta gamma; do tl_subvol btrfs "$FS/$t"; done
+for t in alpha beta gamma delta; do tl_subvol btrfs "$FS/$t"; done
 mkdir -p "$ORIG" "$TL_DIR/store"
 mount -t tmpfs -o size=2G,mode=700 tmpfs "$TL_DIR/store" && TL_MOUNTS+=("$TL_DIR/store")
 cat >"$TL_DIR/policy.json" <<EOF
@@ -44,7 +45,9 @@ cat >"$TL_DIR/policy.json" <<EOF
   {"name": "alpha", "subvolume": "$SA", "mount": "$VA", "backend": "file://$TL_DIR/store/alpha"},
   {"name": "beta", "subvolume": "$SB", "mount": "$VB", "backend": "file://$TL_DIR/store/beta"},
   {"name": "gamma", "subvolume": "$FS/gamma", "mount": "$VG", "backend": "file://$TL_DIR/store/gamma",
-   "catalog": true}]}
+   "catalog": true},
+  {"name": "delta", "subvolume": "$FS/delta", "mount": "$VD", "backend": "file://$TL_DIR/store/delta",
+   "quota": "8M", "restore": "whole"}]}
 EOF
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
 check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -253,13 +256,25 @@ check "... found by its SHA-256" grep -q "found by its SHA-256" <<<"$out"
 check "... and the written bytes stay, whole" bash -c "cmp -s '$VA/w' <(python3 -c \"
 import sys; b = bytearray(open('$TL_DIR/w-before', 'rb').read()); b[100] ^= 0xff; sys.stdout.buffer.write(b)\") &&
 	test \$(du -k '$VA/w' | cut -f1) -gt 0"
+# delta, a tenant at its quota (8 MiB) on the same filesystem, reads 4
+# released files of 3 MiB in turn: room for each comes from releasing the
+# one read before, whose bytes must be checked first. Its reads wait for
+# those checks, never EDQUOT.
+for i in 1 2 3 4; do head -c 3M /dev/urandom >"$ORIG/d$i"; cp "$ORIG/d$i" "$VD/d$i"; done
+"$TIERCTL" archive "$VD"/d* >/dev/null && "$TIERCTL" release "$VD"/d* >/dev/null
+bad=""
+for i in 1 2 3 4; do
+	timeout 60 cmp "$VD/d$i" "$ORIG/d$i" >"$TL_DIR/cmp.out" 2>&1 || { bad="d$i: exit $? ($(cat "$TL_DIR/cmp.out"))"; break; }
+done
+check "a tenant at its quota reads 12 MiB through 8: each release waits for its check, no EDQUOT${bad:+ ($bad)}" test -z "$bad"
+check "... its releases were checked" grep -q "tenant delta: a file's bytes checked: the archived bytes" "$TL_TIERD_LOG"
 # A big file's check runs while beta's reads go on.
 sync && echo 3 >/proc/sys/vm/drop_caches
 timeout 120 "$TIERCTL" release "$VA/big" >"$TL_DIR/release.out" 2>&1 &
 RELEASER=$!
 check "a check of 600 MiB starts" bash -c "for _ in \$(seq 100); do grep -q 'checking a file.s bytes (629145600)' '$TL_TIERD_LOG' && exit 0; sleep 0.05; done; exit 1"
 beta_reads "bytes checked" 3
-check "... beta's reads were served while it ran" bash -c "! grep -q 'bytes checked: the archived bytes' '$TL_TIERD_LOG'"
+check "... beta's reads were served while it ran" bash -c "! grep -q 'tenant alpha: a file.s bytes checked: the archived bytes' '$TL_TIERD_LOG'"
 rc=0
 wait "$RELEASER" || rc=$?
 check "... then the big file is released (exit $rc)" test "$rc" = 0 -a "$(tl_allocated "$VA/big")" -eq 0
