@@ -68,6 +68,7 @@ else
 		bash tests/integration/failclosed.sh
 	run_suite "local faults: a full filesystem, read-only mounts and snapshots, immutable files, a deleted subvolume, load" \
 		bash tests/integration/localfaults.sh
+	run_suite "durability: a power cut on the file store after a release" bash tests/integration/durability.sh
 	run_suite "quotas and the policy engine" bash tests/integration/quota.sh
 	run_suite "integrity: chunk manifests" bash tests/integration/integrity.sh
 	run_suite "catalog: import on another node, --at, fencing" bash tests/integration/catalog.sh

@@ -120,6 +120,26 @@ static int write_all(void *ctx, const void *buf, size_t n) {
         return write_full(*(int *)ctx, buf, n);
 }
 
+/* A rename or a mkdir is an entry of its directory: until that directory
+ * is synced, a power cut can lose it although the file's bytes are on
+ * disk (XFS keeps it in its log, ext4 in its next journal commit). The
+ * directory of path, beneath the store ("" : the store itself). */
+static int sync_dir(int dir_fd, const char *path, size_t len) {
+        char dir[STUB_KEY_MAX];
+        _cleanup_close_ int fd = -1;
+
+        snprintf(dir, sizeof(dir), "%.*s", (int)len, path);
+        fd = open_beneath(dir_fd, len ? dir : ".", O_RDONLY | O_DIRECTORY, 0);
+        if (fd < 0)
+                return fd;
+        return fsync(fd) < 0 ? -errno : 0;
+}
+
+static size_t parent_len(const char *path) {
+        const char *slash = strrchr(path, '/');
+        return slash ? (size_t)(slash - path) : 0;
+}
+
 static int file_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
                       unsigned flags) {
         struct backend_file *f = to_file(b);
@@ -131,8 +151,12 @@ static int file_store(struct backend *b, const char *key, int fd, uint64_t size,
         /* Every directory of the key (catalog/journal/...), beneath the store. */
         for (const char *slash = strchr(key, '/'); slash; slash = strchr(slash + 1, '/')) {
                 snprintf(dir, sizeof(dir), "%.*s", (int)(slash - key), key);
-                if (mkdirat(f->dir_fd, dir, 0700) < 0 && errno != EEXIST)
-                        return -errno;
+                if (mkdirat(f->dir_fd, dir, 0700) == 0)
+                        r = sync_dir(f->dir_fd, dir, parent_len(dir)); /* a new directory: its entry */
+                else
+                        r = errno == EEXIST ? 0 : -errno;
+                if (r < 0)
+                        return r;
         }
         snprintf(tmp, sizeof(tmp), "%s.tmp.%d.%lx", key, (int)getpid(), (unsigned long)random());
         out = open_beneath(f->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
@@ -145,6 +169,10 @@ static int file_store(struct backend *b, const char *key, int fd, uint64_t size,
                 r = -errno;
         if (r == 0 && renameat2(f->dir_fd, tmp, f->dir_fd, key, flags & BACKEND_STORE_IF_ABSENT ? RENAME_NOREPLACE : 0) < 0)
                 r = -errno;
+        /* Stored only once its name is durable: a release punches the local
+         * copy right after. */
+        if (r == 0 && (r = sync_dir(f->dir_fd, key, parent_len(key))) < 0)
+                return r; /* renamed: no temporary left to remove */
         if (r < 0)
                 unlinkat(f->dir_fd, tmp, 0);
         return r;
