@@ -3,6 +3,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -43,4 +46,16 @@ unsigned fd_numbers_in_use(int pidfd, unsigned fallback) {
         while ((de = readdir(d)))
                 high = MAX(high, (unsigned)strtoul(de->d_name, NULL, 10) + 1);
         return high ? high : fallback;
+}
+
+int fsync_dir_of(const char *path) {
+        _cleanup_free_ char *copy = strdup(path);
+        _cleanup_close_ int fd = -1;
+
+        if (!copy)
+                return -ENOMEM;
+        fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return fsync(fd) < 0 ? -errno : 0;
 }

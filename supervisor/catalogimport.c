@@ -16,6 +16,7 @@
 
 #include "catalog-internal.h"
 #include "catalogtree.h"
+#include "fdio.h"
 #include "log.h"
 #include "macro.h"
 #include "storeio.h"
@@ -219,7 +220,9 @@ static int import_mark(struct tenant *tn, uint64_t at_usec) {
         fprintf(f, "%llu\n", (unsigned long long)at_usec);
         int r = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
         fclose(f);
-        return r;
+        /* The mark is its name: lost in a power cut unless its directory
+         * is synced, and then a half-made tree would pass for the truth. */
+        return r < 0 ? r : fsync_dir_of(path);
 }
 
 static void import_unmark(struct tenant *tn) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "json-strict.h"
+#include "fdio.h"
 #include "log.h"
 #include "macro.h"
 
@@ -58,6 +59,8 @@ void container_state_save(const struct container *c) {
                         unlink(tmp);
                 goto fail;
         }
+        if ((errno = -fsync_dir_of(path)) > 0)
+                goto fail;
         json_object_put(o);
         return;
 fail:

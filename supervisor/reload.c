@@ -14,6 +14,7 @@
 
 #include "containers.h"
 #include "fdstore.h"
+#include "fdio.h"
 #include "log.h"
 #include "macro.h"
 #include "autoarchive.h"
@@ -179,6 +180,10 @@ static int write_policy(const char *path, const char *text, char **error) {
                 unlink(tmp);
                 return fail(error, r, "cannot replace %s: %s", real, strerror(-r));
         }
+        /* Renamed: the change is made, and durable once its directory is. */
+        int r = fsync_dir_of(real);
+        if (r < 0)
+                return fail(error, r, "%s replaced, but not synced to disk: %s", real, strerror(-r));
         return 0;
 }
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # A power cut on the file:// store's filesystem right after an archive and a
 # release: the archived object must survive, or the released file could
-# never be read again. The cut is XFS's shutdown without a log flush
+# never be read again; and a policy change written over D-Bus (its file on
+# the same filesystem) must survive it too. The cut is XFS's shutdown without a log flush
 # (xfs_io -x -c shutdown, as xfstests' crash tests do): what is not in the
 # on-disk log is gone, as after a power loss. A rename whose directory was
 # not synced is lost that way (checked below without tierd), so the test
@@ -31,11 +32,15 @@ check "the power cut loses a rename whose directory was not synced (so this test
 	bash -c "power_cut() { $(declare -f power_cut | tail -n +2); }; STORE='$STORE' STORE_DEV='$STORE_DEV'; power_cut && ! test -e '$STORE/probe/key'"
 rm -rf "$STORE/probe"
 
-cat >"$TL_DIR/policy.json" <<EOF2
+# The policy file lives on the same filesystem: a change made over D-Bus
+# must survive the cut too.
+POLICY=$STORE/policy.json
+cat >"$POLICY" <<EOF2
 {"tenants": [{"name": "a", "subvolume": "$FS/a", "mount": "$V", "backend": "file://$STORE/a"}]}
 EOF2
+sync
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
-check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
+check "tierd starts" tl_tierd_start "$POLICY" || { tl_summary; exit 1; }
 head -c 3M /dev/urandom >"$ORIG/f"
 cp "$ORIG/f" "$V/f"
 check "a file archived to the file:// store" "$TIERCTL" archive "$V/f"
@@ -46,7 +51,14 @@ tl_tierd_stop
 check "a power cut on the store's filesystem right after" power_cut
 check "... the archived object survived it ($KEY)" \
 	bash -c "test \"\$(sha256sum '$STORE/a/$KEY' 2>/dev/null | cut -d' ' -f1)\" = '${KEY#sha256/}'"
-check "tierd starts again" tl_tierd_start "$TL_DIR/policy.json"
+check "tierd starts again" tl_tierd_start "$POLICY"
 check "... and the released file reads back right" cmp "$V/f" "$ORIG/f"
+# Apart: the policy file's own fsync would also make the object's rename
+# durable on XFS (one log).
+check "tierctl tenant set a readahead=4M (written to the policy file)" "$TIERCTL" tenant set a readahead=4M
+tl_tierd_stop
+check "a second power cut right after" power_cut
+check "... the policy change survived it" grep -q '"readahead": "4M"' "$POLICY"
+check "tierd starts with it" tl_tierd_start "$POLICY"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary
