@@ -213,7 +213,10 @@ static void on_archived(struct request *req, const struct proto_reply *rep) {
 
         if (rep->error < 0) {
                 archive_finish(j, rep->error, "%s: upload failed: %s", j->path,
-                               rep->error == -EBADMSG ? "the file changed during upload" : strerror(-rep->error));
+                               rep->error == -EBADMSG       ? "the file changed during upload"
+                               : rep->error == -EOPNOTSUPP ? "the store does not support a method an upload needs "
+                                                             "(an HTTP store: WebDAV MOVE); see tierd's log"
+                                                           : strerror(-rep->error));
                 return;
         }
         /* Drain writes that closed while we uploaded, then compare: a file

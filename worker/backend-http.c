@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * http(s)://HOST/PREFIX: a plain HTTP object store (ranged GET, PUT, HEAD,
- * DELETE), such as nginx with WebDAV, with optional configured headers (a
+ * DELETE and WebDAV MOVE), such as nginx with WebDAV, with optional configured headers (a
  * bearer token).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "hash.h"
 #include "http.h"
@@ -40,27 +41,70 @@ static int http_open(const struct proto_config *cfg, int store_fd, struct backen
         return 0;
 }
 
+/* The path of a key on the server ("/PREFIX/KEY"): a MOVE's Destination.
+ * RFC 4918 allows an absolute path there, and servers that check the host
+ * of a full URL (nginx) compare it without the port. */
+static const char *object_path(const struct remote *r) {
+        const char *p = strstr(r->object_base, "://");
+        p = p ? strchr(p + 3, '/') : NULL;
+        return p ? p : "/";
+}
+
+/* MOVE from to key; unless overwrite, never over an object already there
+ * (Overwrite: F): -EEXIST if key exists. -EOPNOTSUPP: the server has no
+ * MOVE. */
+static int http_move(struct remote *r, const char *from, const char *key, bool overwrite) {
+        struct http_req q;
+        int ret;
+
+        http_req_init(&q, "MOVE");
+        remote_object_url(r, &q, from, NULL);
+        ret = http_req_header(&q, "Destination: %s%s", object_path(r), key);
+        if (ret == 0)
+                ret = http_req_header(&q, "Overwrite: %s", overwrite ? "T" : "F");
+        if (ret == 0)
+                ret = remote_request(r, &q, from);
+        if (ret < 0 && (q.status == 405 || q.status == 501)) {
+                log_error("tenant %s: the store at %s does not support WebDAV MOVE, which an upload needs so that it "
+                          "never replaces a stored object (nginx: dav_methods PUT DELETE MOVE)",
+                          r->tenant, r->object_base);
+                ret = -EOPNOTSUPP;
+        }
+        http_req_done(&q);
+        return ret;
+}
+
+/* An upload never writes under a key that another file may already depend
+ * on: the bytes go to a name of this upload's own, are checked against the
+ * key's hash, and only then move to the key. A content-addressed key is
+ * replaced only by the very bytes it names (so a damaged copy is mended);
+ * a fenced write (BACKEND_STORE_IF_ABSENT) never replaces (Overwrite: F)
+ * and gets -EEXIST. A failure leaves nothing: the upload's own name is
+ * removed, the key untouched. */
 static int http_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
                       unsigned flags) {
         struct remote *r = (struct remote *)b;
         _cleanup_md_ctx_ EVP_MD_CTX *md = EVP_MD_CTX_new();
+        char tmp[STUB_KEY_MAX + 64];
         uint64_t have;
         int ret;
 
         if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
                 return -ENOMEM;
-        /* A plain server may ignore If-None-Match: such a store offers no
-         * fencing between two writers of one catalog. */
-        struct curl_slist *h = flags & BACKEND_STORE_IF_ABSENT ? curl_slist_append(NULL, "If-None-Match: *") : NULL;
-        if ((flags & BACKEND_STORE_IF_ABSENT) && !h)
-                return -ENOMEM;
-        ret = remote_put_checked(r, key, NULL, fd, 0, size, h, NULL, md, NULL, 0);
-        curl_slist_free_all(h);
-        if (ret < 0)
+        uint64_t nonce = 0;
+        if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+                return -errno;
+        /* Unique across workers of every container (a pid is not). */
+        snprintf(tmp, sizeof(tmp), "%s.tierd-upload.%016llx", key, (unsigned long long)nonce);
+        ret = remote_put_checked(r, tmp, NULL, fd, 0, size, NULL, NULL, md, NULL, 0);
+        if (ret == 0)
+                ret = remote_upload_matches(md, sha256);
+        if (ret == 0)
+                ret = http_move(r, tmp, key, !(flags & BACKEND_STORE_IF_ABSENT));
+        if (ret < 0) {
+                (void)remote_remove(b, tmp);
                 return ret;
-        ret = remote_upload_matches(r, md, key, sha256);
-        if (ret < 0)
-                return ret;
+        }
         ret = remote_exists(b, key, &have, NULL);
         if (ret == 0 && have != size) {
                 log_error("tenant %s: %s: stored %llu bytes, the store says %llu", r->tenant, key,

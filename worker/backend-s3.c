@@ -334,7 +334,7 @@ static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, c
                 ret = remote_put_checked(r, key, NULL, fd, 0, size, h, sha_hex, md, NULL, 0);
                 curl_slist_free_all(h);
                 if (ret == 0)
-                        ret = remote_upload_matches(r, md, key, sha256);
+                        ret = remote_upload_matches(md, sha256);
         }
         if (ret < 0)
                 return ret;

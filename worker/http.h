@@ -38,7 +38,7 @@ struct remote {
 
 struct http_req {
         CURL *curl; /* the handle performing it */
-        const char *method; /* GET, HEAD, PUT, POST, DELETE */
+        const char *method; /* GET, HEAD, PUT, POST, DELETE, MOVE */
         char url[PROTO_URL_MAX + 512];
         struct curl_slist *headers;
         char payload_sha256[65]; /* S3: x-amz-content-sha256 (hex); "" = empty payload */
@@ -84,9 +84,9 @@ int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t l
 int remote_exists(struct backend *b, const char *key, uint64_t *size, int64_t *mtime);
 int remote_remove(struct backend *b, const char *key);
 void remote_object_url(struct remote *r, struct http_req *q, const char *key, const char *query);
-/* After an upload hashed into md: 0 if it hashed to sha256, else the
- * object is removed and -EBADMSG returned. */
-int remote_upload_matches(struct remote *r, EVP_MD_CTX *md, const char *key, const uint8_t sha256[32]);
+/* After an upload hashed into md: 0 if it hashed to sha256, else -EBADMSG
+ * (the file changed while it was read). */
+int remote_upload_matches(EVP_MD_CTX *md, const uint8_t sha256[32]);
 int remote_put_checked(struct remote *r, const char *key, const char *query, int fd, uint64_t off, uint64_t len,
                        struct curl_slist *headers, const char *payload_sha256, EVP_MD_CTX *md, char *etag,
                        size_t etag_size);

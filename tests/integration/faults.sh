@@ -5,7 +5,9 @@
 # wrong Content-Range, wrong bytes, a stall, a 10 GiB answer to a small
 # request. Each time the reader gets EIO within a bound (never zeros, never
 # a hang), nothing of the bad answer is kept, and the next read with the
-# store healthy again returns the right bytes.
+# store healthy again returns the right bytes. And an upload never replaces
+# or removes an object another file depends on (it moves a checked copy
+# into place with WebDAV MOVE).
 set -u
 source "$(dirname "$0")/../lib/lib.sh"
 tl_init
@@ -105,5 +107,50 @@ check_fails "an object of another size: not released either" "$TIERCTL" release 
 mv "$TL_DIR/held" "$OBJ"
 check "the object back: released" "$TIERCTL" release "$V/g"
 check "... and it reads back" cmp "$V/g" "$TL_DIR/g.orig"
+# An upload never replaces or removes an object another file depends on.
+# a and b hold the same 64 MiB; a is archived and released (its bytes live
+# only under their key). b's archive is told the key is missing (head404:
+# a store that lost an answer) and uploads it again; the upload is held
+# after its first MiB while a byte near b's end is flipped, so what is sent
+# no longer hashes to the key (the server keeps its receive buffer small:
+# the client cannot have read that far). That archive must fail and touch
+# nothing.
+head -c $((64 << 20)) /dev/urandom >"$TL_DIR/same"
+cp "$TL_DIR/same" "$V/a"
+"$TIERCTL" archive "$V/a" >/dev/null && "$TIERCTL" release "$V/a" >/dev/null
+KEY_OBJ=$(find "$TL_DIR/store" -type f -size $((64 << 20))c | head -n 1)
+check "a: archived and released, its object in the store" bash -c "[ -n '$KEY_OBJ' ] && [ \$($BUILD/tests/data-bytes $V/a) = 0 ]"
+cp "$TL_DIR/same" "$V/b"
+rm -f "$CONTROL.go"
+SUM=$(sha256sum "$TL_DIR/same" | cut -d' ' -f1)
+printf 'head404 1 /sha256/%s\nholdput 1\n' "$SUM" >"$CONTROL"
+"$TIERCTL" archive "$V/b" >"$TL_DIR/b.out" 2>&1 &
+ARCH=$!
+for _ in $(seq 300); do grep -q '^put held' "$FLOG" && break; sleep 0.1; done
+check "b: its archive found no object (head404) and is uploading it again" bash -c "
+	grep -q '^head404 /t/sha256/$SUM' '$FLOG' && grep -q '^put held /t/sha256/$SUM' '$FLOG'"
+old=$(od -An -tu1 -j $((63 << 20)) -N1 "$V/b" | tr -d ' ')
+printf "$(printf '\\%03o' $((old ^ 0x5a)))" | dd of="$V/b" bs=1 seek=$((63 << 20)) conv=notrunc status=none
+check "b: a byte flipped during the upload" bash -c "! cmp -s $V/b $TL_DIR/same"
+touch "$CONTROL.go"
+wait "$ARCH"
+rc=$?
+echo none >"$CONTROL"
+check "b: the upload fails: what it sent did not hash to the key (the flip was in it)" bash -c "
+	[ $rc != 0 ] && grep -q 'upload failed: the file changed during upload' '$TL_DIR/b.out'"
+check "... the shared object is still there, with a's bytes" cmp "$KEY_OBJ" "$TL_DIR/same"
+check "... a reads back identical (its object was neither replaced nor removed)" cmp "$V/a" "$TL_DIR/same"
+check "... no upload of b's is left in the store" bash -c "[ -z \"\$(find $TL_DIR/store -name '*tierd-upload*')\" ]"
+cp "$V/b" "$TL_DIR/b.new"
+check "b archived again (its new bytes) through a move into place (MOVE in the log)" bash -c "
+	$TIERCTL archive $V/b >/dev/null && $TIERCTL release $V/b >/dev/null && grep -q '^MOVE .* 201$' '$FLOG'"
+check "... and it reads back identical" cmp "$V/b" "$TL_DIR/b.new"
+echo nomove >"$CONTROL"
+head -c 100000 /dev/urandom >"$V/c"
+check "a store without MOVE: the archive fails, saying why" bash -c "
+	! $TIERCTL archive $V/c 2>$TL_DIR/c.err && grep -q 'WebDAV MOVE' $TL_DIR/c.err"
+echo none >"$CONTROL"
+check "... and the log says the store needs WebDAV MOVE" grep -q "does not support WebDAV MOVE" "$TL_TIERD_LOG"
+check "... nothing of it is left in the store" bash -c "[ -z \"\$(find $TL_DIR/store -name '*tierd-upload*')\" ]"
 check "tierd stops cleanly" tl_tierd_stop
 tl_summary

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """faultserver.py PORT ROOT CONTROL LOG: a plain HTTP store (GET with Range,
-HEAD, PUT, DELETE of files under ROOT) that misbehaves on demand. It is the
-one fake of the test suite, for faults no real server can be made to
-produce; everything else talks to nginx and Ceph RGW.
+HEAD, PUT, DELETE and MOVE of files under ROOT) that misbehaves on demand.
+It is the one fake of the test suite, for faults no real server can be made
+to produce; everything else talks to nginx and Ceph RGW.
 
-Before each GET it reads CONTROL: "MODE [COUNT]". COUNT GETs get the fault
-(then it writes "none" back), no COUNT: every GET. PUT, HEAD and DELETE are
-always served right. Modes:
+Before each request it reads CONTROL, lines of "MODE [COUNT [PART]]"; the
+first line whose mode is for the request's method (and whose PART, if
+given, is in its path) counts. COUNT requests get the
+fault (then the line becomes "none"), no COUNT: every one. A mode is for
+GETs unless said otherwise; DELETE is always served right. Modes:
   none        serve right
   500, 503    that status, no body
   reset       the headers and half the body, then a TCP reset
@@ -17,7 +19,12 @@ always served right. Modes:
   stall       the headers and 16 bytes, then nothing (until the client goes)
   huge        200 and Content-Length 10 GiB to any request, zeros streamed
               until the client hangs up (LOG says how much went out)
-LOG gets one line per GET: mode, range asked, bytes sent.
+  head404     (HEAD) 404 although the file is there, as a store that
+              lost an answer or a listing not yet consistent
+  holdput     (PUT of more than 1 MiB) reads the first MiB, writes "put held" to
+              LOG, then waits (up to 60 s) until the file CONTROL.go exists
+  nomove      (MOVE) 405, as a server without WebDAV MOVE
+LOG gets one line per GET (mode, range asked, bytes sent) and per fault.
 """
 import os
 import re
@@ -32,20 +39,30 @@ PORT, ROOT, CONTROL, LOG = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[
 lock = threading.Lock()
 
 
-def take_fault():
+METHOD_OF = {"head404": "HEAD", "holdput": "PUT", "nomove": "MOVE"}
+
+
+def take_fault(method="GET", path=""):
+    """The first line of CONTROL whose mode is for this method (and path)."""
     with lock:
         try:
-            words = open(CONTROL).read().split()
+            lines = open(CONTROL).read().splitlines()
         except FileNotFoundError:
             return "none"
-        if not words:
-            return "none"
-        mode = words[0]
-        if len(words) > 1:
-            left = int(words[1]) - 1
-            with open(CONTROL, "w") as f:
-                f.write(f"{mode} {left}\n" if left > 0 else "none\n")
-        return mode
+        for i, line in enumerate(lines):
+            words = line.split()
+            if not words or METHOD_OF.get(words[0], "GET") != method:
+                continue
+            if len(words) > 2 and words[2] not in path:
+                continue
+            mode = words[0]
+            if len(words) > 1:
+                left = int(words[1]) - 1
+                lines[i] = " ".join([mode, str(left)] + words[2:]) if left > 0 else "none"
+                with open(CONTROL, "w") as f:
+                    f.write("\n".join(lines) + "\n")
+            return mode
+        return "none"
 
 
 def log(line):
@@ -68,6 +85,9 @@ class Store(BaseHTTPRequestHandler):
     def do_PUT(self):
         path = self.path_of()
         n = int(self.headers.get("Content-Length", "0"))
+        hold = n > (1 << 20) and take_fault("PUT", self.path) == "holdput"
+        if hold:  # what the client can send ahead while held: little
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path + ".part", "wb") as f:
             while n > 0:
@@ -76,6 +96,13 @@ class Store(BaseHTTPRequestHandler):
                     return
                 f.write(chunk)
                 n -= len(chunk)
+                if hold:
+                    hold = False
+                    log(f"put held {self.path}")
+                    for _ in range(600):
+                        if os.path.exists(CONTROL + ".go"):
+                            break
+                        time.sleep(0.1)
         os.rename(path + ".part", path)
         self.send_response(201)
         self.send_header("Content-Length", "0")
@@ -91,8 +118,31 @@ class Store(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
+    def do_MOVE(self):
+        """WebDAV MOVE of a file; Destination is a path or a URL on this
+        server; with "Overwrite: F" an existing destination is 412."""
+        path = self.path_of()
+        dest = re.sub(r"^https?://[^/]*", "", self.headers.get("Destination", ""))
+        rel = dest.split("?", 1)[0].lstrip("/")
+        status = 201
+        if take_fault("MOVE") == "nomove":
+            status = 405
+        elif not path or not os.path.isfile(path) or not rel or ".." in rel.split("/"):
+            status = 404 if path and not os.path.isfile(path) else 400
+        elif os.path.exists(os.path.join(ROOT, rel)):
+            status = 412 if self.headers.get("Overwrite", "T") == "F" else 204
+        if status in (201, 204):
+            os.rename(path, os.path.join(ROOT, rel))
+        log(f"MOVE {self.path} {dest} {status}")
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def do_HEAD(self):
         path = self.path_of()
+        if take_fault("HEAD", self.path) == "head404":
+            log(f"head404 {self.path}")
+            path = None
         if not path or not os.path.isfile(path):
             self.send_response(404)
             self.send_header("Content-Length", "0")

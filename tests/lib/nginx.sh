@@ -1,5 +1,5 @@
 # A plain HTTP object store for http:// backend tests: nginx-light with
-# WebDAV PUT/DELETE, under $TL_DIR (source tests/lib/lib.sh first).
+# WebDAV PUT/DELETE/MOVE, under $TL_DIR (source tests/lib/lib.sh first).
 
 nginx_install() {
 	command -v nginx >/dev/null && return 0
@@ -29,7 +29,7 @@ nginx_start() {
 	    root $TL_DIR/www;
 	    location / {
 	      $auth
-	      dav_methods PUT DELETE;
+	      dav_methods PUT DELETE MOVE;
 	      create_full_put_path on;
 	    }
 	  }
