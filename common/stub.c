@@ -147,11 +147,12 @@ static int parse_ranges(const char *v, uint64_t size, struct range_set *out) {
 enum {
         F_V, F_TENANT, F_STATE, F_KEY, F_SIZE, F_SHA, F_MODE, F_UID, F_GID, F_MTIME, F_CHUNK, F_FCAPS, F_RANGES,
         F_MANIFEST, /* optional: the fields before it are required */
+        F_CTIME_MAX,
         F_COUNT
 };
 static const char *const field_names[F_COUNT] = {
         "v", "tenant", "state", "key", "size", "sha256", "mode", "uid", "gid", "mtime", "chunk", "fcaps", "ranges",
-        "manifest",
+        "manifest", "ctime_max",
 };
 
 int stub_parse(const char *text, size_t len, struct stub *ret, const char **error) {
@@ -256,6 +257,9 @@ int stub_parse(const char *text, size_t len, struct stub *ret, const char **erro
                       "bad manifest in stub");
                 s.has_manifest = true;
         }
+        if (values[F_CTIME_MAX])
+                CHECK(parse_mtime(values[F_CTIME_MAX], &s.ctime_max) == 0 && s.state == STUB_ARCHIVED &&
+                      s.ctime_max.tv_sec > 0, "bad ctime_max in stub");
 #undef CHECK
         *ret = s;
         return 0;
@@ -301,7 +305,21 @@ int stub_format(const struct stub *s, char *buf, size_t size) {
                         return -E2BIG;
                 n += (size_t)k;
         }
+        if (s->state == STUB_ARCHIVED && s->ctime_max.tv_sec > 0) {
+                k = snprintf(buf + n, size - n, "ctime_max=%lld.%09ld\n", (long long)s->ctime_max.tv_sec,
+                             s->ctime_max.tv_nsec);
+                if (k < 0 || (size_t)k >= size - n)
+                        return -E2BIG;
+                n += (size_t)k;
+        }
         return (int)n;
+}
+
+bool stub_ctime_moved(const struct stub *s, const struct timespec *ctime) {
+        if (s->state != STUB_ARCHIVED || s->ctime_max.tv_sec == 0)
+                return false; /* nothing recorded to compare with */
+        return ctime->tv_sec > s->ctime_max.tv_sec ||
+               (ctime->tv_sec == s->ctime_max.tv_sec && ctime->tv_nsec > s->ctime_max.tv_nsec);
 }
 
 int stub_read_fd(int fd, struct stub *ret, const char **error) {
@@ -319,7 +337,14 @@ int stub_read_fd(int fd, struct stub *ret, const char **error) {
 
 int stub_write_fd(int fd, const struct stub *s) {
         char buf[STUB_TEXT_MAX + 1];
-        int n = stub_format(s, buf, sizeof(buf));
+        struct stub t = *s; /* shallow: formatted, not kept */
+        struct timespec now;
+        t.ctime_max = (struct timespec){};
+        if (t.state == STUB_ARCHIVED && clock_gettime(CLOCK_REALTIME, &now) == 0) {
+                int64_t ns = (int64_t)now.tv_nsec + STUB_CTIME_SLACK_NSEC;
+                t.ctime_max = (struct timespec){ .tv_sec = now.tv_sec + ns / 1000000000, .tv_nsec = ns % 1000000000 };
+        }
+        int n = stub_format(&t, buf, sizeof(buf));
         if (n < 0)
                 return n;
         if (fsetxattr(fd, STUB_XATTR, buf, (size_t)n, 0) < 0)

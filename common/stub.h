@@ -17,6 +17,11 @@
  *   ranges=0+1048576,...        populated ranges (offset+length), partial only
  *   manifest=<64 hex>           optional: the root of the chunk manifest
  *                               (common/manifest.h), object "manifest/<root>"
+ *   ctime_max=1700000000.1234   optional, archived only: the latest ctime the
+ *                               file can have if nothing touched it since
+ *                               this record was written (which itself sets
+ *                               ctime); a later ctime means a change tierd
+ *                               may not have heard of (older records: none)
  *
  * Which ranges are populated is tierd's own record, not the extent map:
  * holes can be real zeros.
@@ -66,7 +71,18 @@ struct stub {
         struct range_set populated; /* meaningful in STUB_PARTIAL only */
         bool has_manifest;          /* archived with a chunk manifest */
         uint8_t manifest[32];       /* its root */
+        struct timespec ctime_max;  /* {0, 0}: none recorded */
 };
+
+/* How long after stub_write_fd reads the clock its own write may still set
+ * ctime (nothing of tierd's touches an archived file after its record is
+ * written). Too short costs a check of the bytes at release; a change
+ * within it is caught by the change notification only. */
+#define STUB_CTIME_SLACK_NSEC 20000000ll
+
+/* The file's ctime is past what its archived record allows: something
+ * changed it (a write, a chmod, a touch) that tierd may not have heard of. */
+bool stub_ctime_moved(const struct stub *s, const struct timespec *ctime);
 
 const char *stub_state_to_string(enum stub_state s);
 void stub_done(struct stub *s);
@@ -85,6 +101,7 @@ uint64_t stub_resident_bytes(const struct stub *s);
 
 /* The xattr on an open file. stub_read returns -ENODATA for no stub. */
 int stub_read_fd(int fd, struct stub *ret, const char **error);
+/* An archived record is written with ctime_max set from the clock. */
 int stub_write_fd(int fd, const struct stub *s);
 
 /* The pin mark on an open file: 1 pinned, 0 not, or a negative errno. */

@@ -511,10 +511,12 @@ static int file_record_fill(struct tfile *f, const struct fill *fl) {
                 /* Fills in flight may add ranges beyond what a stub holds. */
                 range_set_limit(&s.populated, STUB_MAX_RANGES, fl->start);
         }
-        r = tally_stub_write(f->tenant, f->fd, &s);
+        /* Mode and times first: an archived record is written last, as
+         * its ctime_max says nothing changed the file after it. */
+        r = stub_put_back_attrs(f->fd, &s, s.state == STUB_ARCHIVED);
         if (r < 0)
                 return r;
-        r = stub_put_back_attrs(f->fd, &s, s.state == STUB_ARCHIVED);
+        r = tally_stub_write(f->tenant, f->fd, &s);
         if (r < 0)
                 return r;
         usage_update_fd(f->tenant, f->fd);

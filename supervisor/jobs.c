@@ -220,8 +220,17 @@ static void on_archived(struct request *req, const struct proto_reply *rep) {
                 return;
         }
         /* Drain writes that closed while we uploaded, then compare: a file
-         * changed during upload is not recorded as archived. */
+         * changed during upload is not recorded as archived. Draining may
+         * have put back the ignore mark on changes (an event for a file not
+         * yet archived: a writer that closed during the upload), so it is
+         * removed again before the compare: from the compare on, every
+         * change is heard and marks the record about to be written dirty. */
         fsgroup_drain_notifications(j->tn->fs);
+        r = fsgroup_ignore_changes(j->tn->fs, j->fd, false);
+        if (r < 0) {
+                archive_finish(j, r, "%s: cannot watch the file for changes: %s", j->path, strerror(-r));
+                return;
+        }
         if (fstat(j->fd, &after) < 0 || !same_version(&j->before, &after) || rep->size != (uint64_t)after.st_size) {
                 archive_finish(j, -EBUSY, "%s: the file changed during upload, try again", j->path);
                 return;
@@ -487,11 +496,14 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
         else if (r == 0 && (fstat(fd, &st) < 0 || (uint64_t)st.st_size != s.size ||
                             st.st_mtim.tv_sec != s.mtime.tv_sec || st.st_mtim.tv_nsec != s.mtime.tv_nsec))
                 r = say(message, size, -EBUSY, "%s: size or mtime differ from the archived copy: not released", path);
-        /* 3b. After a lost notification a write may have gone unheard: the
-         *     bytes themselves must be the archived ones, as a check on a
-         *     thread found them with the file as it is now (contentcheck.c).
-         *     None yet: one starts, and -EAGAIN says to ask again after. */
-        else if (r == 0 && s.state == STUB_ARCHIVED && tn->fs->writes_maybe_missed &&
+        /* 3b. After a lost notification, or with a ctime past the record's
+         *     (a change while tierd was not listening: stopped, or before
+         *     the record existed), a write may have gone unheard: the bytes
+         *     themselves must be the archived ones, as a check on a thread
+         *     found them with the file as it is now (contentcheck.c). None
+         *     yet: one starts, and -EAGAIN says to ask again after. */
+        else if (r == 0 && s.state == STUB_ARCHIVED &&
+                 (tn->fs->writes_maybe_missed || stub_ctime_moved(&s, &st.st_ctim)) &&
                  (known = content_known(tn, &st, &s)) != 1) {
                 if (known == 0) {
                         s.state = STUB_DIRTY;

@@ -253,5 +253,24 @@ bad=0
 for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
 check "40 readers at once under RLIMIT_NOFILE=96: all get the original bytes ($bad did not)" test "$bad" = 0
 check "... tierd paused reading events near its fd limit" grep -q "events wait in the kernel queue" "$TL_TIERD_LOG"
+# A change made while no tierd listened (a write, then mtime set back): the
+# stub's record still says archived, size and mtime match, but ctime moved
+# past the record's, so the release checks the bytes first and refuses.
+tl_tierd_stop
+tl_tierd_start "$TL_DIR/policy.json"
+head -c 300000 /dev/urandom >"$TL_DIR/fs/a/w"
+"$TIERCTL" archive "$VIEW/w" >/dev/null
+touch -r "$TL_DIR/fs/a/w" "$TL_DIR/w.times"
+tl_tierd_stop
+sleep 0.1 # past the slack the record allows its own write
+tl_flip_byte "$TL_DIR/fs/a/w" 1000
+touch -r "$TL_DIR/w.times" "$TL_DIR/fs/a/w"
+cp "$TL_DIR/fs/a/w" "$TL_DIR/w.new"
+tl_tierd_start "$TL_DIR/policy.json"
+check "w, written while tierd was stopped, mtime set back: its record still says archived" bash -c "
+	$TIERCTL status $VIEW/w | grep -q archived && [ \$(stat -c %Y $VIEW/w) = \$(stat -c %Y $TL_DIR/w.times) ]"
+check "... its release refuses: the bytes are not the archived ones (found by the SHA-256)" bash -c "
+	! $TIERCTL release $VIEW/w 2>$TL_DIR/w.err && grep -q 'found by its SHA-256' $TL_DIR/w.err"
+check "... and the new bytes are there" cmp "$VIEW/w" "$TL_DIR/w.new"
 check "SIGTERM without a holder: tierd stops for good (exit 0)" tl_tierd_stop
 tl_summary

@@ -167,7 +167,7 @@ check "status polled: TenantStatus answers within 500 ms (slowest of 10: $slow m
 beta_reads "status polled" 20
 status_answers "status polled"
 as_nobody timeout 20 "$TIERCTL" ping >"$TL_DIR/ping" 2>&1
-check "status polled: tierctl ping by uid 65534 answers (exit $?): $(cat "$TL_DIR/ping")" grep -qx "tierd answers: 3 tenant(s)" "$TL_DIR/ping"
+check "status polled: tierctl ping by uid 65534 answers (exit $?): $(cat "$TL_DIR/ping")" grep -qx "tierd answers: 4 tenant(s)" "$TL_DIR/ping"
 kill "${POLLERS[@]}" 2>/dev/null
 wait "${POLLERS[@]}" 2>/dev/null
 check "status: tierd still runs" kill -0 "$TIERD"

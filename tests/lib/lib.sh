@@ -156,3 +156,12 @@ tl_cleanup() {
 
 # Bytes of a file backed by data (holes and xattr blocks not counted).
 tl_allocated() { "$BUILD/tests/data-bytes" "$1"; }
+
+# tl_flip_byte FILE OFFSET: changes the byte at OFFSET (XOR 0x5a, so it
+# always differs from what was there), in place, nothing else.
+tl_flip_byte() {
+	local old
+	old=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	[ -n "$old" ] || return 1
+	printf "$(printf '\\%03o' $((old ^ 0x5a)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
