@@ -40,33 +40,39 @@ int call_failed(const char *what, const sd_bus_error *e, int r) {
         return e && sd_bus_error_has_name(e, ERROR_ACCESS_DENIED) ? EXIT_DENIED : EXIT_FAILED;
 }
 
-/* Paths are sent absolute and with symlinks resolved: tierd resolves them
- * again inside the tenant's subvolume, refusing anything that leads out. */
-static int absolute_paths(int n, char **in, char ***ret) {
-        char **out = calloc((size_t)n + 1, sizeof(char *));
-        if (!out)
+/* The files to ask about, opened O_PATH (no symlink followed): an fd is
+ * what tierd answers about, so a caller learns only of files it reaches.
+ * names[i] is what is printed for fds[i]; a file that cannot be opened is
+ * said here and left out. */
+static int open_files(int n, char **in, int **ret_fds, char ***ret_names, int *ret_n) {
+        int *fds = calloc((size_t)n + 1, sizeof(int));
+        char **names = calloc((size_t)n + 1, sizeof(char *));
+        int k = 0, failed = 0;
+        if (!fds || !names) {
+                free(fds);
+                free(names);
                 return -ENOMEM;
+        }
         for (int i = 0; i < n; i++) {
                 int fd = open_path_no_symlinks(in[i]);
                 if (fd < 0) {
                         fprintf(stderr, "tierctl: %s: %s\n", in[i], path_error(fd));
-                        for (int j = 0; j < i; j++)
-                                free(out[j]);
-                        free(out);
-                        return fd;
+                        failed++;
+                        continue;
                 }
-                close(fd);
-                out[i] = realpath(in[i], NULL);
-                if (!out[i]) {
-                        fprintf(stderr, "tierctl: %s: %s\n", in[i], strerror(errno));
-                        for (int j = 0; j < i; j++)
-                                free(out[j]);
-                        free(out);
-                        return -errno;
+                char *name = realpath(in[i], NULL);
+                if (!name && !(name = strdup(in[i]))) {
+                        close(fd);
+                        failed++;
+                        continue;
                 }
+                fds[k] = fd;
+                names[k++] = name;
         }
-        *ret = out;
-        return 0;
+        *ret_fds = fds;
+        *ret_names = names;
+        *ret_n = k;
+        return failed;
 }
 
 static void strv_free(char **v) {
@@ -75,11 +81,16 @@ static void strv_free(char **v) {
         free(v);
 }
 
-static int call_with_paths(sd_bus *bus, const char *method, char **paths, sd_bus_message **reply, sd_bus_error *e) {
+static int call_with_fds(sd_bus *bus, const char *method, const int *fds, int n, sd_bus_message **reply,
+                         sd_bus_error *e) {
         _cleanup_(msg_unrefp) sd_bus_message *m = NULL;
         int r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER, method);
         if (r >= 0)
-                r = sd_bus_message_append_strv(m, paths);
+                r = sd_bus_message_open_container(m, 'a', "h");
+        for (int i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(m, "h", fds[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
         if (r >= 0)
                 r = sd_bus_call(bus, m, CALL_TIMEOUT_USEC, e, reply);
         return r;
@@ -120,27 +131,37 @@ static int status_files(sd_bus *bus, int n, char **argv, bool json) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
         const char *path, *err, *tenant, *state;
         uint64_t size, resident;
-        char **paths = NULL, h1[16], h2[16];
-        int r, ret = EXIT_OK, k = 0, pinned;
+        char **names = NULL, h1[16], h2[16];
+        int *fds = NULL, nfds = 0, r, ret = EXIT_OK, k = 0, i = 0, pinned;
 
-        if (absolute_paths(n, argv, &paths) < 0)
+        r = open_files(n, argv, &fds, &names, &nfds);
+        if (r < 0)
                 return EXIT_FAILED;
-        r = call_with_paths(bus, "FileStatus", paths, &reply, &e);
-        strv_free(paths);
+        if (r > 0)
+                ret = EXIT_FAILED;
+        r = nfds ? call_with_fds(bus, "FileStatusFds", fds, nfds, &reply, &e) : 0;
+        for (int j = 0; j < nfds; j++)
+                close(fds[j]);
+        free(fds);
         if (r < 0) {
-                ret = call_failed("FileStatus", &e, r);
+                ret = call_failed("FileStatusFds", &e, r);
                 sd_bus_error_free(&e);
+                strv_free(names);
                 return ret;
         }
         if (json)
                 printf("[");
         else
                 printf("%-9s %-3s %8s %8s %-12s %s\n", "STATE", "PIN", "SIZE", "LOCAL", "TENANT", "PATH");
-        r = sd_bus_message_enter_container(reply, 'a', "(ssssttb)");
-        while (r >= 0 &&
+        r = reply ? sd_bus_message_enter_container(reply, 'a', "(ssssttb)") : 0;
+        while (r > 0 && i < nfds &&
                (r = sd_bus_message_read(reply, "(ssssttb)", &path, &err, &tenant, &state, &size, &resident, &pinned)) > 0) {
+                path = names[i++]; /* as the caller named it */
                 if (*err) {
-                        fprintf(stderr, "tierctl: %s\n", err);
+                        if (*err == '/') /* it names the file already */
+                                fprintf(stderr, "tierctl: %s\n", err);
+                        else
+                                fprintf(stderr, "tierctl: %s: %s\n", path, err);
                         ret = EXIT_FAILED;
                         continue;
                 }
@@ -158,6 +179,7 @@ static int status_files(sd_bus *bus, int n, char **argv, bool json) {
         }
         if (json)
                 printf("]\n");
+        strv_free(names);
         if (r < 0)
                 return call_failed("bad reply", NULL, r);
         return ret;

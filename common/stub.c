@@ -322,9 +322,21 @@ bool stub_ctime_moved(const struct stub *s, const struct timespec *ctime) {
                (ctime->tv_sec == s->ctime_max.tv_sec && ctime->tv_nsec > s->ctime_max.tv_nsec);
 }
 
+/* fgetxattr, also on an O_PATH fd (EBADF there): through its /proc link,
+ * which leads to the very inode the fd holds. */
+static ssize_t fd_getxattr(int fd, const char *name, void *buf, size_t size) {
+        ssize_t n = fgetxattr(fd, name, buf, size);
+        if (n < 0 && errno == EBADF && fd >= 0) {
+                char proc[32];
+                snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+                n = getxattr(proc, name, buf, size);
+        }
+        return n;
+}
+
 int stub_read_fd(int fd, struct stub *ret, const char **error) {
         char buf[STUB_TEXT_MAX + 1];
-        ssize_t n = fgetxattr(fd, STUB_XATTR, buf, sizeof(buf));
+        ssize_t n = fd_getxattr(fd, STUB_XATTR, buf, sizeof(buf));
         if (n < 0) {
                 if (errno == ERANGE) {
                         *error = "stub record too long";
@@ -353,7 +365,7 @@ int stub_write_fd(int fd, const struct stub *s) {
 }
 
 int stub_pinned_fd(int fd) {
-        if (fgetxattr(fd, STUB_PIN_XATTR, NULL, 0) >= 0) /* any value */
+        if (fd_getxattr(fd, STUB_PIN_XATTR, NULL, 0) >= 0) /* any value */
                 return 1;
         return errno == ENODATA ? 0 : -errno;
 }

@@ -99,12 +99,14 @@ bool stub_is_whole(const struct stub *s);
 /* Bytes of content present locally according to the record. */
 uint64_t stub_resident_bytes(const struct stub *s);
 
-/* The xattr on an open file. stub_read returns -ENODATA for no stub. */
+/* The xattr on an open file (an O_PATH fd too, for reading).
+ * stub_read returns -ENODATA for no stub. */
 int stub_read_fd(int fd, struct stub *ret, const char **error);
 /* An archived record is written with ctime_max set from the clock. */
 int stub_write_fd(int fd, const struct stub *s);
 
-/* The pin mark on an open file: 1 pinned, 0 not, or a negative errno. */
+/* The pin mark on an open file (or O_PATH fd): 1 pinned, 0 not, or a
+ * negative errno. */
 int stub_pinned_fd(int fd);
 int stub_set_pinned_fd(int fd, bool pinned);
 

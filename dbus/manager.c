@@ -203,9 +203,27 @@ static int method_cancel_job(sd_bus_message *m, void *userdata, sd_bus_error *er
         return sd_bus_reply_method_return(m, "");
 }
 
+/* One file's status into the reply; an error goes in its message field. */
+static int append_file_status(sd_bus_message *reply, struct tierd *t, const char *name, int ref_error,
+                              const struct file_ref *f, char msg[512]) {
+        struct file_status st = { .tenant = "", .state = "" };
+        if (ref_error == 0)
+                job_file_status(t, f, &st, msg, 512);
+        _cleanup_free_ char *safe = utf8_escape(msg);
+        if (!safe)
+                return -ENOMEM;
+        return sd_bus_message_append(reply, "(ssssttb)", f->name ?: name, safe, st.tenant, st.state, st.size,
+                                     st.resident, (int)st.pinned);
+}
+
+/* By path: for root and the admin group only. Anyone else would learn,
+ * through tierd's eyes, whether a file exists behind a directory they
+ * cannot enter, and its size; they pass the files themselves
+ * (FileStatusFds), which they can only do for files they reach. */
 static int method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         struct tierd *t = userdata;
         sd_bus_message *reply = NULL;
+        sd_bus_error denied = SD_BUS_ERROR_NULL;
         char **paths = NULL;
         int r, n;
 
@@ -213,19 +231,49 @@ static int method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *e
                 return n;
         if (!paths)
                 return -ENOMEM; /* read_paths gives an array, empty or not */
+        r = bus_check_admin(t, m, &denied);
+        sd_bus_error_free(&denied);
+        if (r < 0) {
+                strv_free(paths);
+                return sd_bus_error_set(error, ERROR_ACCESS_DENIED,
+                                        "FileStatus by path is for root and the admin group: pass the files "
+                                        "themselves (FileStatusFds), as tierctl status does");
+        }
         r = array_reply_open(m, "(ssssttb)", &reply);
         for (int i = 0; r >= 0 && i < n; i++) {
-                struct file_status st = { .tenant = "", .state = "" };
                 _cleanup_(file_ref_done) struct file_ref f = {};
                 char msg[512] = "";
-                if (file_ref_from_path(t, paths[i], &f, msg, sizeof(msg)) == 0)
-                        job_file_status(t, &f, &st, msg, sizeof(msg));
-                _cleanup_free_ char *safe = utf8_escape(msg);
-                r = safe ? sd_bus_message_append(reply, "(ssssttb)", paths[i], safe, st.tenant, st.state, st.size,
-                                                 st.resident, (int)st.pinned)
-                         : -ENOMEM;
+                int k = file_ref_from_path(t, paths[i], &f, msg, sizeof(msg));
+                r = append_file_status(reply, t, paths[i], k, &f, msg);
         }
         strv_free(paths);
+        return array_reply_send(reply, r);
+}
+
+/* By fd: open to everyone, as an fd is proof the caller reached the file
+ * (an O_PATH one is enough). Nothing is opened by path. */
+static int method_file_status_fds(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        sd_bus_message *reply = NULL;
+        int r, fd, n = 0;
+        (void)error;
+
+        r = sd_bus_message_enter_container(m, 'a', "h");
+        if (r >= 0)
+                r = array_reply_open(m, "(ssssttb)", &reply);
+        while (r >= 0 && (r = sd_bus_message_read(m, "h", &fd)) > 0) {
+                _cleanup_(file_ref_done) struct file_ref f = {};
+                char msg[512] = "", name[32];
+                if (++n > MAX_PATHS) {
+                        r = -E2BIG;
+                        break;
+                }
+                snprintf(name, sizeof(name), "file #%d", n - 1);
+                int k = file_ref_from_fd(t, fd, &f, msg, sizeof(msg));
+                r = append_file_status(reply, t, name, k, &f, msg);
+        }
+        if (!reply)
+                return r;
         return array_reply_send(reply, r);
 }
 
@@ -359,6 +407,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("FileStatus", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ssssttb)", files),
                                 method_file_status, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("FileStatusFds", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("a(ssssttb)", files),
+                                method_file_status_fds, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("TenantStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssutttttttttt)", tenants),
                                 method_tenant_status, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Ping", SD_BUS_NO_ARGS, SD_BUS_RESULT("u", tenants), method_ping,

@@ -695,10 +695,13 @@ int job_file_status(struct tierd *t, const struct file_ref *f, struct file_statu
         int r;
         (void)t;
 
-        r = file_open(f, O_RDONLY, &fd, message, size);
+        /* O_PATH: nothing is opened (the status of a file never runs a
+         * driver's open or breaks a lease); the stub is read through it. */
+        r = file_open(f, O_PATH, &fd, message, size);
         if (r < 0)
                 return r;
-        fstat(fd, &st);
+        if (fstat(fd, &st) < 0)
+                return say(message, size, -errno, "%s: %m", path);
         fst->tenant = f->tn->cfg->name;
         fst->pinned = stub_pinned_fd(fd) > 0;
         r = stub_read_fd(fd, &s, &err);

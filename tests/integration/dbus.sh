@@ -74,6 +74,23 @@ chmod 755 "$TL_DIR" "$TL_DIR/views" "$TL_DIR/views/alpha"
 chmod 644 "$TL_DIR/views/alpha/f"
 as_user() { local u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@"; }
 check "anyone may read status (daemon)" as_user daemon "$TIERCTL" status "$TL_DIR/views/alpha/f"
+# A file behind a directory the caller cannot enter: tierd must not tell
+# that it exists, nor its size (it resolves paths as root).
+mkdir -m 700 "$TL_DIR/views/alpha/private"
+head -c 12345 /dev/urandom >"$TL_DIR/views/alpha/private/secret"
+check "FileStatus by path from a caller outside admin_group: AccessDenied" \
+	test "$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.FileStatus array:string:$TL_DIR/views/alpha/private/secret")" = org.tierd1.Error.AccessDenied
+as_user daemon "$TIERCTL" status --json "$TL_DIR/views/alpha/private/secret" >"$TL_DIR/secret.out" 2>"$TL_DIR/secret.err"
+rc=$?
+check "... tierctl status by that caller: exit 1, Permission denied, no size (exit $rc)" bash -c "
+	[ $rc = 1 ] && grep -q 'Permission denied' '$TL_DIR/secret.err' && ! grep -q 12345 '$TL_DIR/secret.out'"
+check "... root sees it (its size)" bash -c "$TIERCTL status --json $TL_DIR/views/alpha/private/secret | grep -q '\"size\":12345'"
+mkfifo "$TL_DIR/views/alpha/fifo"
+timeout 10 "$TIERCTL" status "$TL_DIR/views/alpha/fifo" 2>"$TL_DIR/fifo.err" >/dev/null
+rc=$?
+check "... a FIFO: exit 1, not a regular file (nothing waited on it: exit $rc)" bash -c "
+	[ $rc = 1 ] && grep -q 'not a regular file' '$TL_DIR/fifo.err'"
+rm -rf "$TL_DIR/views/alpha/fifo" "$TL_DIR/views/alpha/private"
 check "a caller outside admin_group gets org.tierd1.Error.AccessDenied" \
 	test "$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.ArchivePaths array:string:$TL_DIR/views/alpha/f")" = org.tierd1.Error.AccessDenied
 check "... and nothing changed" test "$("$TIERCTL" status --json "$TL_DIR/views/alpha/f" | grep -o '"state":"[a-z]*"')" = '"state":"resident"'
