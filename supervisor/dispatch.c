@@ -592,7 +592,12 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep) {
                 tenant_set_last_error(f->tenant, "%s of %s [%llu, %llu) failed: %s",
                                       fl->verify ? "verification" : "fill", req->msg.key,
                                       (unsigned long long)fl->start, (unsigned long long)fl->end, strerror(-r));
-                if (r == -EBADMSG) {
+                /* A whole-file check failed: the worker punched the file
+                 * back, and the record says so. A ranged fill whose chunk
+                 * did not match wrote nothing wrong (chunks are checked
+                 * before they are written): the ranges readers were given
+                 * stay recorded and on disk. */
+                if (r == -EBADMSG && (fl->verify || fl->whole_verified)) {
                         file_record_verify_failure(f);
                         range_set_clear(&f->unverified); /* punched back with the rest */
                 }

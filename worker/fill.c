@@ -24,6 +24,7 @@ struct fill_sink {
         int fd;
         uint64_t pos;
         EVP_MD_CTX *md; /* set for whole-file fills */
+        uint64_t hole_end; /* [a zero run's start, hole_end) is known to be a hole */
 };
 
 static bool all_zero(const uint8_t *p, size_t n) {
@@ -47,9 +48,36 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off) {
         return 0;
 }
 
-/* Writes data at the sink's position, skipping whole zero blocks: serve_fill
- * punched the range first, so they read as zeros, and a sparse file stays
- * sparse. */
+/* Whole zero blocks [off, off+len) read as zeros: a hole already (the
+ * usual case, a released range: one SEEK_DATA tells for all that follow),
+ * else punched, else written. Never a punch of bytes that are not zeros in
+ * the object: a reader may be reading them right now. */
+static int zero_blocks(struct fill_sink *s, uint64_t off, uint64_t len) {
+        if (off + len <= s->hole_end)
+                return 0;
+        off_t data = lseek(s->fd, (off_t)off, SEEK_DATA);
+        if (data < 0 && errno == ENXIO)
+                data = INT64_MAX; /* nothing but holes from off on */
+        if (data >= 0 && (uint64_t)data >= off) {
+                s->hole_end = (uint64_t)data;
+                if (off + len <= s->hole_end)
+                        return 0;
+        }
+        if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+                return 0;
+        if (errno != EOPNOTSUPP)
+                return -errno;
+        static const uint8_t zeros[BLOCK];
+        for (uint64_t at = off; at < off + len; at += BLOCK) {
+                int r = pwrite_all(s->fd, zeros, BLOCK, at);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Writes data at the sink's position, a whole zero block as a hole, so a
+ * sparse file stays sparse. */
 static int fill_sink_write(void *ctx, const void *data, size_t n) {
         struct fill_sink *s = ctx;
         const uint8_t *p = data;
@@ -63,7 +91,13 @@ static int fill_sink_write(void *ctx, const void *data, size_t n) {
                 size_t len = MIN(n - done, (size_t)(BLOCK - off % BLOCK));
                 size_t run = 0;
                 if (len == BLOCK && all_zero(p + done, len)) {
-                        done += len;
+                        /* Consecutive zero blocks: one run. */
+                        while (done + run + BLOCK <= n && all_zero(p + done + run, BLOCK))
+                                run += BLOCK;
+                        int r = zero_blocks(s, off, run);
+                        if (r < 0)
+                                return r;
+                        done += run;
                         continue;
                 }
                 /* Coalesce consecutive blocks that carry data into one write. */
@@ -146,11 +180,9 @@ static int serve_fill(struct backend *b, struct manifest_cache *mcache, const st
         if ((r = test_hook(req, fd)) <= 0)
                 return r;
 #endif
-        /* Whatever a failed fill left in the range goes first: the zero
-         * blocks skipped below must read as zeros, not as its leftovers. */
-        if (req->length > 0 && fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)req->offset,
-                                         (off_t)req->length) < 0 && errno != EOPNOTSUPP)
-                return -errno;
+        /* Nothing is punched first: the range may hold bytes a reader was
+         * given (a range the record dropped); every byte is written over
+         * with the object's, zero blocks included (fill_sink_write). */
         if (req->flags & PROTO_FILL_WHOLE) {
                 if (req->offset != 0 || req->length != req->size)
                         return -EINVAL;

@@ -112,6 +112,33 @@ check_fails "an object of another size: not released either" "$TIERCTL" release 
 mv "$TL_DIR/held" "$OBJ"
 check "the object back: released" "$TIERCTL" release "$V/g"
 check "... and it reads back" cmp "$V/g" "$TL_DIR/g.orig"
+# A range once given to a reader stays readable: a failed fill of another
+# range (its chunk does not match the manifest) leaves the stub's record of
+# the first as it is, and no later fill punches bytes before fetching them
+# (a reader allowed into a range must never meet holes there).
+head -c $((8 << 20)) /dev/urandom >"$TL_DIR/r.orig"
+cp "$TL_DIR/r.orig" "$V/r"
+"$TIERCTL" archive "$V/r" >/dev/null && "$TIERCTL" release "$V/r" >/dev/null
+"$PREAD" "$V/r" 0 4096 >/dev/null
+ranges_of_r() { getfattr -n security.tierd --only-values "$TL_DIR/fs/web/r" 2>/dev/null | sed -n 's/^ranges=//p'; }
+R0=$(ranges_of_r)
+check "r: a read of its first chunk fills it (ranges $R0)" bash -c "[[ '$R0' == 0+* ]]"
+echo wrongbytes >"$CONTROL"
+timeout 120 "$PREAD" "$V/r" $((4 << 20)) 4096 >/dev/null 2>"$TL_DIR/r.err"
+rc=$?
+echo none >"$CONTROL"
+check "r: a read of another chunk whose bytes are wrong gets EIO (exit $rc)" bash -c "[ $rc = 1 ] && grep -q 'Input/output error' '$TL_DIR/r.err'"
+check "... the first chunk is still recorded as present (ranges $(ranges_of_r))" test "$(ranges_of_r)" = "$R0"
+has_data_at() { python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY|os.O_NONBLOCK); sys.exit(0 if os.lseek(fd, int(sys.argv[2]), os.SEEK_DATA) == int(sys.argv[2]) else 1)" "$@"; }
+echo 'stall 1' >"$CONTROL"
+"$PREAD" "$V/r" 8192 4096 >"$TL_DIR/r.read" 2>&1 &
+READER=$!
+sleep 1
+check "... read again, its bytes stay on disk throughout (never punched to be fetched again)" has_data_at "$TL_DIR/fs/web/r" 8192
+wait "$READER"
+echo none >"$CONTROL"
+check "... and the reader gets them" bash -c "cmp <(dd if=$TL_DIR/r.orig bs=4096 skip=2 count=1 status=none) $TL_DIR/r.read"
+
 # An upload never replaces or removes an object another file depends on.
 # a and b hold the same 64 MiB; a is archived and released (its bytes live
 # only under their key). b's archive is told the key is missing (head404:
