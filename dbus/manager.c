@@ -381,6 +381,16 @@ static int method_set_tenant_policy(sd_bus_message *m, void *userdata, sd_bus_er
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_TENANT, "no tenant named \"%.64s\" in the policy", name);
         if ((r = bus_check_admin(t, m, error)) < 0)
                 return r;
+        const char *key = policy_patch_root_only_key(settings);
+        if (key) {
+                sd_bus_error not_root = SD_BUS_ERROR_NULL;
+                r = bus_check_root(m, &not_root);
+                sd_bus_error_free(&not_root);
+                if (r < 0)
+                        return sd_bus_error_setf(error, ERROR_ACCESS_DENIED,
+                                                 "only root may set \"%s\": it says where the tenant's data goes, "
+                                                 "which secret it uses or who else sees it", key);
+        }
         r = tierd_set_tenant_policy(t, name, settings, &why);
         if (r < 0)
                 return policy_error(error, r, why);

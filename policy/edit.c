@@ -91,3 +91,46 @@ int policy_edit_tenant(const char *text, size_t len, const char *origin, const c
                 return -ENOMEM;
         return 0;
 }
+
+/* Where a tenant's data goes (the store and how it is reached), which
+ * secret or key it uses, and who else may see it (containers): only root
+ * changes these at run time, not the admin group. */
+static const char *const root_only_keys[] = {
+        "backend", "endpoint", "region", "addressing", "credentials", "ca_file", "sse", "kms_key_id", "headers",
+        "namespaces", "containers", "subvolume", "mount",
+};
+
+const char *policy_patch_root_only_key(const char *patch) {
+        _cleanup_json_ json_object *changes = NULL;
+        _cleanup_free_ char *why = NULL, *dup = NULL;
+        if (json_parse_strict(patch, strlen(patch), &changes, &why, &dup) < 0 ||
+            !json_object_is_type(changes, json_type_object))
+                return NULL; /* refused as invalid anyway, by anyone */
+        for (size_t i = 0; i < ARRAY_SIZE(root_only_keys); i++)
+                if (json_object_object_get_ex(changes, root_only_keys[i], NULL))
+                        return root_only_keys[i];
+        return NULL;
+}
+
+char *policy_patch_keys(const char *patch) {
+        _cleanup_json_ json_object *changes = NULL;
+        _cleanup_free_ char *why = NULL, *dup = NULL;
+        char *out = NULL;
+        size_t size = 0;
+        if (json_parse_strict(patch, strlen(patch), &changes, &why, &dup) < 0 ||
+            !json_object_is_type(changes, json_type_object))
+                return strdup("");
+        FILE *f = open_memstream(&out, &size);
+        if (!f)
+                return NULL;
+        const char *sep = "";
+        json_object_object_foreach(changes, k, v) {
+                fprintf(f, "%s%s%s", sep, k, v ? "" : " removed");
+                sep = ", ";
+        }
+        if (fclose(f) != 0) {
+                free(out);
+                return NULL;
+        }
+        return out;
+}

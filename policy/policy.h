@@ -89,6 +89,13 @@ int policy_read_file(const char *path, char **ret, size_t *ret_len, char **error
  * why (malloc'd). policy/edit.c. */
 int policy_edit_tenant(const char *text, size_t len, const char *origin, const char *tenant, const char *patch,
                        char **ret_text, char **error);
+/* The first key of patch (SetTenantPolicy's JSON) that only root may set
+ * (where data goes, which secret is used, which containers see it), or
+ * NULL. policy/edit.c. */
+const char *policy_patch_root_only_key(const char *patch);
+/* The keys patch sets, "a, b removed" (no value: values may be secrets);
+ * malloc'd, NULL without memory. */
+char *policy_patch_keys(const char *patch);
 void policy_free(struct policy *p);
 const struct policy_tenant *policy_find_tenant(const struct policy *p, const char *name);
 /* May a container attach the tenant's view? Inside Kubernetes (k8s_namespace

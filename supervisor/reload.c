@@ -214,7 +214,10 @@ int tierd_set_tenant_policy(struct tierd *t, const char *tenant, const char *pat
         }
         t->policy_hash = text_hash(edited, strlen(edited));
         r = apply_policy(t, np, error);
-        if (r == 0)
-                log_info("tenant %s: policy set (%s), written to %s", tenant, patch, t->policy_path);
+        if (r == 0) {
+                /* The keys only: a value may be a secret (a header). */
+                _cleanup_free_ char *keys = policy_patch_keys(patch);
+                log_info("tenant %s: policy set (%s), written to %s", tenant, keys ?: "?", t->policy_path);
+        }
         return r;
 }

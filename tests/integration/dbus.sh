@@ -291,6 +291,23 @@ check "an unknown tenant: NoSuchTenant" test "$(set_err nosuch '{"chunk": 1}')" 
 check "from outside admin_group: AccessDenied" \
 	test "$(as_user daemon bash -c "$(declare -f dbus_err set_err); SEND='$SEND'; set_err alpha '{\"chunk\": 1}'")" = org.tierd1.Error.AccessDenied
 check "... none of these changed the file" cmp "$POLICY" "$TL_DIR/policy.before"
+# The admin group tunes a tenant; only root says where its data goes, which
+# secret it uses or which containers see it.
+for kv in 'endpoint=http://127.0.0.1:1' 'backend=file:///tmp/elsewhere' 'credentials=/etc/shadow' \
+	'headers={"X-Leak":"@/etc/shadow"}' 'containers=["*"]'; do
+	key=${kv%%=*}
+	as_user nobody "$TIERCTL" tenant set alpha "$kv" >/dev/null 2>"$TL_DIR/rootonly.err"
+	rc=$?
+	check "an admin_group member (nobody) sets $key: refused, only root (exit $rc)" bash -c "
+		[ $rc = 3 ] && grep -q 'only root may set \"$key\"' '$TL_DIR/rootonly.err'"
+done
+check "... none of these changed the file" cmp "$POLICY" "$TL_DIR/policy.before"
+check "... while the same member may still tune it (readahead)" as_user nobody "$TIERCTL" tenant set alpha readahead=2M
+check "root sets a header with a secret value" "$TIERCTL" tenant set alpha 'headers={"X-Token":"s3cr3t-d0-not-log"}'
+check "... the log names the key, never the value" bash -c "
+	grep -q 'policy set (headers)' '$TL_TIERD_LOG' && ! grep -q 's3cr3t-d0-not-log' '$TL_TIERD_LOG'"
+"$TIERCTL" tenant set alpha headers=null readahead=4M >/dev/null
+cp "$POLICY" "$TL_DIR/policy.before"
 mount --bind -o ro "$TL_DIR/etc" "$TL_DIR/etc"
 check "a read-only policy (as a ConfigMap): org.tierd1.Error.ReadOnlyPolicy" \
 	test "$(set_err alpha '{"chunk": 524288}')" = org.tierd1.Error.ReadOnlyPolicy
