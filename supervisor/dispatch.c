@@ -73,6 +73,7 @@ struct idle_callback {
 
 struct tfile {
         struct tfile *next;
+        struct inode_attrs attrs; /* as its owner last set them, before our fills */
         struct idle_callback *idle; /* to run once nothing is in flight */
         struct tiered_fs *fs;
         struct tenant *tenant;
@@ -124,25 +125,42 @@ static void waiter_finish(struct tfile *f, struct waiter *w, int error) {
         free(w);
 }
 
-int stub_put_back_attrs(int fd, const struct stub *s, bool whole) {
+int inode_attrs_read(int fd, struct inode_attrs *a) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        a->mode = st.st_mode;
+        ssize_t n = fgetxattr(fd, "security.capability", a->fcaps, sizeof(a->fcaps));
+        if (n < 0 && errno != ENODATA && errno != ERANGE)
+                return -errno;
+        a->fcaps_len = n > 0 ? (size_t)n : 0; /* ERANGE: too long to be ours to keep */
+        return 0;
+}
+
+int put_back_attrs(int fd, const struct inode_attrs *a, const struct timespec *mtime, bool whole) {
         struct timespec ts[2];
         struct stat st;
 
-        if (whole && s->fcaps_len > 0 &&
-            fsetxattr(fd, "security.capability", s->fcaps, s->fcaps_len, 0) < 0)
+        if (whole && a->fcaps_len > 0 && fsetxattr(fd, "security.capability", a->fcaps, a->fcaps_len, 0) < 0)
                 return log_error_errno(errno, "cannot put back file capabilities: %m");
         if (fstat(fd, &st) < 0)
                 return -errno;
-        if ((st.st_mode & 07777) != (s->mode & 07777) && fchmod(fd, s->mode & 07777) < 0)
+        if ((st.st_mode & 07777) != (a->mode & 07777) && fchmod(fd, a->mode & 07777) < 0)
                 return log_error_errno(errno, "cannot put back mode: %m");
         /* Both times: setting mtime alone is reported as FAN_MODIFY, with no
          * mount to tell it was ours (the private mount's ignore mark does not
          * apply), and would mark the file dirty. Both is FAN_ATTRIB. */
         ts[0] = st.st_atim;
-        ts[1] = s->mtime;
+        ts[1] = *mtime;
         if (futimens(fd, ts) < 0)
                 return log_error_errno(errno, "cannot put back mtime: %m");
         return 0;
+}
+
+int stub_put_back_attrs(int fd, const struct stub *s, bool whole) {
+        struct inode_attrs a = { .mode = s->mode, .fcaps_len = s->fcaps_len };
+        memcpy(a.fcaps, s->fcaps, s->fcaps_len);
+        return put_back_attrs(fd, &a, &s->mtime, whole);
 }
 
 static int file_handle_of(int fd, struct file_handle *fh) {
@@ -208,6 +226,15 @@ static int file_get(struct tenant *tn, int any_fd, struct tfile **ret) {
                         return log_error_errno(r, "tenant %s: its subvolume %s is gone (deleted?): its readers get EIO",
                                                tn->cfg->name, tn->cfg->subvolume);
                 return log_error_errno(r, "tenant %s: cannot open a fill fd: %m", tn->cfg->name);
+        }
+        /* Before any fill of ours strips setuid bits and capabilities: what
+         * goes back after, rather than the stub's record of the archive (a
+         * chmod u-s or setcap -r since must hold). */
+        r = inode_attrs_read(f->fd, &f->attrs);
+        if (r < 0) {
+                close(f->fd);
+                free(f);
+                return log_error_errno(r, "tenant %s: cannot read a file's mode: %m", tn->cfg->name);
         }
         t->fds_in_flight++;
         f->fs = tn->fs;
@@ -513,7 +540,7 @@ static int file_record_fill(struct tfile *f, const struct fill *fl) {
         }
         /* Mode and times first: an archived record is written last, as
          * its ctime_max says nothing changed the file after it. */
-        r = stub_put_back_attrs(f->fd, &s, s.state == STUB_ARCHIVED);
+        r = put_back_attrs(f->fd, &f->attrs, &s.mtime, s.state == STUB_ARCHIVED);
         if (r < 0)
                 return r;
         r = tally_stub_write(f->tenant, f->fd, &s);
@@ -537,7 +564,7 @@ static void file_record_verify_failure(struct tfile *f) {
                 return;
         s.state = STUB_RELEASED;
         range_set_clear(&s.populated);
-        if (tally_stub_write(f->tenant, f->fd, &s) < 0 || stub_put_back_attrs(f->fd, &s, false) < 0)
+        if (tally_stub_write(f->tenant, f->fd, &s) < 0 || put_back_attrs(f->fd, &f->attrs, &s.mtime, false) < 0)
                 log_error("tenant %s: cannot reset the stub of a file that failed verification", f->tenant->cfg->name);
 }
 

@@ -38,5 +38,15 @@ void dispatch_quota_retry(struct tenant *tn);
 bool dispatch_idle(struct tierd *t);
 
 /* Fills and punches change mtime and clear setuid bits and file
- * capabilities: put back what the stub recorded. */
+ * capabilities. What goes back is what the inode had just before (read
+ * with inode_attrs_read), so a chmod u-s or setcap -r made after the
+ * archive holds; mtime is the stub's. stub_put_back_attrs puts back the
+ * stub's own record (a stub tierd makes, as an import does). */
+struct inode_attrs {
+        mode_t mode;
+        uint8_t fcaps[STUB_FCAPS_MAX];
+        size_t fcaps_len;
+};
+int inode_attrs_read(int fd, struct inode_attrs *a);
+int put_back_attrs(int fd, const struct inode_attrs *a, const struct timespec *mtime, bool whole);
 int stub_put_back_attrs(int fd, const struct stub *s, bool whole);

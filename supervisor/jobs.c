@@ -516,6 +516,11 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
                                 "bytes are checked against the archived SHA-256 first", path);
                 }
         }
+        /* The mode and capabilities as they are now (a chmod u-s since the
+         * archive holds), to put back after the punch strips them. */
+        struct inode_attrs attrs = {};
+        if (r == 0 && (r = inode_attrs_read(fd, &attrs)) < 0)
+                say(message, size, r, "%s: cannot read its mode: %s", path, strerror(-r));
         /* 4. Record "released" before punching: if tierd dies in between, the
          *    next read fills the (still present) bytes again from the store;
          *    the other order would leave holes under a stub saying archived. */
@@ -538,7 +543,7 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
         }
         /* The punch changed mtime and may have cleared setuid bits and caps. */
         if (r == 0)
-                r = stub_put_back_attrs(fd, &s, true);
+                r = put_back_attrs(fd, &attrs, &s.mtime, true);
         if (fcntl(fd, F_SETLEASE, F_UNLCK) < 0)
                 log_warning("%s: cannot drop the lease: %m", path);
         if (check && (known = content_check(tn, fd, &st, &s)) < 0)
