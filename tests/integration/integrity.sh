@@ -8,6 +8,7 @@ source "$(dirname "$0")/../lib/lib.sh"
 tl_init
 echo "# integrity: chunk manifests (btrfs, file:// store)"
 TIERCTL=$BUILD/tierctl
+PREAD=$BUILD/tests/pread-at
 FS=$TL_DIR/fs V=$TL_DIR/views/alpha STORE=$TL_DIR/store ORIG=$TL_DIR/orig
 mkdir -p "$STORE" "$ORIG"
 tl_loopfs btrfs 1G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
@@ -35,6 +36,39 @@ cp "$MAN" "$TL_DIR/man.good"
 release() { "$TIERCTL" release "$@" >/dev/null; }
 read4k() { dd if="$1" bs=4096 skip=$(($2 / 4096)) count=1 status=none 2>/dev/null; }
 same4k() { cmp -s <(read4k "$1" "$3") <(read4k "$2" "$3"); }
+# eio_at FILE OFFSET: a 4 KiB pread at OFFSET fails with EIO (pread-at exits
+# 1 and prints it; a hang ends as timeout's 124) within 30 s, no byte read.
+eio_at() {
+	local t0 rc ms
+	t0=$(date +%s%N)
+	timeout 120 "$PREAD" "$1" "$2" 4096 >"$TL_DIR/got" 2>"$TL_DIR/got.err"
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ $rc = 1 ] && grep -q "Input/output error" "$TL_DIR/got.err" && [ ! -s "$TL_DIR/got" ] && [ $ms -le 30000 ] && return 0
+	echo "# pread $1 at $2: rc $rc after $ms ms, $(wc -c <"$TL_DIR/got") bytes: $(cat "$TL_DIR/got.err")"
+	return 1
+}
+# cat_eio FILE ORIGINAL: cat of the whole file fails with EIO (exit 1, not
+# a hang) within 30 s, and what it gave before the error is the original's
+# first bytes, never a corrupted one.
+cat_eio() {
+	local t0 rc ms n
+	t0=$(date +%s%N)
+	timeout 120 cat "$1" >"$TL_DIR/got" 2>"$TL_DIR/got.err"
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	n=$(stat -c %s "$TL_DIR/got")
+	[ $rc = 1 ] && grep -q "Input/output error" "$TL_DIR/got.err" && [ $ms -le 30000 ] &&
+		[ "$n" -lt "$(stat -c %s "$2")" ] && cmp -s -n "$n" "$TL_DIR/got" "$2" && return 0
+	echo "# cat $1: rc $rc after $ms ms, $n bytes ($(cmp -s -n "$n" "$TL_DIR/got" "$2" && echo right || echo wrong)): $(cat "$TL_DIR/got.err")"
+	return 1
+}
+# differs_at GOOD FILE OFFSET: FILE differs from GOOD in the byte at OFFSET
+# and nowhere else (the corruption happened, and only it).
+differs_at() {
+	local d; d=$(cmp -l "$1" "$2" | awk '{ print $1 - 1 }' | tr '\n' ' ')
+	[ "$d" = "$3 " ] || { echo "# $2 differs from $1 at: '$d'"; return 1; }
+}
 
 release "$V/a"
 check "a 4 KiB read in the middle reads right (verified)" same4k "$V/a" "$ORIG/a" $((5 << 20))
@@ -43,9 +77,9 @@ check "... and only its chunk came back" test "$("$BUILD/tests/data-bytes" "$V/a
 # One byte of the stored object corrupted, in chunk 6.
 release "$V/a"
 AT=$(( (6 << 20) + RANDOM * 16 ))
-printf '\xff' | dd of="$OBJ" bs=1 seek=$AT conv=notrunc status=none
-cmp -s "$OBJ" "$TL_DIR/obj.good" || true
-check "a read of the corrupted chunk gets EIO" bash -c "! dd if='$V/a' of=/dev/null bs=4096 skip=$((AT / 4096)) count=1 status=none"
+tl_flip_byte "$OBJ" $AT
+check "the stored object is corrupted: one byte differs (at $AT)" differs_at "$TL_DIR/obj.good" "$OBJ" $AT
+check "a read of the corrupted chunk gets EIO" eio_at "$V/a" $((AT / 4096 * 4096))
 check "... a read of another chunk of the file reads right" same4k "$V/a" "$ORIG/a" $((2 << 20))
 check "... nothing of the bad chunk was written" test "$("$BUILD/tests/data-bytes" "$V/a")" -le $((1 << 20))
 check "... the log names the object and the chunk" grep -q "chunk 6 .*does not match its manifest" "$TL_DIR/tierd.log"
@@ -55,7 +89,8 @@ check "repaired: the same read succeeds, right" same4k "$V/a" "$ORIG/a" $AT
 # The worker keeps verified manifest parts: a manifest corrupted after
 # them does not matter to it...
 release "$V/a"
-printf 'X' | dd of="$MAN" bs=1 seek=100 conv=notrunc status=none
+tl_flip_byte "$MAN" 100
+check "the stored manifest is corrupted: one byte differs (at 100)" differs_at "$TL_DIR/man.good" "$MAN" 100
 check "verified manifest parts are cached: a corrupted manifest behind them is not read again" \
 	same4k "$V/a" "$ORIG/a" $((3 << 20))
 # ... but a new worker (cold cache) sees it: every read fails, nothing written.
@@ -63,7 +98,7 @@ W=$(pgrep -P "$TL_TIERD_PID" tierd-worker)
 kill -KILL $W
 for _ in $(seq 50); do N=$(pgrep -P "$TL_TIERD_PID" tierd-worker); [ -n "$N" ] && [ "$N" != "$W" ] && break; sleep 0.1; done
 release "$V/a"
-check "a corrupted manifest: reads get EIO" bash -c "! dd if='$V/a' of=/dev/null bs=4096 count=1 status=none"
+check "a corrupted manifest: reads get EIO" eio_at "$V/a" 0
 check "... nothing written" test "$("$BUILD/tests/data-bytes" "$V/a")" = 0
 cp "$TL_DIR/man.good" "$MAN"
 
@@ -71,8 +106,9 @@ cp "$TL_DIR/man.good" "$MAN"
 release "$V/a" "$V/b"
 cp "$OBJ" "$TL_DIR/a.obj"
 cp "$(obj_of "$V/b")" "$OBJ"
-check "an object swapped for another of the same length: EIO" \
-	bash -c "! dd if='$V/a' of=/dev/null bs=4096 skip=256 count=1 status=none"
+check "the object swapped: a's object now differs from its good copy, same length" \
+	bash -c "cmp -s '$TL_DIR/obj.good' '$OBJ'; [ \$? = 1 ] && [ \$(stat -c %s '$OBJ') = \$(stat -c %s '$TL_DIR/obj.good') ]"
+check "an object swapped for another of the same length: EIO" eio_at "$V/a" $((256 * 4096))
 cp "$TL_DIR/a.obj" "$OBJ"
 check "... put back: every byte right" cmp "$V/a" "$ORIG/a"
 release "$V/small"
@@ -109,8 +145,9 @@ check "... a read of another chunk completes it, verified whole, every byte righ
 	bash -c "cmp '$V/a' '$ORIG/a' && getfattr -n security.tierd --only-values '$V/a' | grep -qx state=archived"
 "$TIERCTL" archive --rehash "$V/a" >/dev/null
 partial_no_manifest "$V/a"
-printf '\xff' | dd of="$OBJ" bs=1 seek=$(( (7 << 20) + 5 )) conv=notrunc status=none
-check "... with a corrupted object: EIO, never its bytes" bash -c "! cat '$V/a' >/dev/null 2>&1"
+tl_flip_byte "$OBJ" $(((7 << 20) + 5))
+check "... the object corrupted: one byte differs (at $(((7 << 20) + 5)))" differs_at "$TL_DIR/obj.good" "$OBJ" $(((7 << 20) + 5))
+check "... with a corrupted object: cat gets EIO, never its bytes" cat_eio "$V/a" "$ORIG/a"
 check "... and the file is released again, nothing of it kept" \
 	bash -c "getfattr -n security.tierd --only-values '$V/a' | grep -qx state=released && [ \$('$BUILD/tests/data-bytes' '$V/a') = 0 ]"
 cp "$TL_DIR/obj.good" "$OBJ"

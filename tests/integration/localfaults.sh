@@ -72,6 +72,19 @@ read_fails() {
 	else echo "# $1: rc $rc: $(cat "$TL_DIR/got.err")"; fi
 	return 1
 }
+# cat_fails TEXT FILE ORIGINAL: cat of the whole file fails with TEXT (cat
+# exits 1 and prints it; a hang ends as timeout's 124) within 30 s, and what
+# it returned before the error are the file's own bytes, never zeros.
+cat_fails() {
+	local text=$1 rc n
+	timeout 30 cat "$2" >"$TL_DIR/got" 2>"$TL_DIR/got.err"
+	rc=$?
+	n=$(stat -c %s "$TL_DIR/got")
+	[ $rc = 1 ] && grep -q "$text" "$TL_DIR/got.err" && [ "$n" -lt "$(stat -c %s "$3")" ] &&
+		cmp -s -n "$n" "$TL_DIR/got" "$3" && return 0
+	echo "# cat $2: rc $rc, $n bytes ($(cmp -s -n "$n" "$TL_DIR/got" "$3" && echo right || echo wrong)): $(cat "$TL_DIR/got.err")"
+	return 1
+}
 # reads_right FILE ORIGINAL OFFSET LENGTH
 reads_right() {
 	cmp <(timeout 30 "$PREAD" "$1" "$3" "$4") <("$PREAD" "$2" "$3" "$4")
@@ -97,14 +110,17 @@ fill_up() {
 		sync
 	done
 	# kept: a partly written probe freed again could leave room for a fill
-	! dd if=/dev/zero of="$FS2/filler-probe" bs=1M count=1 conv=fsync status=none 2>/dev/null
+	! dd if=/dev/zero of="$FS2/filler-probe" bs=1M count=1 conv=fsync status=none 2>"$TL_DIR/probe.err" &&
+		grep -q "No space left on device" "$TL_DIR/probe.err" ||
+		{ echo "# the 1 MiB probe write: $(cat "$TL_DIR/probe.err")"; return 1; }
 }
-check "tight: the filesystem is full (a 1 MiB write fails)" fill_up
+check "tight: the filesystem is full (a 1 MiB write fails with ENOSPC)" fill_up
 L=$(log_mark)
 check "tight: a read of a released range on the full filesystem gets ENOSPC" \
 	read_fails "No space left on device" "$VT/big" $((32 << 20)) 4096
 echo "# tight: the reader saw: $(cat "$TL_DIR/got.err"); tierd logged: $(log_since "$L" | tr '\n' '|' | cut -c1-400)"
-check "tight: ... a whole-file read fails too, no zeros" bash -c "! timeout 30 cat $VT/big >/dev/null 2>&1"
+check "tight: ... a whole-file read (cat) gets ENOSPC too, no zeros" \
+	cat_fails "No space left on device" "$VT/big" "$ORIG/big"
 check "tight: ... the file is still released or partial" released_or_partial "$VT/big"
 check "tight: ... tierd is still serving" bash -c "kill -0 $TL_TIERD_PID && timeout 10 $TIERCTL status >/dev/null"
 rm -f "$FS2"/filler*
@@ -125,7 +141,8 @@ check "snapshot: a read of a released range (ranged restore) gets EIO, not zeros
 	read_fails "Input/output error" "$FS/snap/snapbig" $((2 << 20)) 4096
 check "snapshot: a read of a small released file (whole restore) gets EIO, not zeros" \
 	read_fails "Input/output error" "$FS/snap/snapsmall" 0 4096
-check "snapshot: ... cat of the whole file fails, no zeros" bash -c "! timeout 30 cat $FS/snap/snapbig >/dev/null 2>&1"
+check "snapshot: ... cat of the whole file gets EIO, no zeros" \
+	cat_fails "Input/output error" "$FS/snap/snapbig" "$ORIG/snapbig"
 check "snapshot: ... nothing in the snapshot's files changed" bash -c "$(declare -f fileprint unchanged); BUILD=$BUILD; unchanged $FS/snap/snapbig '$PB' && unchanged $FS/snap/snapsmall '$PS'"
 echo "# snapshot: tierd logged: $(log_since "$L" | tr '\n' '|' | cut -c1-400)"
 check "snapshot: ... the live files still read right" bash -c "cmp $VA/snapbig $ORIG/snapbig && cmp $VA/snapsmall $ORIG/snapsmall"
@@ -274,7 +291,8 @@ check "load: ... each round went through tierd ($((F1 - F0)) fills, at least $NS
 check "load: ... the same worker served throughout (no crash)" test "$(worker_pid alpha)" = "$WPID"
 check "load: tierd's memory flat (VmRSS $T_RSS0 -> $T_RSS1 KiB, at most +20%)" test "$T_RSS1" -le $((T_RSS0 * 12 / 10))
 check "load: the worker's memory flat (VmRSS $W_RSS0 -> $W_RSS1 KiB, at most +20%)" test "$W_RSS1" -le $((W_RSS0 * 12 / 10))
-check "load: ... and nonzero figures (the processes were measured)" test "$T_RSS0" -gt 0 -a "$W_RSS0" -gt 0
+check "load: ... and nonzero figures (the processes were measured, before and after)" \
+	test "$T_RSS0" -gt 0 -a "$W_RSS0" -gt 0 -a "$T_RSS1" -gt 0 -a "$W_RSS1" -gt 0
 
 check "tierd stops cleanly" tl_tierd_stop
 tl_summary

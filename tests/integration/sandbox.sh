@@ -56,8 +56,31 @@ check "tierd (test-hook build) starts" tl_tierd_start "$TL_DIR/policy.json" || {
 
 worker_of() { "$TIERCTL" status --json | grep -o "\"name\":\"$1\"[^}]*}" | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
 status_field() { sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status"; }
+# alive PID: a running process whose /proc entry reads. The checks of /proc
+# below start with it: a missing process must fail them, not pass for
+# want of anything to read.
+alive() {
+	[ "${1:-0}" -gt 1 ] && kill -0 "$1" && grep -q '^Pid:' "/proc/$1/status" ||
+		{ echo "# process '${1:-}' is gone or its /proc entry unreadable"; return 1; }
+}
+# eio_read FILE OFFSET LENGTH: one pread under timeout 120 (a hang ends as
+# 124); sets RC and MS (how long it took), keeps what it read and said.
+eio_read() {
+	local t0; t0=$(date +%s%N)
+	timeout 120 "$BUILD/tests/pread-at" "$@" >"$TL_DIR/eio.out" 2>"$TL_DIR/eio.err"
+	RC=$?
+	MS=$((($(date +%s%N) - t0) / 1000000))
+}
+# got_eio LIMIT: that read failed with EIO (pread-at exits 1 and prints the
+# error; not a hang's 124), returned no byte, within LIMIT seconds.
+got_eio() {
+	[ "${RC:-}" = 1 ] && grep -q "Input/output error" "$TL_DIR/eio.err" && [ ! -s "$TL_DIR/eio.out" ] &&
+		[ "${MS:-999999}" -le $(($1 * 1000)) ] && return 0
+	echo "# the read: rc ${RC:-none} after ${MS:-?} ms, $(wc -c <"$TL_DIR/eio.out") bytes: $(cat "$TL_DIR/eio.err")"
+	return 1
+}
 P=$(worker_of probe) O=$(worker_of other)
-check "each tenant has a running worker ($P, $O)" test "${P:-0}" -gt 1 -a "${O:-0}" -gt 1
+check "each tenant has a running worker ($P, $O)" bash -c "$(declare -f alive); alive '$P' && alive '$O'"
 check "the probe worker runs as its own uid and gid (59100)" \
 	bash -c "[ \"\$(sed -n 's/^Uid:\t//p' /proc/$P/status)\" = \$'59100\t59100\t59100\t59100' ] && [ \"\$(sed -n 's/^Gid:\t//p' /proc/$P/status)\" = \$'59100\t59100\t59100\t59100' ]"
 check "another tenant's worker has another uid (59104)" bash -c "grep -q \$'^Uid:\t59104\t' /proc/$O/status"
@@ -65,10 +88,12 @@ check "CapEff, CapPrm, CapBnd and CapAmb are 0" \
 	bash -c "for c in CapEff CapPrm CapBnd CapAmb; do grep -q \"^\$c:[[:space:]]*0000000000000000\" /proc/$P/status || exit 1; done"
 check "NoNewPrivs is 1" test "$(status_field "$P" NoNewPrivs)" = 1
 check "Seccomp is 2 (a filter)" test "$(status_field "$P" Seccomp)" = 2
-check "no supplementary groups" test -z "$(status_field "$P" Groups)"
+check "no supplementary groups" grep -qx $'Groups:[[:space:]]*' "/proc/$P/status"
 check "its store belongs to it" test "$(stat -c %u:%g "$TL_DIR/store/probe")" = 59100:59100
-check "only the control socket, stdio and the store are open in it" \
-	bash -c "[ \$(ls /proc/$P/fd | wc -l) -le 6 ]"
+echo "# the probe worker's fds: $(ls -l "/proc/$P/fd" 2>&1 | awk 'NR > 1 { print $9 $10 $11 }' | tr '\n' ' ')"
+check "only the control socket, stdio and the store are open in it (at most 6 fds, a socket among them)" \
+	bash -c "$(declare -f alive); alive '$P' && ls /proc/$P/fd >$TL_DIR/fds && [ \$(wc -l <$TL_DIR/fds) -le 6 ] &&
+		ls -l /proc/$P/fd | grep -q ' -> socket:'"
 
 "$BUILD/tests/pread-at" "$TL_DIR/views/probe/selftest" $((O * 4096)) 4096 | tr -d '\0' >"$TL_DIR/verdict"
 sed 's/^/# worker says: /' "$TL_DIR/verdict"
@@ -77,14 +102,16 @@ check "... not even its own /proc entries" grep -q "open /proc/self/status: EACC
 check "the worker cannot connect to another port (EACCES)" grep -q "connect 127.0.0.1:22: EACCES" "$TL_DIR/verdict"
 check "it runs as uid 59100" grep -q "uid 59100" "$TL_DIR/verdict"
 
-check_fails "a worker that calls ptrace is ended: its reader gets an error" timeout 30 "$BUILD/tests/pread-at" "$TL_DIR/views/probe/ptrace" 0 4096
+eio_read "$TL_DIR/views/probe/ptrace" 0 4096
+check "a worker that calls ptrace is ended: its reader gets EIO (3 worker deaths, after $MS ms, bound 10 s)" got_eio 10
 check "... and tierd logs which call" grep -q "seccomp filter at system call 101 (ptrace)" "$TL_TIERD_LOG"
 # A file of the same tenant, read while the mount request keeps killing
 # workers: the deaths are blamed on the request alone in progress.
 head -c $((8 << 20)) /dev/urandom >"$TL_DIR/fs/mounter/plain" && cp "$TL_DIR/fs/mounter/plain" "$TL_DIR/plain.orig"
 "$TIERCTL" archive "$TL_DIR/views/mounter/plain" >/dev/null && "$TIERCTL" release "$TL_DIR/views/mounter/plain" >/dev/null
 timeout 60 cmp "$TL_DIR/views/mounter/plain" "$TL_DIR/plain.orig" & plain_reader=$!
-check_fails "a worker that calls mount is ended: its reader gets an error" timeout 30 "$BUILD/tests/pread-at" "$TL_DIR/views/mounter/mount" 0 4096
+eio_read "$TL_DIR/views/mounter/mount" 0 4096
+check "a worker that calls mount is ended: its reader gets EIO (3 worker deaths, after $MS ms, bound 10 s)" got_eio 10
 check "... a reader of another file of that tenant, at the same time, gets the original bytes" wait $plain_reader
 check "... and tierd logs which call" grep -q "seccomp filter at system call 165 (mount)" "$TL_TIERD_LOG"
 check "... the request alone in progress at 3 worker deaths fails alone" grep -q "tenant mounter: request .* was alone in progress at 3 worker deaths: failing it" "$TL_TIERD_LOG"
@@ -96,18 +123,33 @@ crashloop_failed() {
 	return 1
 }
 check "a worker crashing in a loop (test build: tenant crashloop dies at start) ends failed" crashloop_failed
-check_fails "... its readers get EIO at once" timeout 5 "$BUILD/tests/pread-at" "$TL_DIR/views/crashloop/any" 0 4096
+eio_read "$TL_DIR/views/crashloop/any" 0 4096
+check "... its readers get EIO at once (after $MS ms, bound 2 s)" got_eio 2
 
-check_fails "a worker that tries to kill another is ended" timeout 30 "$BUILD/tests/pread-at" "$TL_DIR/views/killer/kill" $((O * 4096)) 4096
+eio_read "$TL_DIR/views/killer/kill" $((O * 4096)) 4096
+check "a worker that tries to kill another is ended: its reader gets EIO (after $MS ms, bound 10 s)" got_eio 10
 check "... by its seccomp filter at kill(2)" grep -q "seccomp filter at system call 62 (kill)" "$TL_TIERD_LOG"
 check "... and the other worker lives on ($O)" kill -0 "$O"
 
 H=$(worker_of hung)
-timeout 120 "$BUILD/tests/pread-at" "$TL_DIR/views/hung/hang" 0 4096 >/dev/null 2>&1 & hung_reader=$!
+check "the hung tenant has a running worker ($H)" alive "$H"
+(eio_read "$TL_DIR/views/hung/hang" 0 4096; echo "$RC $MS" >"$TL_DIR/hung.result") & hung_reader=$!
 for _ in $(seq 200); do grep -q "made no progress" "$TL_TIERD_LOG" && break; sleep 0.1; done
 check "a hung worker is killed after the stall timeout" grep -q "tenant hung: worker $H made no progress on request .* for 7 s: killing it" "$TL_TIERD_LOG"
-check "... and replaced" bash -c "sleep 0.5; [ \"\$($TIERCTL status --json | grep -o '\"name\":\"hung\"[^}]*}' | sed -n 's/.*\"pid\":\([0-9]*\).*/\1/p')\" != '$H' ]"
-check_fails "... and a request that hangs worker after worker fails: its reader gets an error" wait $hung_reader
+replaced() {
+	local n
+	for _ in $(seq 50); do
+		n=$(worker_of hung)
+		[ -n "$n" ] && [ "$n" != "$H" ] && alive "$n" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "# hung's worker: '$H' -> '$n'"
+	return 1
+}
+check "... and replaced by a running worker" replaced
+wait $hung_reader
+RC= MS=; read -r RC MS <"$TL_DIR/hung.result"
+check "... and a request that hangs worker after worker fails: its reader gets EIO (3 workers x 7 s, after $MS ms, bound 30 s)" got_eio 30
 check "... logged" grep -q "tenant hung: request .* hung 3 workers: failing it" "$TL_TIERD_LOG"
 
 head -c 3000000 /dev/urandom >"$TL_DIR/fs/other/data" && cp "$TL_DIR/fs/other/data" "$TL_DIR/data.orig"
