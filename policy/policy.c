@@ -536,7 +536,7 @@ static bool group_name_valid(const char *name) {
 int policy_parse(const char *text, size_t len, const char *origin, struct policy **ret, char **error) {
         struct parse_ctx c = { .origin = origin ? origin : "policy", .error = error };
         static const char *const top_keys[] = { "version", "defaults", "tenants", "worker_uids", "admin_group",
-                                                "filesystems", "guard_after" };
+                                                "filesystems", "guard_after", "kubernetes" };
         struct tenant_settings defaults = {
                 .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
@@ -588,6 +588,9 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 if (!group_name_valid(admin_group))
                         return fail(&c, NULL, "admin_group", "must be a group name (letters, digits, \"-_.\", at most 32)");
         }
+        bool kubernetes = false;
+        if ((r = get_bool(&c, root, NULL, "kubernetes", &kubernetes)) < 0)
+                return r;
         uint64_t guard_after = POLICY_GUARD_AFTER_DEFAULT_USEC;
         if ((r = get_duration(&c, root, NULL, "guard_after", &guard_after)) < 0)
                 return r;
@@ -611,6 +614,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 return -ENOMEM;
         p->version = version;
         p->guard_after_usec = guard_after;
+        p->kubernetes = kubernetes;
         if (admin_group && !(p->admin_group = strdup(admin_group))) {
                 free(p);
                 return -ENOMEM;
@@ -800,9 +804,9 @@ bool policy_tenant_worker_equal(const struct policy_tenant *a, const struct poli
         return (!a->headers || !a->headers[i]) && (!b->headers || !b->headers[i]);
 }
 
-bool policy_container_allowed(const struct policy_tenant *t, const char *container_id, const char *k8s_namespace,
-                              const char **why) {
-        if (k8s_namespace && *k8s_namespace) {
+bool policy_container_allowed(const struct policy_tenant *t, bool kubernetes, const char *container_id,
+                              const char *k8s_namespace, const char **why) {
+        if (kubernetes && k8s_namespace && *k8s_namespace) {
                 for (char **n = t->namespaces; n && *n; n++)
                         if (strcmp(*n, k8s_namespace) == 0)
                                 return true;
@@ -812,6 +816,9 @@ bool policy_container_allowed(const struct policy_tenant *t, const char *contain
         for (char **g = t->containers; g && *g; g++)
                 if (fnmatch(*g, container_id, 0) == 0)
                         return true;
-        *why = "the container has no Kubernetes namespace and its id matches none of the tenant's \"containers\"";
+        *why = kubernetes || !k8s_namespace || !*k8s_namespace
+                       ? "the container has no Kubernetes namespace and its id matches none of the tenant's \"containers\""
+                       : "its id matches none of the tenant's \"containers\" (a pod namespace annotation counts only "
+                         "where the policy says \"kubernetes\": true: any container can write one elsewhere)";
         return false;
 }

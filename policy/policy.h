@@ -73,6 +73,7 @@ struct policy {
         /* "guard_after": how long readers of files not whole wait for an
          * absent tierd before tierd-holder's guard answers them EIO. */
         uint64_t guard_after_usec;
+        bool kubernetes; /* "kubernetes": containers are pods whose namespace annotation the CRI wrote */
         struct policy_tenant *tenants;
         size_t n_tenants;
 };
@@ -98,11 +99,14 @@ const char *policy_patch_root_only_key(const char *patch);
 char *policy_patch_keys(const char *patch);
 void policy_free(struct policy *p);
 const struct policy_tenant *policy_find_tenant(const struct policy *p, const char *name);
-/* May a container attach the tenant's view? Inside Kubernetes (k8s_namespace
- * not empty) its namespace must be in "namespaces"; outside, its id must
- * match a glob of "containers". false: *why says what the policy lacks. */
-bool policy_container_allowed(const struct policy_tenant *t, const char *container_id, const char *k8s_namespace,
-                              const char **why);
+/* May a container attach the tenant's view? Where the policy says the
+ * runtime is Kubernetes' (kubernetes: its CRI writes the pod namespace
+ * annotation, a pod cannot) and k8s_namespace is not empty, its namespace
+ * must be in "namespaces"; otherwise the annotation is not trusted (any
+ * container can set one under podman or plain runc) and its id must match
+ * a glob of "containers". false: *why says what the policy lacks. */
+bool policy_container_allowed(const struct policy_tenant *t, bool kubernetes, const char *container_id,
+                              const char *k8s_namespace, const char **why);
 
 /* Can b replace a in a running tierd? The same tenants in the same order,
  * each on the same subvolume, view and backend, and the same worker uids:

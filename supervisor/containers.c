@@ -277,7 +277,7 @@ int container_attach(struct tierd *t, const struct container_request *req, struc
                 return r;
         if (!(tn = tierd_find_tenant(t, req->tenant)))
                 return *why = "no such tenant in the policy", -ENOENT;
-        if (!policy_container_allowed(tn->cfg, req->id, req->k8s_namespace, why)) {
+        if (!policy_container_allowed(tn->cfg, t->policy->kubernetes, req->id, req->k8s_namespace, why)) {
                 log_warning("container %s (pod namespace '%s'): refused the view of tenant %s: %s", req->id,
                             req->k8s_namespace, tn->cfg->name, *why);
                 return -EPERM;
@@ -337,7 +337,7 @@ int container_adopt(struct tierd *t, const struct container_request *req, const 
                 r = -ESRCH, why = "the process is not the one attached";
         bool same = r >= 0;
         c->view_mnt_id = rec->view_mnt_id;
-        if (same && !policy_container_allowed(tn->cfg, req->id, req->k8s_namespace, &why))
+        if (same && !policy_container_allowed(tn->cfg, t->policy->kubernetes, req->id, req->k8s_namespace, &why))
                 r = -EPERM;
         if (r >= 0) {
                 c->idmapped = rec->idmapped;

@@ -255,18 +255,26 @@ static void test_container_keys(void **state) {
         (void)state;
         const char *why = NULL;
         struct policy *p = parse_ok(T(""));
-        assert_false(policy_container_allowed(&p->tenants[0], "c1", "team-a", &why));
+        assert_false(policy_container_allowed(&p->tenants[0], true, "c1", "team-a", &why));
         assert_non_null(strstr(why, "namespaces"));
-        assert_false(policy_container_allowed(&p->tenants[0], "c1", "", &why));
+        assert_false(policy_container_allowed(&p->tenants[0], true, "c1", "", &why));
         assert_non_null(strstr(why, "containers"));
         policy_free(p);
         p = parse_ok(T(", \"namespaces\": [\"team-a\", \"b2\"], \"containers\": [\"build-*\"]"));
-        assert_true(policy_container_allowed(&p->tenants[0], "anything", "team-a", &why));
-        assert_true(policy_container_allowed(&p->tenants[0], "anything", "b2", &why));
-        assert_false(policy_container_allowed(&p->tenants[0], "build-1", "team-b", &why)); /* k8s: the namespace decides */
-        assert_true(policy_container_allowed(&p->tenants[0], "build-1", "", &why));
-        assert_false(policy_container_allowed(&p->tenants[0], "test-1", "", &why));
+        assert_true(policy_container_allowed(&p->tenants[0], true, "anything", "team-a", &why));
+        assert_true(policy_container_allowed(&p->tenants[0], true, "anything", "b2", &why));
+        assert_false(policy_container_allowed(&p->tenants[0], true, "build-1", "team-b", &why)); /* k8s: the namespace decides */
+        assert_true(policy_container_allowed(&p->tenants[0], true, "build-1", "", &why));
+        assert_false(policy_container_allowed(&p->tenants[0], true, "test-1", "", &why));
+        /* Outside Kubernetes an annotation is anyone's: only the id counts. */
+        assert_false(policy_container_allowed(&p->tenants[0], false, "anything", "team-a", &why));
+        assert_non_null(strstr(why, "\"kubernetes\": true"));
+        assert_true(policy_container_allowed(&p->tenants[0], false, "build-1", "team-b", &why));
         policy_free(p);
+        p = parse_ok("{\"kubernetes\": true, \"tenants\": []}");
+        assert_true(p->kubernetes);
+        policy_free(p);
+        parse_bad("{\"kubernetes\": \"yes\", \"tenants\": []}", "'kubernetes'");
 
         parse_bad(T(", \"namespaces\": \"team-a\""), "array");
         parse_bad(T(", \"namespaces\": [\"Team-A\"]"), "not a Kubernetes namespace name");
