@@ -9,6 +9,7 @@
 #include "nsmount.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <poll.h>
@@ -206,30 +207,61 @@ int nsmount_place(int clone_fd, int mntns_fd, const char *root, const char *path
 struct remove_args {
         const char *root, *path;
         uint64_t mnt_id;
+        int proc_fd; /* tierd's own /proc, opened before entering the namespace */
 };
 
-static bool is_our_mount(int dir_fd, const char *path, uint64_t mnt_id) {
+/* The mount at path beneath root (root taken as "/": a symlink cannot
+ * lead out of it), unmounted if it is the one we placed: 1 done, 0 not
+ * there or not ours. The unmount goes through the fd found and checked,
+ * by its magic link in tierd's /proc, never by the path again: whatever
+ * the container swaps or renames meanwhile (a component for a symlink to
+ * /proc), only that mount can be the one unmounted. */
+static int unmount_if_ours(int root, const char *path, uint64_t mnt_id, int proc_fd) {
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
         struct statx stx;
-        return statx(dir_fd, path, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID_UNIQUE, &stx) == 0 &&
-               (stx.stx_mask & STATX_MNT_ID_UNIQUE) && stx.stx_mnt_id == mnt_id;
+        char link[32];
+        _cleanup_close_ int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+        if (fd < 0)
+                return 0;
+        if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID_UNIQUE, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID_UNIQUE) ||
+            stx.stx_mnt_id != mnt_id)
+                return 0;
+#ifdef TIERD_TEST_HOOKS
+        /* Test builds: a pause between finding the view and unmounting it,
+         * for a container to swap the path under tierd. */
+        const char *pause = getenv("TIERD_TEST_DETACH_PAUSE_MS");
+        if (pause)
+                usleep((useconds_t)atoi(pause) * 1000);
+#endif
+        snprintf(link, sizeof(link), "self/fd/%d", fd);
+        if (fchdir(proc_fd) < 0)
+                return -errno;
+        return umount2(link, MNT_DETACH) < 0 ? -errno : 1;
 }
 
 static int remove_in_child(void *data, int *step) {
         struct remove_args *a = data;
-        char full[8192];
 
         *step = STEP_UNMOUNT;
         /* Where the container sees it, or still under rootfs if it never
          * pivoted. Only ever the mount we placed. */
-        if (is_our_mount(AT_FDCWD, a->path, a->mnt_id))
-                return umount2(a->path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 ? -errno : 0;
-        snprintf(full, sizeof(full), "%s%s", a->root, a->path);
-        if (a->root[0] && is_our_mount(AT_FDCWD, full, a->mnt_id))
-                return umount2(full, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 ? -errno : 0;
-        return 0; /* gone already, or the container unmounted it */
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return -errno;
+        int r = unmount_if_ours(root, a->path, a->mnt_id, a->proc_fd);
+        if (r != 0 || !a->root[0])
+                return MIN(r, 0);
+        struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS };
+        _cleanup_close_ int rootfs = (int)syscall(SYS_openat2, root, a->root, &how, sizeof(how));
+        if (rootfs < 0)
+                return 0; /* gone already */
+        return MIN(unmount_if_ours(rootfs, a->path, a->mnt_id, a->proc_fd), 0);
 }
 
 int nsmount_remove(int mntns_fd, const char *root, const char *path, uint64_t mnt_id) {
-        struct remove_args a = { .root = root, .path = path, .mnt_id = mnt_id };
+        _cleanup_close_ int proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (proc_fd < 0)
+                return -errno;
+        struct remove_args a = { .root = root, .path = path, .mnt_id = mnt_id, .proc_fd = proc_fd };
         return run_in_namespace(mntns_fd, remove_in_child, &a, NULL);
 }

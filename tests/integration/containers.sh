@@ -31,7 +31,7 @@ tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
 for t in alpha beta; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
 mkdir -p "$TL_DIR/store" "$TL_DIR/etc"
 cat >"$TL_DIR/etc/policy.json" <<EOF
-{"tenants": [
+{"kubernetes": true, "tenants": [
   {"name": "alpha", "subvolume": "$TL_DIR/fs/alpha", "mount": "$TL_DIR/views/alpha",
    "backend": "file://$TL_DIR/store/alpha", "chunk": "64K", "namespaces": ["team-a"], "containers": ["$P-plain-*"]},
   {"name": "beta", "subvolume": "$TL_DIR/fs/beta", "mount": "$TL_DIR/views/beta",
@@ -154,6 +154,18 @@ check_fails "an annotation naming a tenant its pod namespace may not use: the co
 check "... refused with a clear reason" grep -q "namespace is not in the tenant's" "$TL_DIR/runc-$P-bad.log"
 check "... and tierd logged it" grep -q "container $P-bad (pod namespace 'team-b'): refused the view of tenant alpha" "$TL_TIERD_LOG"
 runc delete --force $P-bad >/dev/null 2>&1
+# Outside Kubernetes a pod namespace annotation is anyone's to write: with
+# the policy not saying "kubernetes", one naming team-a gets no view unless
+# the container's id matches alpha's "containers".
+sed -i 's/"kubernetes": true, //' "$TL_DIR/etc/policy.json"
+"$TIERCTL" reload >/dev/null
+bundle $P-forged alpha team-a
+check_fails "without \"kubernetes\" in the policy, an annotation naming team-a: the container does not start" start $P-forged
+check "... refused: the annotation counts only under Kubernetes (tierd's log says so)" \
+	grep -q "container $P-forged (pod namespace 'team-a'): refused the view of tenant alpha: .*counts only where the policy says" "$TL_TIERD_LOG"
+runc delete --force $P-forged >/dev/null 2>&1
+sed -i 's/^{"tenants"/{"kubernetes": true, "tenants"/' "$TL_DIR/etc/policy.json"
+"$TIERCTL" reload >/dev/null
 check_fails "a mount path under /dev: the container does not start" start $P-dev
 check "... refused, saying why" grep -q "must not be under /proc, /sys or /dev" "$TL_DIR/runc-$P-dev.log"
 check_fails "an image whose /data is a symlink onto another mount (/proc/sys): the container does not start" start $P-link
@@ -262,6 +274,31 @@ check "an attach, a read and a detach leak no fd in tierd" test "$(ls /proc/"$TL
 check "... nor a worker" test "$(workers)" = "$W0"
 check "no record of a container is left in the state directory" test -z "$(ls -A "$TL_DIR/state/containers")"
 check "tierd is still serving: a host read of alpha is right" test "$(sum "$VA/f9")" = "${SUM[$VA/f9]}"
+# DetachContainer unmounts its own view and nothing else: a root container
+# swaps a component of the view's path for a symlink to /proc while tierd
+# is between finding the view and unmounting it (a test build pauses there
+# 2 s); /proc/sys, a mount of the container's, must stay.
+OLD=$TL_TIERD_PID
+kill -TERM "$OLD"
+TIERD_TEST_DETACH_PAUSE_MS=2000 BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/etc/policy.json"
+wait "$OLD" 2>/dev/null
+bundle $P-swap alpha team-a
+python3 - "$TL_DIR/bundles/$P-swap/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["annotations"]["tierd.io/mount-path"] = "/x/sys"; json.dump(c, open(sys.argv[1], "w"))
+PY
+check "a container with its view at /x/sys starts (a test build of tierd)" start $P-swap
+check "... /proc/sys is a mount of its own" bash -c "runc exec $P-swap cat /proc/self/mountinfo </dev/null | grep -q ' /proc/sys '"
+"$TIERCTL" container detach $P-swap >"$TL_DIR/swap.out" 2>&1 &
+DET=$!
+sleep 1
+in_c $P-swap sh -c 'mv /x /x.real && ln -s /proc /x'
+wait "$DET"
+rc=$?
+check "... swapped /x for a symlink to /proc during the detach, which ends (exit $rc)" test "$rc" = 0
+check "... /proc/sys is still mounted in the container" bash -c "runc exec $P-swap cat /proc/self/mountinfo </dev/null | grep -q ' /proc/sys '"
+check "... and the view is gone (from where it moved to)" bash -c "! runc exec $P-swap cat /proc/self/mountinfo </dev/null | grep -q ' /x.real/sys '"
+runc delete --force $P-swap >/dev/null 2>&1
 kill -INT "$TL_TIERD_PID"
 check "tierd stops for good cleanly (SIGINT)" wait "$TL_TIERD_PID"
 TL_TIERD_PID=
