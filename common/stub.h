@@ -79,9 +79,15 @@ struct stub {
  * written). Too short costs a check of the bytes at release; a change
  * within it is caught by the change notification only. */
 #define STUB_CTIME_SLACK_NSEC 20000000ll
+/* How far behind the clock a coarse ctime may lag (a tick, 4 ms at HZ=250;
+ * with margin). */
+#define STUB_CTIME_TICK_NSEC 30000000ll
 
-/* The file's ctime is past what its archived record allows: something
- * changed it (a write, a chmod, a touch) that tierd may not have heard of. */
+/* The file's ctime is past what its archived record allows (something
+ * changed it, a write, a chmod, a touch, that tierd may not have heard of),
+ * or so far before it that the clock stepped back or the filesystem keeps
+ * whole seconds (a change could hide below the mark): either way its bytes
+ * must be checked. */
 bool stub_ctime_moved(const struct stub *s, const struct timespec *ctime);
 
 const char *stub_state_to_string(enum stub_state s);

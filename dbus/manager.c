@@ -389,7 +389,8 @@ static int method_set_tenant_policy(sd_bus_message *m, void *userdata, sd_bus_er
                 if (r < 0)
                         return sd_bus_error_setf(error, ERROR_ACCESS_DENIED,
                                                  "only root may set \"%s\": it says where the tenant's data goes, "
-                                                 "which secret it uses or who else sees it", key);
+                                                 "which secret it uses, who else sees it or what keeps its "
+                                                 "bytes safe", key);
         }
         r = tierd_set_tenant_policy(t, name, settings, &why);
         if (r < 0)

@@ -93,11 +93,14 @@ int policy_edit_tenant(const char *text, size_t len, const char *origin, const c
 }
 
 /* Where a tenant's data goes (the store and how it is reached), which
- * secret or key it uses, and who else may see it (containers): only root
- * changes these at run time, not the admin group. */
+ * secret or key it uses, who else may see it (containers), and what keeps
+ * its bytes safe (checks, the catalog, how long unreferenced objects are
+ * kept: on a store shared by nodes a short grace collects another node's
+ * new uploads): only root changes these at run time, not the admin group. */
 static const char *const root_only_keys[] = {
-        "backend", "endpoint", "region", "addressing", "credentials", "ca_file", "sse", "kms_key_id", "headers",
-        "namespaces", "containers", "subvolume", "mount",
+        "backend",    "endpoint",   "region",  "addressing", "credentials", "ca_file",           "sse",
+        "kms_key_id", "headers",    "namespaces", "containers", "subvolume", "mount",           "verify",
+        "catalog",    "gc_grace",   "catalog_retention",
 };
 
 const char *policy_patch_root_only_key(const char *patch) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -127,11 +128,24 @@ int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, 
  * the subvolume, or the file is not the tenant's. */
 int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *message, size_t size) {
         union file_handle_buf h = { .fh.handle_bytes = MAX_HANDLE_SZ };
-        struct stat st, sst;
+        struct stat st = {}, sst;
+        struct statx stx;
         int mount_id;
 
-        if (fstat(fd, &st) < 0)
+        /* The caller's fd may be on NFS or FUSE: a plain fstat could flush
+         * its dirty pages or wait on a server, on the loop. DONT_SYNC and
+         * only the type, device and inode: cached, never a round trip. And
+         * nothing more is asked of it unless it is on a tenant's device. */
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &stx) < 0)
                 return say(message, size, -errno, "%m");
+        st.st_mode = stx.stx_mode;
+        st.st_ino = stx.stx_ino;
+        st.st_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        bool ours = false;
+        for (size_t i = 0; i < t->n_tenants && !ours; i++)
+                ours = fstat(t->tenants[i].subvol_fd, &sst) == 0 && sst.st_dev == st.st_dev;
+        if (!ours)
+                return say(message, size, -EXDEV, "not in any tenant's subvolume");
         if (!S_ISREG(st.st_mode))
                 return say(message, size, -EINVAL, "not a regular file");
         if (name_to_handle_at(fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0)

@@ -76,11 +76,15 @@ static int http_move(struct remote *r, const char *from, const char *key, bool o
 
 /* An upload never writes under a key that another file may already depend
  * on: the bytes go to a name of this upload's own, are checked against the
- * key's hash, and only then move to the key. A content-addressed key is
- * replaced only by the very bytes it names (so a damaged copy is mended);
- * a fenced write (BACKEND_STORE_IF_ABSENT) never replaces (Overwrite: F)
- * and gets -EEXIST. A failure leaves nothing: the upload's own name is
- * removed, the key untouched. */
+ * key's hash, and only then move to the key, never over one there
+ * (Overwrite: F; some WebDAV servers delete the destination before they
+ * move, a window where the object is missing). A key there already holds
+ * the same bytes and is kept; BACKEND_STORE_REPLACE (it has another size)
+ * replaces it; a fenced write (BACKEND_STORE_IF_ABSENT) gets -EEXIST. nginx
+ * checks and renames in two steps: two writers racing for one fenced key
+ * can both succeed, so a plain HTTP store fences no better than that. A
+ * failure leaves nothing: the upload's own name is removed, the key
+ * untouched. */
 static int http_store(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
                       unsigned flags) {
         struct remote *r = (struct remote *)b;
@@ -100,11 +104,13 @@ static int http_store(struct backend *b, const char *key, int fd, uint64_t size,
         if (ret == 0)
                 ret = remote_upload_matches(md, sha256);
         if (ret == 0)
-                ret = http_move(r, tmp, key, !(flags & BACKEND_STORE_IF_ABSENT));
-        if (ret < 0) {
+                ret = http_move(r, tmp, key, flags & BACKEND_STORE_REPLACE);
+        if (ret < 0)
                 (void)remote_remove(b, tmp);
+        if (ret == -EEXIST && !(flags & BACKEND_STORE_IF_ABSENT))
+                ret = 0; /* the same bytes are there: kept, checked below */
+        if (ret < 0)
                 return ret;
-        }
         ret = remote_exists(b, key, &have, NULL);
         if (ret == 0 && have != size) {
                 log_error("tenant %s: %s: stored %llu bytes, the store says %llu", r->tenant, key,

@@ -322,7 +322,11 @@ static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, c
                 ret = multipart_store(r, key, fd, size, sha256, sha_hex);
         else {
                 struct curl_slist *h = object_headers(r, sha_hex);
-                if (flags & BACKEND_STORE_IF_ABSENT) {
+                /* Never over a key there already (unless it is known
+                 * damaged): a server that does not check the payload's
+                 * SHA-256 would keep a changed file's bytes under a key
+                 * other files depend on. */
+                if (!(flags & BACKEND_STORE_REPLACE)) {
                         struct curl_slist *c = curl_slist_append(h, "If-None-Match: *");
                         if (!c) { /* never sent without it: that would overwrite */
                                 curl_slist_free_all(h);
@@ -335,6 +339,8 @@ static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, c
                 curl_slist_free_all(h);
                 if (ret == 0)
                         ret = remote_upload_matches(md, sha256);
+                if (ret == -EEXIST && !(flags & BACKEND_STORE_IF_ABSENT))
+                        ret = 0; /* the same bytes are there: kept, checked below */
         }
         if (ret < 0)
                 return ret;

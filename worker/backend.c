@@ -74,7 +74,7 @@ int backend_store_once(struct backend *b, const char *key, int fd, uint64_t size
          * moment ago does not remove the new upload. */
         if (r < 0)
                 log_warning("%s: cannot refresh the object in the store (%s), uploading it again", key, strerror(-r));
-        r = b->ops->store(b, key, fd, size, sha256, 0);
+        r = b->ops->store(b, key, fd, size, sha256, BACKEND_STORE_REPLACE);
         pthread_mutex_unlock(&b->gc_lock);
         return r;
 }

@@ -50,7 +50,11 @@ struct backend_ops {
         int (*cleanup)(struct backend *b);
 };
 
-enum { BACKEND_STORE_IF_ABSENT = 1u << 0 };
+/* IF_ABSENT: a fenced write, -EEXIST if the key is there. Without it a
+ * key that is there already holds the same bytes (it is named by them) and
+ * is kept as it is, unless REPLACE says the one there is known damaged
+ * (another size). */
+enum { BACKEND_STORE_IF_ABSENT = 1u << 0, BACKEND_STORE_REPLACE = 1u << 1 };
 
 struct backend {
         const struct backend_ops *ops;

@@ -132,6 +132,10 @@ static void test_ctime_max(void **state) {
         assert_false(stub_ctime_moved(&b, &(struct timespec){ .tv_sec = 1700000000, .tv_nsec = 5 }));
         assert_true(stub_ctime_moved(&b, &(struct timespec){ .tv_sec = 1700000000, .tv_nsec = 6 }));
         assert_true(stub_ctime_moved(&b, &(struct timespec){ .tv_sec = 1700000001 }));
+        /* The record's own write, within the slack: not moved. */
+        assert_false(stub_ctime_moved(&b, &(struct timespec){ .tv_sec = 1699999999, .tv_nsec = 980000005 }));
+        /* Far before it: the clock stepped back (or whole seconds only). */
+        assert_true(stub_ctime_moved(&b, &(struct timespec){ .tv_sec = 1699999999, .tv_nsec = 900000000 }));
         stub_done(&b);
         /* Only an archived record carries one. */
         char *st = strstr(buf, "state=archived");
