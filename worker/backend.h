@@ -50,10 +50,10 @@ struct backend_ops {
         int (*cleanup)(struct backend *b);
 };
 
-/* IF_ABSENT: a fenced write, -EEXIST if the key is there. Without it a
- * key that is there already holds the same bytes (it is named by them) and
- * is kept as it is, unless REPLACE says the one there is known damaged
- * (another size). */
+/* IF_ABSENT: a fenced write, -EEXIST if the key is there. REPLACE: one
+ * there is replaced (tierd's own objects, or a content-addressed one known
+ * damaged: another size). Neither: the key is content-addressed, one there
+ * already holds the same bytes and is kept as it is. */
 enum { BACKEND_STORE_IF_ABSENT = 1u << 0, BACKEND_STORE_REPLACE = 1u << 1 };
 
 struct backend {
