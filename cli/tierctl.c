@@ -126,47 +126,31 @@ static const char *human_size(uint64_t v, char buf[16]) {
         return buf;
 }
 
-static int status_files(sd_bus *bus, int n, char **argv, bool json) {
-        _cleanup_(msg_unrefp) sd_bus_message *reply = NULL;
-        sd_bus_error e = SD_BUS_ERROR_NULL;
+/* The system bus passes at most 16 fds in one message (dbus-daemon's
+ * max_message_unix_fds; more and it drops the connection). */
+#define STATUS_FDS_PER_CALL 16
+
+/* Prints one reply's files, names[0..n) as the caller named them; k counts
+ * the JSON objects printed so far. */
+static int print_statuses(sd_bus_message *reply, char **names, int n, bool json, int *k, int *ret) {
         const char *path, *err, *tenant, *state;
         uint64_t size, resident;
-        char **names = NULL, h1[16], h2[16];
-        int *fds = NULL, nfds = 0, r, ret = EXIT_OK, k = 0, i = 0, pinned;
-
-        r = open_files(n, argv, &fds, &names, &nfds);
-        if (r < 0)
-                return EXIT_FAILED;
-        if (r > 0)
-                ret = EXIT_FAILED;
-        r = nfds ? call_with_fds(bus, "FileStatusFds", fds, nfds, &reply, &e) : 0;
-        for (int j = 0; j < nfds; j++)
-                close(fds[j]);
-        free(fds);
-        if (r < 0) {
-                ret = call_failed("FileStatusFds", &e, r);
-                sd_bus_error_free(&e);
-                strv_free(names);
-                return ret;
-        }
-        if (json)
-                printf("[");
-        else
-                printf("%-9s %-3s %8s %8s %-12s %s\n", "STATE", "PIN", "SIZE", "LOCAL", "TENANT", "PATH");
-        r = reply ? sd_bus_message_enter_container(reply, 'a', "(ssssttb)") : 0;
-        while (r > 0 && i < nfds &&
+        char h1[16], h2[16];
+        int pinned, i = 0;
+        int r = sd_bus_message_enter_container(reply, 'a', "(ssssttb)");
+        while (r > 0 && i < n &&
                (r = sd_bus_message_read(reply, "(ssssttb)", &path, &err, &tenant, &state, &size, &resident, &pinned)) > 0) {
-                path = names[i++]; /* as the caller named it */
+                path = names[i++];
                 if (*err) {
                         if (*err == '/') /* it names the file already */
                                 fprintf(stderr, "tierctl: %s\n", err);
                         else
                                 fprintf(stderr, "tierctl: %s: %s\n", path, err);
-                        ret = EXIT_FAILED;
+                        *ret = EXIT_FAILED;
                         continue;
                 }
                 if (json) {
-                        printf("%s{\"path\":", k++ ? "," : "");
+                        printf("%s{\"path\":", (*k)++ ? "," : "");
                         json_string(path);
                         printf(",\"tenant\":");
                         json_string(tenant);
@@ -177,11 +161,41 @@ static int status_files(sd_bus *bus, int n, char **argv, bool json) {
                         printf("%-9s %-3s %8s %8s %-12s %s\n", state, pinned ? "yes" : "", human_size(size, h1),
                                human_size(resident, h2), tenant, path);
         }
+        return r < 0 ? r : 0;
+}
+
+static int status_files(sd_bus *bus, int n, char **argv, bool json) {
+        char **names = NULL;
+        int *fds = NULL, nfds = 0, r, ret = EXIT_OK, k = 0;
+
+        r = open_files(n, argv, &fds, &names, &nfds);
+        if (r < 0)
+                return EXIT_FAILED;
+        if (r > 0)
+                ret = EXIT_FAILED;
+        if (json)
+                printf("[");
+        else
+                printf("%-9s %-3s %8s %8s %-12s %s\n", "STATE", "PIN", "SIZE", "LOCAL", "TENANT", "PATH");
+        for (int at = 0; at < nfds && r >= 0; at += STATUS_FDS_PER_CALL) {
+                _cleanup_(msg_unrefp) sd_bus_message *reply = NULL;
+                sd_bus_error e = SD_BUS_ERROR_NULL;
+                int batch = MIN(nfds - at, STATUS_FDS_PER_CALL);
+                r = call_with_fds(bus, "FileStatusFds", fds + at, batch, &reply, &e);
+                if (r < 0) {
+                        ret = call_failed("FileStatusFds", &e, r);
+                        sd_bus_error_free(&e);
+                        break;
+                }
+                if ((r = print_statuses(reply, names + at, batch, json, &k, &ret)) < 0)
+                        ret = call_failed("bad reply", NULL, r);
+        }
         if (json)
                 printf("]\n");
+        for (int j = 0; j < nfds; j++)
+                close(fds[j]);
+        free(fds);
         strv_free(names);
-        if (r < 0)
-                return call_failed("bad reply", NULL, r);
         return ret;
 }
 
