@@ -24,6 +24,7 @@ GETs unless said otherwise; DELETE is always served right. Modes:
   holdput     (PUT of more than 1 MiB) reads the first MiB, writes "put held" to
               LOG, then waits (up to 60 s) until the file CONTROL.go exists
   nomove      (MOVE) 405, as a server without WebDAV MOVE
+  movelost    (MOVE) moves, then drops the connection without an answer
 LOG gets one line per GET (mode, range asked, bytes sent) and per fault.
 """
 import os
@@ -39,7 +40,7 @@ PORT, ROOT, CONTROL, LOG = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[
 lock = threading.Lock()
 
 
-METHOD_OF = {"head404": "HEAD", "holdput": "PUT", "nomove": "MOVE"}
+METHOD_OF = {"head404": "HEAD", "holdput": "PUT", "nomove": "MOVE", "movelost": "MOVE"}
 
 
 def take_fault(method="GET", path=""):
@@ -125,7 +126,8 @@ class Store(BaseHTTPRequestHandler):
         dest = re.sub(r"^https?://[^/]*", "", self.headers.get("Destination", ""))
         rel = dest.split("?", 1)[0].lstrip("/")
         status = 201
-        if take_fault("MOVE") == "nomove":
+        mode = take_fault("MOVE")
+        if mode == "nomove":
             status = 405
         elif not path or not os.path.isfile(path) or not rel or ".." in rel.split("/"):
             status = 404 if path and not os.path.isfile(path) else 400
@@ -133,7 +135,12 @@ class Store(BaseHTTPRequestHandler):
             status = 412 if self.headers.get("Overwrite", "T") == "F" else 204
         if status in (201, 204):
             os.rename(path, os.path.join(ROOT, rel))
-        log(f"MOVE {self.path} {dest} {status}")
+        log(f"MOVE {self.path} {dest} {status}{' lost' if mode == 'movelost' else ''}")
+        if mode == "movelost":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
         self.send_response(status)
         self.send_header("Content-Length", "0")
         self.end_headers()
