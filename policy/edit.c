@@ -103,12 +103,24 @@ static const char *const root_only_keys[] = {
         "catalog",    "gc_grace",   "catalog_retention",
 };
 
-const char *policy_patch_root_only_key(const char *patch) {
-        _cleanup_json_ json_object *changes = NULL;
+/* The patch as a JSON object; NULL if it is not one (then it is refused as
+ * invalid anyway, whoever sends it). */
+static json_object *patch_object(const char *patch) {
         _cleanup_free_ char *why = NULL, *dup = NULL;
-        if (json_parse_strict(patch, strlen(patch), &changes, &why, &dup) < 0 ||
-            !json_object_is_type(changes, json_type_object))
-                return NULL; /* refused as invalid anyway, by anyone */
+        json_object *changes = NULL;
+        if (json_parse_strict(patch, strlen(patch), &changes, &why, &dup) < 0)
+                return NULL;
+        if (!json_object_is_type(changes, json_type_object)) {
+                json_object_put(changes);
+                return NULL;
+        }
+        return changes;
+}
+
+const char *policy_patch_root_only_key(const char *patch) {
+        _cleanup_json_ json_object *changes = patch_object(patch);
+        if (!changes)
+                return NULL;
         for (size_t i = 0; i < ARRAY_SIZE(root_only_keys); i++)
                 if (json_object_object_get_ex(changes, root_only_keys[i], NULL))
                         return root_only_keys[i];
@@ -116,12 +128,10 @@ const char *policy_patch_root_only_key(const char *patch) {
 }
 
 char *policy_patch_keys(const char *patch) {
-        _cleanup_json_ json_object *changes = NULL;
-        _cleanup_free_ char *why = NULL, *dup = NULL;
+        _cleanup_json_ json_object *changes = patch_object(patch);
         char *out = NULL;
         size_t size = 0;
-        if (json_parse_strict(patch, strlen(patch), &changes, &why, &dup) < 0 ||
-            !json_object_is_type(changes, json_type_object))
+        if (!changes)
                 return strdup("");
         FILE *f = open_memstream(&out, &size);
         if (!f)

@@ -130,6 +130,7 @@ int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *messag
         union file_handle_buf h = { .fh.handle_bytes = MAX_HANDLE_SZ };
         struct stat st = {}, sst;
         struct statx stx;
+        bool named = false;
         int mount_id;
 
         /* The caller's fd may be on NFS or FUSE: a plain fstat could flush
@@ -141,15 +142,6 @@ int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *messag
         st.st_mode = stx.stx_mode;
         st.st_ino = stx.stx_ino;
         st.st_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-        bool ours = false;
-        for (size_t i = 0; i < t->n_tenants && !ours; i++)
-                ours = fstat(t->tenants[i].subvol_fd, &sst) == 0 && sst.st_dev == st.st_dev;
-        if (!ours)
-                return say(message, size, -EXDEV, "not in any tenant's subvolume");
-        if (!S_ISREG(st.st_mode))
-                return say(message, size, -EINVAL, "not a regular file");
-        if (name_to_handle_at(fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0)
-                return say(message, size, -EXDEV, "not on a tiered filesystem (%m)");
         for (size_t i = 0; i < t->n_tenants; i++) {
                 struct tenant *tn = &t->tenants[i];
                 char link[32], where[PATH_MAX];
@@ -158,6 +150,11 @@ int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *messag
 
                 if (fstat(tn->subvol_fd, &sst) < 0 || sst.st_dev != st.st_dev)
                         continue;
+                if (!S_ISREG(st.st_mode))
+                        return say(message, size, -EINVAL, "not a regular file");
+                if (!named && name_to_handle_at(fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0)
+                        return say(message, size, -EXDEV, "not on a tiered filesystem (%m)");
+                named = true;
                 _cleanup_close_ int found = open_by_handle_at(tn->fs->root_fd, &h.fh, O_PATH | O_CLOEXEC);
                 if (found < 0)
                         continue;

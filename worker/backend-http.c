@@ -105,10 +105,11 @@ static int http_store(struct backend *b, const char *key, int fd, uint64_t size,
                 ret = remote_upload_matches(md, sha256);
         if (ret == 0) {
                 ret = http_move(r, tmp, key, flags & BACKEND_STORE_REPLACE);
-                /* Our name is gone and the key is there: a move whose answer
-                 * was lost, retried. Content-addressed, the key's size is
-                 * checked below; a fenced write cannot tell whose it is. */
-                if (ret == -ENOENT && !(flags & BACKEND_STORE_IF_ABSENT) && remote_exists(b, key, &have, NULL) == 0)
+                /* Our name is gone: a move whose answer was lost, retried.
+                 * Content-addressed, the key being there with its size is
+                 * what the check below asks; a fenced write cannot tell
+                 * whose it is. */
+                if (ret == -ENOENT && !(flags & BACKEND_STORE_IF_ABSENT))
                         ret = 0;
         }
         if (ret < 0)
