@@ -483,17 +483,17 @@ cp "$ORIG/suid" "$VA/suid"
 chown 65534 "$VA/suid"
 chmod 4755 "$VA/suid"
 setcap cap_net_raw+ep "$VA/suid"
-"$TIERCTL" archive "$VA/suid" >/dev/null
+timeout 120 "$TIERCTL" archive "$VA/suid" >/dev/null
 chmod u-s "$VA/suid"
-check "u-s after the archive: released (mode $(stat -c %a "$VA/suid"))" "$TIERCTL" release "$VA/suid"
+check "u-s after the archive: released (mode $(stat -c %a "$VA/suid"))" timeout 60 "$TIERCTL" release "$VA/suid"
 check "... the mode is still 755 after the punch" test "$(stat -c %a "$VA/suid")" = 755
 check "... read back: right bytes, and still 755 (not the archive's 4755)" bash -c "
-	cmp $VA/suid $ORIG/suid && [ \$(stat -c %a $VA/suid) = 755 ]"
-"$TIERCTL" release "$VA/suid" >/dev/null
+	timeout 60 cmp $VA/suid $ORIG/suid && [ \$(stat -c %a $VA/suid) = 755 ]"
+timeout 60 "$TIERCTL" release "$VA/suid" >/dev/null
 setcap -r "$VA/suid"
 check "setcap -r while released (no capability now)" bash -c "[ -z \"\$(getcap $VA/suid)\" ]"
 check "... read back: right bytes, and no capability came back" bash -c "
-	cmp $VA/suid $ORIG/suid && [ -z \"\$(getcap $VA/suid)\" ]"
+	timeout 60 cmp $VA/suid $ORIG/suid && [ -z \"\$(getcap $VA/suid)\" ]"
 rm -f "$VA/suid"
 
 # tierd SIGKILLed at a random moment of archive or of release.

@@ -289,7 +289,7 @@ c = json.load(open(sys.argv[1])); c["annotations"]["tierd.io/mount-path"] = "/x/
 PY
 check "a container with its view at /x/sys starts (a test build of tierd)" start $P-swap
 check "... /proc/sys is a mount of its own" bash -c "runc exec $P-swap cat /proc/self/mountinfo </dev/null | grep -q ' /proc/sys '"
-"$TIERCTL" container detach $P-swap >"$TL_DIR/swap.out" 2>&1 &
+timeout 60 "$TIERCTL" container detach $P-swap >"$TL_DIR/swap.out" 2>&1 &
 DET=$!
 sleep 1
 in_c $P-swap sh -c 'mv /x /x.real && ln -s /proc /x'

@@ -264,7 +264,7 @@ check "... tierd paused reading events near its fd limit" grep -q "events wait i
 tl_tierd_stop
 tl_tierd_start "$TL_DIR/policy.json"
 head -c 300000 /dev/urandom >"$TL_DIR/fs/a/w"
-"$TIERCTL" archive "$VIEW/w" >/dev/null
+timeout 120 "$TIERCTL" archive "$VIEW/w" >/dev/null
 touch -r "$TL_DIR/fs/a/w" "$TL_DIR/w.times"
 tl_tierd_stop
 sleep 0.1 # past the slack the record allows its own write
@@ -273,9 +273,9 @@ touch -r "$TL_DIR/w.times" "$TL_DIR/fs/a/w"
 cp "$TL_DIR/fs/a/w" "$TL_DIR/w.new"
 tl_tierd_start "$TL_DIR/policy.json"
 check "w, written while tierd was stopped, mtime set back: its record still says archived" bash -c "
-	$TIERCTL status $VIEW/w | grep -q archived && [ \$(stat -c %Y $VIEW/w) = \$(stat -c %Y $TL_DIR/w.times) ]"
+	timeout 30 $TIERCTL status $VIEW/w | grep -q archived && [ \$(stat -c %Y $VIEW/w) = \$(stat -c %Y $TL_DIR/w.times) ]"
 check "... its release refuses: the bytes are not the archived ones (found by the SHA-256)" bash -c "
-	! $TIERCTL release $VIEW/w 2>$TL_DIR/w.err && grep -q 'found by its SHA-256' $TL_DIR/w.err"
-check "... and the new bytes are there" cmp "$VIEW/w" "$TL_DIR/w.new"
+	! timeout 60 $TIERCTL release $VIEW/w 2>$TL_DIR/w.err && grep -q 'found by its SHA-256' $TL_DIR/w.err"
+check "... and the new bytes are there" timeout 60 cmp "$VIEW/w" "$TL_DIR/w.new"
 check "SIGTERM without a holder: tierd stops for good (exit 0)" tl_tierd_stop
 tl_summary

@@ -80,7 +80,7 @@ mkdir -m 700 "$TL_DIR/views/alpha/private"
 head -c 12345 /dev/urandom >"$TL_DIR/views/alpha/private/secret"
 check "FileStatus by path from a caller outside admin_group: AccessDenied" \
 	test "$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.FileStatus array:string:$TL_DIR/views/alpha/private/secret")" = org.tierd1.Error.AccessDenied
-as_user daemon "$TIERCTL" status --json "$TL_DIR/views/alpha/private/secret" >"$TL_DIR/secret.out" 2>"$TL_DIR/secret.err"
+as_user daemon timeout 30 "$TIERCTL" status --json "$TL_DIR/views/alpha/private/secret" >"$TL_DIR/secret.out" 2>"$TL_DIR/secret.err"
 rc=$?
 check "... tierctl status by that caller: exit 1, Permission denied, no size (exit $rc)" bash -c "
 	[ $rc = 1 ] && grep -q 'Permission denied' '$TL_DIR/secret.err' && ! grep -q 12345 '$TL_DIR/secret.out'"
@@ -296,7 +296,7 @@ check "... none of these changed the file" cmp "$POLICY" "$TL_DIR/policy.before"
 for kv in 'endpoint=http://127.0.0.1:1' 'backend=file:///tmp/elsewhere' 'credentials=/etc/shadow' \
 	'headers={"X-Leak":"@/etc/shadow"}' 'containers=["*"]'; do
 	key=${kv%%=*}
-	as_user nobody "$TIERCTL" tenant set alpha "$kv" >/dev/null 2>"$TL_DIR/rootonly.err"
+	as_user nobody timeout 30 "$TIERCTL" tenant set alpha "$kv" >/dev/null 2>"$TL_DIR/rootonly.err"
 	rc=$?
 	check "an admin_group member (nobody) sets $key: refused, only root (exit $rc)" bash -c "
 		[ $rc = 3 ] && grep -q 'only root may set \"$key\"' '$TL_DIR/rootonly.err'"

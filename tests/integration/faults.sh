@@ -48,7 +48,7 @@ OFF=$((2 << 20))
 want() { dd if="$TL_DIR/orig" bs=4096 skip=$((OFF / 4096)) count=1 status=none | sha256sum | cut -d' ' -f1; }
 WANT=$(want)
 read_sum() { "$PREAD" "$V/f" "$OFF" 4096 2>"$TL_DIR/pread.err" | sha256sum | cut -d' ' -f1; }
-state_of() { "$TIERCTL" status --json "$V/f" | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p'; }
+state_of() { timeout 30 "$TIERCTL" status --json "${1:-$V/f}" | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p'; }
 
 # fault MODE LIMIT: with MODE on every GET, a read fails with EIO within
 # LIMIT seconds and keeps nothing; then, healthy again, it reads right.
@@ -118,8 +118,8 @@ check "... and it reads back" cmp "$V/g" "$TL_DIR/g.orig"
 # (a reader allowed into a range must never meet holes there).
 head -c $((8 << 20)) /dev/urandom >"$TL_DIR/r.orig"
 cp "$TL_DIR/r.orig" "$V/r"
-"$TIERCTL" archive "$V/r" >/dev/null && "$TIERCTL" release "$V/r" >/dev/null
-"$PREAD" "$V/r" 0 4096 >/dev/null
+timeout 120 "$TIERCTL" archive "$V/r" >/dev/null && timeout 60 "$TIERCTL" release "$V/r" >/dev/null
+timeout 120 "$PREAD" "$V/r" 0 4096 >/dev/null
 ranges_of_r() { getfattr -n security.tierd --only-values "$TL_DIR/fs/web/r" 2>/dev/null | sed -n 's/^ranges=//p'; }
 R0=$(ranges_of_r)
 check "r: a read of its first chunk fills it (ranges $R0)" bash -c "[[ '$R0' == 0+* ]]"
@@ -131,7 +131,7 @@ check "r: a read of another chunk whose bytes are wrong gets EIO (exit $rc)" bas
 check "... the first chunk is still recorded as present (ranges $(ranges_of_r))" test "$(ranges_of_r)" = "$R0"
 has_data_at() { python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY|os.O_NONBLOCK); sys.exit(0 if os.lseek(fd, int(sys.argv[2]), os.SEEK_DATA) == int(sys.argv[2]) else 1)" "$@"; }
 echo 'stall 1' >"$CONTROL"
-"$PREAD" "$V/r" 8192 4096 >"$TL_DIR/r.read" 2>&1 &
+timeout 120 "$PREAD" "$V/r" 8192 4096 >"$TL_DIR/r.read" 2>&1 &
 READER=$!
 sleep 1
 check "... read again, its bytes stay on disk throughout (never punched to be fetched again)" has_data_at "$TL_DIR/fs/web/r" 8192
@@ -149,14 +149,14 @@ check "... and the reader gets them" bash -c "cmp <(dd if=$TL_DIR/r.orig bs=4096
 # nothing.
 head -c $((64 << 20)) /dev/urandom >"$TL_DIR/same"
 cp "$TL_DIR/same" "$V/a"
-"$TIERCTL" archive "$V/a" >/dev/null && "$TIERCTL" release "$V/a" >/dev/null
+timeout 120 "$TIERCTL" archive "$V/a" >/dev/null && timeout 60 "$TIERCTL" release "$V/a" >/dev/null
 KEY_OBJ=$(find "$TL_DIR/store" -type f -size $((64 << 20))c | head -n 1)
 check "a: archived and released, its object in the store" bash -c "[ -n '$KEY_OBJ' ] && [ \$($BUILD/tests/data-bytes $V/a) = 0 ]"
 cp "$TL_DIR/same" "$V/b"
 rm -f "$CONTROL.go"
 SUM=$(sha256sum "$TL_DIR/same" | cut -d' ' -f1)
 printf 'head404 1 /sha256/%s\nholdput 1\n' "$SUM" >"$CONTROL"
-"$TIERCTL" archive "$V/b" >"$TL_DIR/b.out" 2>&1 &
+timeout 120 "$TIERCTL" archive "$V/b" >"$TL_DIR/b.out" 2>&1 &
 ARCH=$!
 for _ in $(seq 300); do grep -q '^put held' "$FLOG" && break; sleep 0.1; done
 check "b: its archive found no object (head404) and is uploading it again" bash -c "
@@ -170,12 +170,12 @@ echo none >"$CONTROL"
 check "b: the upload fails: what it sent did not hash to the key (the flip was in it)" bash -c "
 	[ $rc != 0 ] && grep -q 'upload failed: the file changed during upload' '$TL_DIR/b.out'"
 check "... the shared object is still there, with a's bytes" cmp "$KEY_OBJ" "$TL_DIR/same"
-check "... a reads back identical (its object was neither replaced nor removed)" cmp "$V/a" "$TL_DIR/same"
+check "... a reads back identical (its object was neither replaced nor removed)" timeout 120 cmp "$V/a" "$TL_DIR/same"
 check "... no upload of b's is left in the store" bash -c "[ -z \"\$(find $TL_DIR/store -name '*tierd-upload*')\" ]"
 cp "$V/b" "$TL_DIR/b.new"
 check "b archived again (its new bytes) through a move into place (MOVE in the log)" bash -c "
-	$TIERCTL archive $V/b >/dev/null && $TIERCTL release $V/b >/dev/null && grep -q '^MOVE .* 201$' '$FLOG'"
-check "... and it reads back identical" cmp "$V/b" "$TL_DIR/b.new"
+	timeout 120 $TIERCTL archive $V/b >/dev/null && timeout 120 $TIERCTL release $V/b >/dev/null && grep -q '^MOVE .* 201$' '$FLOG'"
+check "... and it reads back identical" timeout 120 cmp "$V/b" "$TL_DIR/b.new"
 XV=$TL_DIR/xview
 # The ignore mark on changes is right after every interleaving (on XFS): a writer
 # that closes (without writing) while the upload is held puts the mark
@@ -185,7 +185,7 @@ XV=$TL_DIR/xview
 head -c $((3 << 20)) /dev/urandom >"$XV/d"
 rm -f "$CONTROL.go"
 echo 'holdput 1' >"$CONTROL"
-"$TIERCTL" archive "$XV/d" >"$TL_DIR/d.out" 2>&1 &
+timeout 120 "$TIERCTL" archive "$XV/d" >"$TL_DIR/d.out" 2>&1 &
 ARCH=$!
 for _ in $(seq 300); do grep -q '^put held' "$FLOG" && break; sleep 0.1; done
 exec 3>>"$XV/d"
@@ -195,31 +195,30 @@ touch "$CONTROL.go"
 wait "$ARCH"
 rc=$?
 echo none >"$CONTROL"
-d_state() { "$TIERCTL" status --json "$XV/d" | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p'; }
-st=$(d_state)
+st=$(state_of "$XV/d")
 check "d: archived although a writer closed it during the upload (nothing changed)" bash -c "[ $rc = 0 ] && [ '$st' = archived ]"
 touch -r "$XV/d" "$TL_DIR/d.times"
 tl_flip_byte "$XV/d" 100
 touch -r "$TL_DIR/d.times" "$XV/d"
 cp "$XV/d" "$TL_DIR/d.new"
-for _ in $(seq 50); do [ "$(d_state)" = dirty ] && break; sleep 0.1; done
-check "d: a write after the archive is heard: the file is dirty at once" test "$(d_state)" = dirty
+for _ in $(seq 50); do [ "$(state_of "$XV/d")" = dirty ] && break; sleep 0.1; done
+check "d: a write after the archive is heard: the file is dirty at once" test "$(state_of "$XV/d")" = dirty
 check "... a release (mtime set back) refuses, saying it changed" bash -c "
-	! $TIERCTL release $XV/d 2>$TL_DIR/d.err && grep -q 'changed since it was archived' $TL_DIR/d.err"
+	! timeout 60 $TIERCTL release $XV/d 2>$TL_DIR/d.err && grep -q 'changed since it was archived' $TL_DIR/d.err"
 check "... and the new bytes are there" cmp "$XV/d" "$TL_DIR/d.new"
 echo 'movelost 1' >"$CONTROL"
 head -c 200000 /dev/urandom >"$V/e"
-"$TIERCTL" archive "$V/e" >/dev/null 2>"$TL_DIR/e.err"
+timeout 120 "$TIERCTL" archive "$V/e" >/dev/null 2>"$TL_DIR/e.err"
 rc=$?
 echo none >"$CONTROL"
 check "a MOVE whose answer is lost (done, then the connection reset): the archive succeeds (exit $rc)" bash -c "
 	[ $rc = 0 ] && grep -q '^MOVE .* 201 lost$' '$FLOG'"
 check "... and the file releases and reads back" bash -c "
-	cp $V/e $TL_DIR/e.orig && $TIERCTL release $V/e >/dev/null && cmp $V/e $TL_DIR/e.orig"
+	cp $V/e $TL_DIR/e.orig && timeout 60 $TIERCTL release $V/e >/dev/null && timeout 120 cmp $V/e $TL_DIR/e.orig"
 echo nomove >"$CONTROL"
 head -c 100000 /dev/urandom >"$V/c"
 check "a store without MOVE: the archive fails, saying why" bash -c "
-	! $TIERCTL archive $V/c 2>$TL_DIR/c.err && grep -q 'WebDAV MOVE' $TL_DIR/c.err"
+	! timeout 120 $TIERCTL archive $V/c 2>$TL_DIR/c.err && grep -q 'WebDAV MOVE' $TL_DIR/c.err"
 echo none >"$CONTROL"
 check "... and the log says the store needs WebDAV MOVE" grep -q "does not support WebDAV MOVE" "$TL_TIERD_LOG"
 check "... nothing of it is left in the store" bash -c "[ -z \"\$(find $TL_DIR/store -name '*tierd-upload*')\" ]"
