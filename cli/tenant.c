@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* tierctl tenant set NAME KEY=VALUE...: SetTenantPolicy.
- * tierctl tenant import NAME --from BACKEND [--at TIME]: ImportTenant.
+ * tierctl tenant import NAME --from BACKEND [--at TIME] [--keep-setuid]: ImportTenant.
  * tierctl gc NAME [--dry-run]: CollectGarbage.
  * tierctl audit NAME [--repair]: AuditTenant. */
 #include <errno.h>
@@ -64,12 +64,14 @@ static int tenant_import(sd_bus *bus, int argc, char **argv) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         sd_bus_error e = SD_BUS_ERROR_NULL;
         const char *from = NULL, *summary;
-        uint64_t at = 0;
+        uint64_t at = 0, flags = 0;
         int r;
 
         for (int i = 2; i < argc; i++) {
                 if (strcmp(argv[i], "--from") == 0 && i + 1 < argc)
                         from = argv[++i];
+                else if (strcmp(argv[i], "--keep-setuid") == 0)
+                        flags |= 1; /* CATALOG_IMPORT_KEEP_SETUID */
                 else if (strcmp(argv[i], "--at") == 0 && i + 1 < argc) {
                         if (parse_time(argv[++i], &at) < 0 || at == 0) {
                                 fprintf(stderr, "tierctl: --at %s: give @SECONDS or YYYY-MM-DDTHH:MM:SSZ (UTC)\n",
@@ -80,13 +82,13 @@ static int tenant_import(sd_bus *bus, int argc, char **argv) {
                         from = NULL, i = argc;
         }
         if (argc < 2 || !from) {
-                fprintf(stderr, "tierctl: usage: tierctl tenant import NAME --from BACKEND [--at TIME]\n");
+                fprintf(stderr, "tierctl: usage: tierctl tenant import NAME --from BACKEND [--at TIME] [--keep-setuid]\n");
                 return EXIT_USAGE;
         }
         /* A tree of 100,000 files takes seconds; a slow store, longer. */
         sd_bus_set_method_call_timeout(bus, 3600ull * 1000000);
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ImportTenant", &e, &reply, "sst", argv[1], from,
-                               at);
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ImportTenant", &e, &reply, "sstt", argv[1], from,
+                               at, flags);
         if (r < 0) {
                 r = call_failed("import", &e, r);
                 sd_bus_error_free(&e);
@@ -180,7 +182,7 @@ int verb_tenant(sd_bus *bus, int argc, char **argv) {
                 return tenant_import(bus, argc, argv);
         if (argc < 3 || strcmp(argv[0], "set") != 0) {
                 fprintf(stderr, "tierctl: usage: tierctl tenant set NAME KEY=VALUE...\n"
-                                "       tierctl tenant import NAME --from BACKEND [--at TIME]\n");
+                                "       tierctl tenant import NAME --from BACKEND [--at TIME] [--keep-setuid]\n");
                 return EXIT_USAGE;
         }
         if (!(patch = json_object_new_object()))

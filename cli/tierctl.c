@@ -312,7 +312,7 @@ static void usage(FILE *f) {
                    "  status [--json] [PATH...] per tenant, or per file: resident / partial / released\n"
                    "  reload                   make tierd read its policy file again\n"
                    "  ping                     tierd answers at once (for liveness probes)\n"
-                   "  tenant import NAME --from BACKEND [--at TIME]\n"
+                   "  tenant import NAME --from BACKEND [--at TIME] [--keep-setuid]\n"
                    "                           make the tree the tenant's catalog (in BACKEND, its\n"
                    "                           store) holds as released stubs; take the catalog over;\n"
                    "                           TIME: @SECONDS or YYYY-MM-DDTHH:MM:SSZ\n"

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,9 @@
 #include "macro.h"
 #include "utf8.h"
 
-#define CATALOG_VERSION 1
+/* 2: the trailer is an HMAC with the tenant's catalog key (1: a plain
+ * sha256, which anyone who can write the store can make). */
+#define CATALOG_VERSION 2
 
 static void json_putp(json_object **o) {
         if (*o)
@@ -58,18 +62,47 @@ bool catalog_xattr_name_allowed(const char *name) {
                strcmp(name, "system.posix_acl_default") == 0;
 }
 
+/* ---- the key ---- */
+
+static EVP_MAC_CTX *mac_new(const struct catalog_key *key) {
+        if (!key || key->len < CATALOG_KEY_MIN || key->len > sizeof(key->bytes))
+                return NULL;
+        EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
+        EVP_MAC_free(mac); /* the context keeps its own reference */
+        OSSL_PARAM params[] = { OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+                                OSSL_PARAM_construct_end() };
+        if (ctx && !EVP_MAC_init(ctx, key->bytes, key->len, params)) {
+                EVP_MAC_CTX_free(ctx);
+                ctx = NULL;
+        }
+        return ctx;
+}
+
+static int mac_final(EVP_MAC_CTX *ctx, uint8_t out[32]) {
+        size_t n = 0;
+        return EVP_MAC_final(ctx, out, &n, 32) && n == 32 ? 0 : -ENOMEM;
+}
+
+int catalog_mac(const struct catalog_key *key, const void *data, size_t len, uint8_t out[32]) {
+        EVP_MAC_CTX *ctx = mac_new(key);
+        int r = ctx && EVP_MAC_update(ctx, data, len) ? mac_final(ctx, out) : -EINVAL;
+        EVP_MAC_CTX_free(ctx);
+        return r;
+}
+
 /* ---- writing ---- */
 
 struct catalog_writer {
         FILE *out;
-        EVP_MD_CTX *md;
+        EVP_MAC_CTX *mac;
         uint64_t expected, added;
 };
 
 void catalog_writer_free(struct catalog_writer *w) {
         if (!w)
                 return;
-        EVP_MD_CTX_free(w->md);
+        EVP_MAC_CTX_free(w->mac);
         free(w);
 }
 
@@ -78,7 +111,7 @@ static int write_line(struct catalog_writer *w, json_object *o) {
         const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
         if (!s)
                 return -ENOMEM;
-        if (!EVP_DigestUpdate(w->md, s, n) || !EVP_DigestUpdate(w->md, "\n", 1))
+        if (!EVP_MAC_update(w->mac, (const unsigned char *)s, n) || !EVP_MAC_update(w->mac, (const unsigned char *)"\n", 1))
                 return -ENOMEM;
         if (fwrite(s, 1, n, w->out) != n || fputc('\n', w->out) == EOF)
                 return -EIO;
@@ -102,13 +135,14 @@ static int add_hash(json_object *o, const char *key, const uint8_t h[32]) {
         return json_object_object_add(o, key, json_object_new_string(hex));
 }
 
-int catalog_writer_new(FILE *out, const struct catalog_header *h, struct catalog_writer **ret) {
+int catalog_writer_new(FILE *out, const struct catalog_header *h, const struct catalog_key *key,
+                       struct catalog_writer **ret) {
         struct catalog_writer *w = calloc(1, sizeof(*w));
         _cleanup_(json_putp) json_object *o = json_object_new_object();
 
-        if (!w || !o || !(w->md = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(w->md, EVP_sha256(), NULL)) {
+        if (!w || !o || !(w->mac = mac_new(key))) {
                 catalog_writer_free(w);
-                return -ENOMEM;
+                return !key || key->len < CATALOG_KEY_MIN ? -EINVAL : -ENOMEM;
         }
         w->out = out;
         w->expected = h->entries;
@@ -196,11 +230,9 @@ int catalog_writer_finish(struct catalog_writer *w) {
 
         if (w->added != w->expected)
                 r = -EINVAL;
-        else if (!EVP_DigestFinal_ex(w->md, sha, NULL))
-                r = -ENOMEM;
-        else {
+        else if ((r = mac_final(w->mac, sha)) == 0) {
                 hex_encode(sha, 32, hex);
-                if (fprintf(w->out, "{\"sha256\":\"%s\"}\n", hex) < 0)
+                if (fprintf(w->out, "{\"hmac-sha256\":\"%s\"}\n", hex) < 0)
                         r = -EIO;
         }
         catalog_writer_free(w);
@@ -414,8 +446,10 @@ static int decode_header(json_object *o, struct catalog_header *h, const char **
         return 0;
 }
 
-/* The last line: {"sha256":...} of all bytes before it. */
-static int check_trailer(const char *data, size_t len, size_t *body_len, const char **why) {
+/* The last line: {"hmac-sha256":...} of all bytes before it, with the
+ * tenant's key: whoever can write the store cannot make one. */
+static int check_trailer(const char *data, size_t len, const struct catalog_key *key, size_t *body_len,
+                         const char **why) {
         uint8_t want[32], got[32];
         size_t start;
 
@@ -424,21 +458,22 @@ static int check_trailer(const char *data, size_t len, size_t *body_len, const c
         for (start = len - 1; start > 0 && data[start - 1] != '\n'; start--)
                 ;
         _cleanup_(json_putp) json_object *o = parse_line(data + start, len - 1 - start);
-        if (!o || json_object_object_length(o) != 1 || !get_hash(o, "sha256", want))
-                return bad(why, "the object has no sha256 trailer (cut short?)");
-        EVP_MD_CTX *md = EVP_MD_CTX_new();
-        bool ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) && EVP_DigestUpdate(md, data, start) &&
-                  EVP_DigestFinal_ex(md, got, NULL);
-        EVP_MD_CTX_free(md);
-        if (!ok)
-                return -ENOMEM;
-        if (memcmp(want, got, 32) != 0)
-                return bad(why, "the object does not match its sha256 trailer");
+        if (o && json_object_object_length(o) == 1 && get_hash(o, "sha256", want))
+                return bad(why, "the object is not authenticated (a plain sha256 trailer: written by a tierd "
+                                "without catalog keys, or by someone else)");
+        if (!o || json_object_object_length(o) != 1 || !get_hash(o, "hmac-sha256", want))
+                return bad(why, "the object has no hmac-sha256 trailer (cut short?)");
+        int r = catalog_mac(key, data, start, got);
+        if (r < 0)
+                return r == -EINVAL ? bad(why, "no catalog key to check it with") : r;
+        if (CRYPTO_memcmp(want, got, 32) != 0)
+                return bad(why, "the object does not match its hmac-sha256 trailer (changed in the store, or "
+                                "written with another catalog_key)");
         *body_len = start;
         return 0;
 }
 
-int catalog_decode(const char *data, size_t len, struct catalog_header *h,
+int catalog_decode(const char *data, size_t len, const struct catalog_key *key, struct catalog_header *h,
                    int (*each)(void *userdata, const struct catalog_entry *e), void *userdata, const char **why) {
         size_t body, pos = 0;
         uint64_t n = 0;
@@ -446,7 +481,7 @@ int catalog_decode(const char *data, size_t len, struct catalog_header *h,
         int r;
 
         *why = "";
-        r = check_trailer(data, len, &body, why);
+        r = check_trailer(data, len, key, &body, why);
         if (r < 0)
                 return r;
         while (pos < body) {

@@ -5,7 +5,11 @@
  *
  *   {"tierd_catalog":1,"kind":"journal","epoch":E,"seq":S,"time":USEC,"entries":N}
  *   one line per entry (N of them)
- *   {"sha256":"<hex of every byte above this line>"}
+ *   {"hmac-sha256":"<HMAC-SHA256 of every byte above this line>"}
+ *
+ * The HMAC's key is the tenant's catalog key ("catalog_key" in the policy),
+ * which is never in the store: whoever can write the store (another node,
+ * a compromised store) cannot make an object an import takes.
  *
  * A path (relative to the subvolume) and a symlink target are bytes: a
  * valid UTF-8 one is written as a string, any other as "path_hex" /
@@ -23,6 +27,15 @@
 #define CATALOG_XATTRS_MAX 64
 #define CATALOG_XATTR_NAME_MAX 255
 #define CATALOG_XATTR_VALUE_MAX 65536
+
+/* A catalog key: the bytes of the tenant's key file. */
+#define CATALOG_KEY_MIN 32
+struct catalog_key {
+        uint8_t bytes[256];
+        size_t len;
+};
+/* HMAC-SHA256 of data with key: -EINVAL for a key shorter than CATALOG_KEY_MIN. */
+int catalog_mac(const struct catalog_key *key, const void *data, size_t len, uint8_t out[32]);
 
 enum catalog_kind { CATALOG_JOURNAL = 1, CATALOG_SNAPSHOT = 2 };
 enum catalog_op { CATALOG_PUT = 1, CATALOG_DEL = 2 };
@@ -75,21 +88,22 @@ bool catalog_path_valid(const char *path, size_t len);
 bool catalog_xattr_name_allowed(const char *name);
 
 /* Writing: the header, the entries, then the trailer; the bytes go to out
- * (an open_memstream), and the trailer's hash covers everything before it,
+ * (an open_memstream), and the trailer's HMAC covers everything before it,
  * which the writer feeds as it goes. */
 struct catalog_writer;
-int catalog_writer_new(FILE *out, const struct catalog_header *h, struct catalog_writer **ret);
+int catalog_writer_new(FILE *out, const struct catalog_header *h, const struct catalog_key *key,
+                       struct catalog_writer **ret);
 int catalog_writer_add(struct catalog_writer *w, const struct catalog_entry *e);
 /* Writes the trailer and frees w; fails if fewer or more entries than the
  * header announced were added. */
 int catalog_writer_finish(struct catalog_writer *w);
 void catalog_writer_free(struct catalog_writer *w);
 
-/* Reading a whole object: its trailer's hash is checked first, then each()
+/* Reading a whole object: its trailer's HMAC (with key) is checked first, then each()
  * is called for every entry in order (the entry is freed after the call;
  * each() stops the walk with a negative errno). -EBADMSG with *why set
  * (static text) when anything is wrong: an entry that fails its checks
  * after others were passed can only come from a writer's bug, as the hash
  * matched. */
-int catalog_decode(const char *data, size_t len, struct catalog_header *h,
+int catalog_decode(const char *data, size_t len, const struct catalog_key *key, struct catalog_header *h,
                    int (*each)(void *userdata, const struct catalog_entry *e), void *userdata, const char **why);

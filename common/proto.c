@@ -6,6 +6,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83 /* Linux 6.16 */
+#endif
+
+int proto_refuse_fds(int sock) {
+        int no = 0;
+        return setsockopt(sock, SOL_SOCKET, SO_PASSRIGHTS, &no, sizeof(no)) < 0 ? -errno : 0;
+}
+
 int proto_send(int sock, const void *msg, size_t size, int fd) {
         union {
                 struct cmsghdr h;

@@ -93,6 +93,7 @@ struct proto_config {
         uint64_t connect_timeout_usec, stall_timeout_usec;
         uint64_t multipart_threshold, part_size;
         uint64_t manifest_cache; /* bytes of verified manifest parts kept */
+        uint32_t landlock_optional; /* 1: start without Landlock (warned); 0: refuse to */
 };
 
 /* Secrets travel only here: never argv, environment, logs or D-Bus. */
@@ -134,6 +135,9 @@ struct proto_reply {
 
 /* Sends one record, with fd attached unless fd < 0. */
 int proto_send(int sock, const void *msg, size_t size, int fd);
+/* The peer can pass no fd to sock (SO_PASSRIGHTS off: its sendmsg with
+ * SCM_RIGHTS fails with EPERM); -ENOPROTOOPT before Linux 6.16. */
+int proto_refuse_fds(int sock);
 /* Receives one record of at most size bytes (its length in *len; with len
  * NULL it must be exactly size, else -EBADMSG), and at
  * most one fd (*fd = -1 if none). flags as for recvmsg (MSG_DONTWAIT).

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ImportTenant(s tenant, s backend, t at_usec) -> s summary: makes the tree
- * the tenant's catalog holds (supervisor/catalog.h) as released stubs.
+ * ImportTenant(s tenant, s backend, t at_usec, t flags) -> s summary: makes
+ * the tree the tenant's catalog holds (supervisor/catalog.h) as released
+ * stubs; flags 1: files keep their setuid and setgid bits.
  * CollectGarbage(s tenant, b dry_run) -> s summary: deletes what nothing
  * refers to in the tenant's store (supervisor/gc.h).
  * AuditTenant(s tenant, b repair) -> (s summary, a(sss) findings): stubs,
@@ -99,12 +100,15 @@ int catalog_bus_method_import(sd_bus_message *m, void *userdata, sd_bus_error *e
         struct tierd *t = userdata;
         const char *name, *backend;
         struct tenant *tn;
-        uint64_t at;
+        uint64_t at, flags;
         int r;
 
-        r = sd_bus_message_read(m, "sst", &name, &backend, &at);
+        r = sd_bus_message_read(m, "sstt", &name, &backend, &at, &flags);
         if (r < 0)
                 return r;
+        if (flags & ~CATALOG_IMPORT_FLAGS)
+                return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "unknown import flags 0x%llx (known: 0x%llx)",
+                                         (unsigned long long)flags, (unsigned long long)CATALOG_IMPORT_FLAGS);
         if (!(tn = find_tenant_for_root(m, t, name, &r, error)))
                 return r;
         /* The stubs name objects of the tenant's own store: the catalog is
@@ -124,7 +128,7 @@ int catalog_bus_method_import(sd_bus_message *m, void *userdata, sd_bus_error *e
         /* First: the import may end before catalog_import returns. It
          * cannot be stopped half way. */
         c->job = bus_task_job_start(t, "import", NULL, c);
-        r = catalog_import(tn, at, on_task_done, on_task_progress, c);
+        r = catalog_import(tn, at, flags, on_task_done, on_task_progress, c);
         if (r < 0) {
                 bus_task_job_end(t, c->job, r, "refused");
                 task_call_free(c);

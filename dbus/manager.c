@@ -431,7 +431,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("ReloadPolicy", "", "", method_reload_policy, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("SetTenantPolicy", SD_BUS_ARGS("s", name, "s", settings), SD_BUS_NO_RESULT,
                                 method_set_tenant_policy, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("ImportTenant", SD_BUS_ARGS("s", tenant, "s", backend, "t", at_usec),
+        SD_BUS_METHOD_WITH_ARGS("ImportTenant", SD_BUS_ARGS("s", tenant, "s", backend, "t", at_usec, "t", flags),
                                 SD_BUS_RESULT("s", summary), catalog_bus_method_import, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("CollectGarbage", SD_BUS_ARGS("s", tenant, "b", dry_run), SD_BUS_RESULT("s", summary),
                                 catalog_bus_method_collect, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -96,11 +96,12 @@ int policy_edit_tenant(const char *text, size_t len, const char *origin, const c
  * secret or key it uses, who else may see it (containers), and what keeps
  * its bytes safe (checks, the catalog, how long unreferenced objects are
  * kept: on a store shared by nodes a short grace collects another node's
- * new uploads): only root changes these at run time, not the admin group. */
+ * new uploads; setuid mounts): only root changes these at run time, not
+ * the admin group. */
 static const char *const root_only_keys[] = {
         "backend",    "endpoint",   "region",  "addressing", "credentials", "ca_file",           "sse",
         "kms_key_id", "headers",    "namespaces", "containers", "subvolume", "mount",           "verify",
-        "catalog",    "gc_grace",   "catalog_retention",
+        "catalog",    "gc_grace",   "catalog_retention", "allow_setuid_mounts", "catalog_key",
 };
 
 /* The patch as a JSON object; NULL if it is not one (then it is refused as

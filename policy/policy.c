@@ -49,8 +49,9 @@ static int fail(struct parse_ctx *c, const char *tenant, const char *key, const 
 #define SETTING_KEYS "backend", "chunk", "readahead", "small_file", "endpoint", "region", "credentials", "addressing", \
         "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size", \
         "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "pin", "restore", \
-        "verify", "manifest_cache", "catalog", "catalog_retention", "gc_grace"
-static const char *const tenant_keys[] = { "name", "subvolume", "mount", "namespaces", "containers", SETTING_KEYS };
+        "verify", "manifest_cache", "catalog", "catalog_key", "catalog_retention", "gc_grace"
+static const char *const tenant_keys[] = { "name", "subvolume", "mount", "namespaces", "containers", "allow_setuid_mounts",
+                                           SETTING_KEYS };
 static const char *const default_keys[] = { SETTING_KEYS };
 
 static bool key_known(const char *key, const char *const *keys, size_t n) {
@@ -126,6 +127,7 @@ static bool path_is_under(const char *a, const char *b) {
 
 struct tenant_settings {
         const char *backend, *endpoint, *region, *credentials, *addressing, *ca_file, *sse, *kms_key_id;
+        const char *catalog_key;
         json_object *headers, *pin;
         uint64_t chunk, readahead, small_file, connect_timeout, stall_timeout, multipart_threshold, part_size;
         uint64_t quota, archive_after, archive_min_size, archive_rate, manifest_cache;
@@ -302,8 +304,9 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
                 return r;
         if ((r = get_string(c, o, tenant, "restore", &s->restore)) < 0)
                 return r;
-        if (r > 0 && strcmp(s->restore, "range") != 0 && strcmp(s->restore, "whole") != 0)
-                return fail(c, tenant, "restore", "must be \"range\" or \"whole\"");
+        if (r > 0 && strcmp(s->restore, "range") != 0 && strcmp(s->restore, "whole") != 0 &&
+            strcmp(s->restore, "open") != 0)
+                return fail(c, tenant, "restore", "must be \"range\", \"whole\" or \"open\"");
         if ((r = get_size(c, o, tenant, "manifest_cache", &s->manifest_cache)) < 0)
                 return r;
         if (r > 0 && s->manifest_cache > (1ull << 30))
@@ -317,6 +320,8 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
         /* Ages in a store are whole seconds: less would be no grace at all. */
         if (r > 0 && s->gc_grace < 1000000)
                 return fail(c, tenant, "gc_grace", "must be at least 1s (a day is the default)");
+        if ((r = get_opt_path(c, o, tenant, "catalog_key", &s->catalog_key)) < 0)
+                return r;
         return get_bool(c, o, tenant, "catalog", &s->catalog);
 }
 
@@ -402,6 +407,9 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
         if (json_object_object_get_ex(o, "containers", &containers) &&
             (r = check_string_list(c, name, "containers", containers, "[\"build-*\"] (container id globs)", false)) < 0)
                 return r;
+        bool allow_setuid_mounts = false;
+        if ((r = get_bool(c, o, name, "allow_setuid_mounts", &allow_setuid_mounts)) < 0)
+                return r;
         if ((r = parse_settings(c, o, name, &s)) < 0)
                 return r;
         if (!s.backend)
@@ -416,6 +424,11 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 return fail(c, name, "credentials", "missing: an s3:// backend needs an AWS shared-credentials file");
         if (s.kms_key_id && (!s.sse || strcmp(s.sse, "aws:kms") != 0))
                 return fail(c, name, "kms_key_id", "needs \"sse\": \"aws:kms\"");
+        if (s.catalog && !s.catalog_key)
+                return fail(c, name, "catalog_key", "missing: a catalog is authenticated with a key kept outside the "
+                                                    "store (a root-owned 0600 file of at least 32 bytes, e.g. "
+                                                    "openssl rand -hex 32 >FILE), the same on every node that "
+                                                    "imports it");
         if (s.part_size > s.multipart_threshold)
                 return fail(c, name, "part_size", "must not exceed multipart_threshold");
         if (s.low_watermark > s.high_watermark)
@@ -429,7 +442,7 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .name = strdup(name), .subvolume = strdup(subvolume), .mount = strdup(mount),
                 .backend = strdup(s.backend), .chunk = s.chunk, .readahead = s.readahead, .small_file = s.small_file,
                 .endpoint = strdup_or_null(s.endpoint), .region = strdup(s.region),
-                .credentials = strdup_or_null(s.credentials),
+                .credentials = strdup_or_null(s.credentials), .catalog_key = strdup_or_null(s.catalog_key),
                 /* Path-style for a custom endpoint (RGW, MinIO), virtual-hosted for AWS. */
                 .virtual_hosted = s.addressing ? strcmp(s.addressing, "virtual") == 0 : !s.endpoint,
                 .connect_timeout_usec = s.connect_timeout, .stall_timeout_usec = s.stall_timeout,
@@ -439,10 +452,11 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .quota = s.quota, .high_watermark = s.high_watermark, .low_watermark = s.low_watermark,
                 .archive_after_usec = s.archive_after, .archive_min_size = s.archive_min_size,
                 .archive_rate = s.archive_rate, .pin = strings_to_strv(s.pin),
-                .restore_whole = s.restore && strcmp(s.restore, "whole") == 0, .verify = s.verify,
+                .restore_whole = s.restore && strcmp(s.restore, "range") != 0,
+                .restore_open = s.restore && strcmp(s.restore, "open") == 0, .verify = s.verify,
                 .catalog = s.catalog, .catalog_retention_usec = s.catalog_retention, .gc_grace_usec = s.gc_grace,
                 .manifest_cache = s.manifest_cache, .namespaces = strings_to_strv(namespaces),
-                .containers = strings_to_strv(containers),
+                .containers = strings_to_strv(containers), .allow_setuid_mounts = allow_setuid_mounts,
         };
         if (!t->name || !t->subvolume || !t->mount || !t->backend || !t->region || !t->headers || !t->pin ||
             !t->namespaces || !t->containers)
@@ -536,7 +550,8 @@ static bool group_name_valid(const char *name) {
 int policy_parse(const char *text, size_t len, const char *origin, struct policy **ret, char **error) {
         struct parse_ctx c = { .origin = origin ? origin : "policy", .error = error };
         static const char *const top_keys[] = { "version", "defaults", "tenants", "worker_uids", "admin_group",
-                                                "filesystems", "guard_after", "kubernetes" };
+                                                "filesystems", "guard_after", "kubernetes",
+                                                "require_landlock" };
         struct tenant_settings defaults = {
                 .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
@@ -591,6 +606,9 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
         bool kubernetes = false;
         if ((r = get_bool(&c, root, NULL, "kubernetes", &kubernetes)) < 0)
                 return r;
+        bool require_landlock = true;
+        if ((r = get_bool(&c, root, NULL, "require_landlock", &require_landlock)) < 0)
+                return r;
         uint64_t guard_after = POLICY_GUARD_AFTER_DEFAULT_USEC;
         if ((r = get_duration(&c, root, NULL, "guard_after", &guard_after)) < 0)
                 return r;
@@ -615,6 +633,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
         p->version = version;
         p->guard_after_usec = guard_after;
         p->kubernetes = kubernetes;
+        p->landlock_optional = !require_landlock;
         if (admin_group && !(p->admin_group = strdup(admin_group))) {
                 free(p);
                 return -ENOMEM;
@@ -734,6 +753,7 @@ void policy_free(struct policy *p) {
                 free(p->tenants[i].endpoint);
                 free(p->tenants[i].region);
                 free(p->tenants[i].credentials);
+                free(p->tenants[i].catalog_key);
                 free(p->tenants[i].ca_file);
                 free(p->tenants[i].sse);
                 free(p->tenants[i].kms_key_id);

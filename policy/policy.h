@@ -20,6 +20,9 @@ struct policy_tenant {
         /* Containers (supervisor/containers.c): which may attach the tenant's view */
         char **namespaces; /* Kubernetes namespaces, NULL-terminated */
         char **containers; /* container id globs for containers outside Kubernetes, NULL-terminated */
+        /* "allow_setuid_mounts": the subvolume may be reachable on the host
+         * through a mount without nosuid,nodev (supervisor/hostmounts.c). */
+        bool allow_setuid_mounts;
         char *backend;   /* URL */
         uint64_t chunk;      /* fill granularity */
         uint64_t readahead;  /* added to sequential reads */
@@ -42,9 +45,11 @@ struct policy_tenant {
         uint64_t archive_min_size;      /* smaller files are not archived automatically */
         uint64_t archive_rate;          /* upload bytes per second; 0: unbounded */
         char **pin;                     /* globs relative to the subvolume, NULL-terminated */
-        bool restore_whole;             /* "restore": "whole" */
+        bool restore_whole;             /* "restore": "whole" or "open" */
+        bool restore_open;              /* "restore": "open": whole before a read-only open returns */
         bool verify;                    /* ranged fills checked against the chunk manifest */
         bool catalog;                   /* keep the tenant's catalog in its store: supervisor/catalog.c */
+        char *catalog_key;              /* the file of the key that authenticates it (required with catalog) */
         uint64_t catalog_retention_usec; /* its history kept, and the objects it names: supervisor/gc.c */
         uint64_t gc_grace_usec;          /* objects younger than this are never collected */
         uint64_t manifest_cache;        /* the worker's cache of manifest parts, bytes */
@@ -74,6 +79,7 @@ struct policy {
          * absent tierd before tierd-holder's guard answers them EIO. */
         uint64_t guard_after_usec;
         bool kubernetes; /* "kubernetes": containers are pods whose namespace annotation the CRI wrote */
+        bool landlock_optional; /* "require_landlock": false: workers run unfenced where Landlock is missing */
         struct policy_tenant *tenants;
         size_t n_tenants;
 };

@@ -362,15 +362,15 @@ static void discover_next(struct catalog *c) {
 /* ---- snapshots ---- */
 
 /* The object of h->entries entries, which next() gives one by one. */
-static int encode_entries(const struct catalog_header *h, const struct catalog_entry *(*next)(void *ctx), void *ctx,
-                          char **ret, size_t *ret_len) {
+static int encode_entries(const struct catalog_header *h, const struct catalog_key *key,
+                          const struct catalog_entry *(*next)(void *ctx), void *ctx, char **ret, size_t *ret_len) {
         FILE *f = open_memstream(ret, ret_len);
         struct catalog_writer *w;
         int r;
 
         if (!f)
                 return -ENOMEM;
-        r = catalog_writer_new(f, h, &w);
+        r = catalog_writer_new(f, h, key, &w);
         for (uint64_t i = 0; r == 0 && i < h->entries; i++)
                 if ((r = catalog_writer_add(w, next(ctx))) < 0)
                         catalog_writer_free(w);
@@ -536,6 +536,7 @@ struct snapshot_walk {
         struct catalog *c; /* not touched by the thread */
         struct tenant *tn;
         struct catalog_header h;
+        struct catalog_key key; /* a copy: a reload may change the tenant's meanwhile */
         char *data;
         size_t len, failed;
         uint64_t dropped_gen;
@@ -551,7 +552,7 @@ static void snapshot_walk_run(void *userdata) {
         w->failed = l.failed;
         struct array_cursor cur = { .e = l.e };
         if (w->error == 0)
-                w->error = encode_entries(&w->h, array_next, &cur, &w->data, &w->len);
+                w->error = encode_entries(&w->h, &w->key, array_next, &cur, &w->data, &w->len);
 }
 
 static void on_snapshot_walked(void *userdata) {
@@ -606,7 +607,7 @@ static void write_snapshot(struct catalog *c) {
         }
         /* As of the last journal object: what is archived meanwhile is in
          * the journal after it too. */
-        *w = (struct snapshot_walk){ .c = c, .tn = c->tn, .dropped_gen = c->dropped_gen,
+        *w = (struct snapshot_walk){ .c = c, .tn = c->tn, .dropped_gen = c->dropped_gen, .key = c->tn->catalog_key,
                                      .h = { .kind = CATALOG_SNAPSHOT, .epoch = c->epoch, .seq = c->next_seq - 1,
                                             .time_usec = realtime_usec() } };
         c->busy = true; /* the walk is the writer's request in flight */
@@ -689,7 +690,7 @@ static void on_journal_read_back(void *userdata, int error, const char *data, si
                 check_fence_after_put(c); /* ours: written before a worker died */
                 return;
         }
-        if (error == 0 && catalog_decode(data, len, &h, NULL, NULL, &why) == 0 && h.epoch > c->epoch) {
+        if (error == 0 && catalog_decode(data, len, &c->tn->catalog_key, &h, NULL, NULL, &why) == 0 && h.epoch > c->epoch) {
                 journal_requeue(c);
                 fence(c, "another node took the catalog over (a newer lease wrote this journal number)");
                 return;
@@ -766,7 +767,7 @@ static void put_journal(struct catalog *c) {
         struct catalog_header h = { .kind = CATALOG_JOURNAL, .epoch = c->epoch, .seq = c->next_seq,
                                     .time_usec = realtime_usec(), .entries = n };
         struct catalog_pending *cur = c->sending;
-        r = encode_entries(&h, pending_next, &cur, &c->sending_data, &c->sending_len);
+        r = encode_entries(&h, &c->tn->catalog_key, pending_next, &cur, &c->sending_data, &c->sending_len);
         catalog_journal_key(c->next_seq, key);
         c->busy = true;
         if (r == 0)

@@ -82,5 +82,11 @@ int catalog_read_tree(struct tenant *tn,
  * tenant's subvolume, and takes the lease. done() gets a message either
  * way (static storage of the call); progress() where it is (phase: static
  * text; the catalog objects read, then the entries to make), or NULL. */
-int catalog_import(struct tenant *tn, uint64_t at_usec, void (*done)(void *userdata, int error, const char *message),
+int catalog_import(struct tenant *tn, uint64_t at_usec, uint64_t flags,
+                   void (*done)(void *userdata, int error, const char *message),
                    void (*progress)(void *userdata, const char *phase, uint64_t done, uint64_t total), void *userdata);
+/* flags: files keep the setuid and setgid bits the catalog gives them.
+ * Without it they are dropped: whoever could write the catalog (a key
+ * holder on another node) must not make setuid files here. */
+#define CATALOG_IMPORT_KEEP_SETUID UINT64_C(1)
+#define CATALOG_IMPORT_FLAGS CATALOG_IMPORT_KEEP_SETUID

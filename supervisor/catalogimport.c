@@ -19,11 +19,23 @@
 #include "fdio.h"
 #include "log.h"
 #include "macro.h"
+#include "offthread.h"
 #include "storeio.h"
+
+/* Bounds: the catalog is read into memory whole before anything is made,
+ * and the store is not trusted to be small. One larger is refused, saying
+ * so, before it takes the node's memory. */
+#define IMPORT_ENTRIES_MAX (16u << 20)      /* entries read: the snapshot's and the journal's */
+#define IMPORT_BYTES_MAX (2ull << 30)       /* their names, targets and xattrs */
+#define IMPORT_JOURNALS_MAX (1u << 20)      /* journal objects read */
+#define IMPORT_EPOCHS_MAX 4096u             /* leases (each journal object looks them up) */
+#define IMPORT_TOO_BIG "larger than an import takes (at most 16,777,216 entries, 2 GiB of names and 1,048,576 " \
+                       "journal objects)"
 
 struct catalog_import {
         struct catalog *c;
         uint64_t at_usec;
+        uint64_t flags; /* CATALOG_IMPORT_* */
         void (*done)(void *userdata, int error, const char *message);
         void (*progress)(void *userdata, const char *phase, uint64_t done, uint64_t total);
         /* catalog_read_tree: the tree read is handed over, nothing made. */
@@ -38,7 +50,7 @@ struct catalog_import {
         uint32_t index_epoch;    /* the list of snapshots read next */
         bool past_at; /* journal objects from here on are read only to find the last */
         char *lease_text; /* the lease object this import writes */
-        struct catalog_entries all; /* in the order written */
+        struct catalog_entries all; /* in the order written; limits: IMPORT_*_MAX */
 };
 
 static void import_free(struct catalog_import *imp) {
@@ -102,6 +114,7 @@ static int keep_entry(void *userdata, const struct catalog_entry *e) {
         struct catalog_import *imp = userdata;
         struct catalog_entry copy = *e;
 
+
         /* Deep copy: e is freed after the call. */
         copy.path = strndup(e->path, e->path_len);
         copy.target = e->target ? strndup(e->target, e->target_len) : NULL;
@@ -117,93 +130,16 @@ static int keep_entry(void *userdata, const struct catalog_entry *e) {
                 if (ok)
                         memcpy(x->value, e->xattrs[i].value, x->len);
         }
-        if (!ok || catalog_entries_add(&imp->all, &copy) < 0) {
-                catalog_entry_done(&copy);
-                return -ENOMEM;
-        }
-        return 0;
+        int r = ok ? catalog_entries_add(&imp->all, &copy) : -ENOMEM;
+        catalog_entry_done(&copy); /* emptied if added */
+        return r;
 }
 
-static int compare_latest(const void *a, const void *b, void *entries) {
-        size_t x = *(const size_t *)a, y = *(const size_t *)b;
-        const struct catalog_entry *ex = (const struct catalog_entry *)entries + x,
-                                   *ey = (const struct catalog_entry *)entries + y;
-        int c = memcmp(ex->path, ey->path, MIN(ex->path_len, ey->path_len));
-        if (c == 0)
-                c = (ex->path_len > ey->path_len) - (ex->path_len < ey->path_len);
-        return c ? c : (x > y) - (x < y);
-}
-
-/* A directory deleted (or renamed away): the last time it was. */
-struct dir_delete {
-        const char *path;
-        size_t path_len;
-        size_t last; /* the index of its latest delete among all entries */
-};
-
-static int compare_dir_delete(const void *a, const void *b) {
-        const struct dir_delete *x = a, *y = b;
-        int c = memcmp(x->path, y->path, MIN(x->path_len, y->path_len));
-        return c ? c : (x->path_len > y->path_len) - (x->path_len < y->path_len);
-}
-
-/* Gone with a directory deleted (or renamed) after it was recorded? Each
- * of its parents looked up: depth times log(deletes), not deletes. */
-static bool under_later_dir_delete(const struct catalog_entry *e, size_t index, const struct dir_delete *dels,
-                                   size_t n_dels) {
-        for (size_t p = 1; n_dels && p < e->path_len; p++) {
-                if (e->path[p] != '/')
-                        continue;
-                struct dir_delete key = { .path = e->path, .path_len = p };
-                const struct dir_delete *d = bsearch(&key, dels, n_dels, sizeof(key), compare_dir_delete);
-                if (d && d->last > index)
-                        return true;
-        }
-        return false;
-}
-
-/* The last word on each path, puts only. */
-static int reduce(struct catalog_import *imp, struct catalog_entries *ret) {
-        size_t n = imp->all.n, n_dels = 0;
-        _cleanup_free_ size_t *order = calloc(n + 1, sizeof(size_t));
-        _cleanup_free_ struct dir_delete *dels = calloc(n + 1, sizeof(struct dir_delete));
-
-        if (!order || !dels)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                order[i] = i;
-        qsort_r(order, n, sizeof(size_t), compare_latest, imp->all.e);
-        /* In path order, each path's entries in the order written: a path's
-         * last directory delete is its group's last. */
-        for (size_t i = 0; i < n; i++) {
-                const struct catalog_entry *e = &imp->all.e[order[i]];
-                if (e->op != CATALOG_DEL || e->type != CATALOG_DIR)
-                        continue;
-                struct dir_delete d = { .path = e->path, .path_len = e->path_len, .last = order[i] };
-                if (n_dels && compare_dir_delete(&dels[n_dels - 1], &d) == 0)
-                        dels[n_dels - 1].last = d.last;
-                else
-                        dels[n_dels++] = d;
-        }
-        for (size_t i = 0; i < n; i++) {
-                struct catalog_entry *e = &imp->all.e[order[i]];
-                if (i + 1 < n) {
-                        const struct catalog_entry *next = &imp->all.e[order[i + 1]];
-                        if (next->path_len == e->path_len && memcmp(next->path, e->path, e->path_len) == 0)
-                                continue; /* a later entry of the same path */
-                }
-                if (e->op == CATALOG_PUT && !under_later_dir_delete(e, order[i], dels, n_dels) &&
-                    catalog_entries_add(ret, e) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
+static const char *read_error(int r, const char *why) {
+        return r == -EBADMSG ? why : r == -E2BIG ? IMPORT_TOO_BIG : strerror(-r);
 }
 
 static void import_step(struct catalog *c);
-
-/* Between the lease and the tree made, a mark in the state directory: a
- * tierd that dies there imports again when it starts, before its writer
- * would take the half-made tree for the truth. */
 static char *import_mark_path(struct tenant *tn) {
         char *p = NULL;
         return asprintf(&p, "%s/%s.catalog-import", tn->t->state_dir, tn->cfg->name) < 0 ? NULL : p;
@@ -245,7 +181,8 @@ int catalog_import_resume_if_marked(struct tenant *tn) {
                 at = 0;
         fclose(f);
         log_warning("tenant %s: an import did not finish (tierd stopped during it): importing again", tn->cfg->name);
-        return catalog_import(tn, at, on_resumed_import, NULL, NULL);
+        /* Without the flags it was asked with: setuid bits dropped, the safe side. */
+        return catalog_import(tn, at, 0, on_resumed_import, NULL, NULL);
 }
 
 static void on_lease_read_back(void *userdata, int error, const char *data, size_t len);
@@ -280,13 +217,100 @@ static void on_lease_read_back(void *userdata, int error, const char *data, size
         make_tree(c, ours ? 0 : -EEXIST);
 }
 
-/* The lease is taken (error 0): the tree is made. */
-static void make_tree(struct catalog *c, int error) {
-        _cleanup_(catalog_entries_done) struct catalog_entries tree = {};
-        struct catalog_made made = {};
+/* The tree, reduced from the entries read and made, on a thread of its
+ * own (offthread.h): sorting and making 100,000 files take seconds, and
+ * readers are answered meanwhile. While it runs the writer is busy, so
+ * the catalog (and the import's entries) outlive it. */
+struct tree_job {
+        struct catalog *c;               /* not touched by the thread */
+        const struct catalog_entries *all; /* the import's entries, read only */
+        bool make;                       /* false: reduce only (catalog_read_tree) */
+        bool keep_setuid;
+        struct catalog_tree_maker maker;
+        struct catalog_entries tree;
+        struct catalog_made made;
+        uint64_t dropped;
+        int error;
+};
+
+static void tree_run(void *userdata) {
+        struct tree_job *j = userdata;
+        j->error = catalog_reduce(j->all, &j->tree);
+        if (j->error < 0 || !j->make)
+                return;
+        if (!j->keep_setuid)
+                j->dropped = catalog_drop_setuid(j->maker.tenant, &j->tree);
+        j->error = catalog_make_tree(&j->maker, &j->tree, &j->made);
+}
+
+static void tree_job_freep(struct tree_job **j) {
+        if (!*j)
+                return;
+        catalog_entries_done(&(*j)->tree);
+        free(*j);
+}
+
+static void on_tree_made(void *userdata) {
+        _cleanup_(tree_job_freep) struct tree_job *j = userdata;
+        struct catalog *c = j->c;
+        if (!catalog_request_ended(c))
+                return; /* stopped meanwhile: what was made stays, the mark makes the next start import again */
         struct catalog_import *imp = c->import;
+        if (!j->make) { /* catalog_read_tree: the tree to the caller; the writer goes on */
+                if (j->error < 0) {
+                        import_fail(c, j->error, "out of memory");
+                        return;
+                }
+                c->import = NULL;
+                imp->tree_read(imp->userdata, 0, NULL, &j->tree);
+                import_free(imp);
+                catalog_writer_continue(c);
+                return;
+        }
         uint32_t epoch = imp->n_epochs + 1;
         uint64_t next_seq = imp->seq;
+        const struct catalog_made *made = &j->made;
+        if (j->error == 0)
+                import_unmark(c->tn);
+        if (j->error < 0)
+                import_finish(c, j->error, "cannot make the tree: %s", strerror(-j->error));
+        else
+                import_finish(c, made->failed ? -EIO : 0,
+                              "%llu files (%llu bytes, released), %llu directories, %llu symlinks made from "
+                              "snapshot %llu and %llu journal objects; %llu there already, %llu failed (see the log); "
+                              "%llu setuid/setgid files made without those bits; lease epoch %u",
+                              (unsigned long long)made->files, (unsigned long long)made->bytes,
+                              (unsigned long long)made->dirs, (unsigned long long)made->symlinks,
+                              (unsigned long long)imp->snapshot_seq, (unsigned long long)imp->journals_applied,
+                              (unsigned long long)made->existing, (unsigned long long)made->failed,
+                              (unsigned long long)j->dropped, epoch);
+        /* This node writes the catalog from here on: a snapshot first. */
+        catalog_writer_resume(c, epoch, next_seq);
+}
+
+static int tree_job_start(struct catalog *c, bool make) {
+        struct catalog_import *imp = c->import;
+        struct tree_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        *j = (struct tree_job){ .c = c, .all = &imp->all, .make = make,
+                                .keep_setuid = imp->flags & CATALOG_IMPORT_KEEP_SETUID,
+                                .maker = { .root_fd = c->tn->subvol_fd, .chunk = c->tn->cfg->chunk } };
+        snprintf(j->maker.tenant, sizeof(j->maker.tenant), "%s", c->tn->cfg->name);
+        if (make && imp->progress)
+                imp->progress(imp->userdata, "making the tree", 0, imp->all.n);
+        c->busy = true;
+        int r = offthread_start(c->tn->t->event, &c->tn->subvol_fd, 1, tree_run, on_tree_made, j, NULL);
+        if (r < 0) {
+                c->busy = false;
+                free(j);
+        }
+        return r;
+}
+
+/* The lease is taken (error 0): the tree is made. */
+static void make_tree(struct catalog *c, int error) {
+        struct catalog_import *imp = c->import;
         int r;
 
         if (error == -EEXIST) {
@@ -297,26 +321,10 @@ static void make_tree(struct catalog *c, int error) {
                 import_fail(c, error, "cannot take the catalog's lease: %s; nothing was made", strerror(-error));
                 return;
         }
-        r = reduce(imp, &tree);
-        if (r == 0 && imp->progress)
-                imp->progress(imp->userdata, "making the tree", 0, tree.n);
-        if (r == 0)
-                r = catalog_make_tree(c->tn, &tree, &made);
-        if (r == 0)
-                import_unmark(c->tn);
-        if (r < 0)
+        if ((r = tree_job_start(c, true)) < 0) {
                 import_finish(c, r, "cannot make the tree: %s", strerror(-r));
-        else
-                import_finish(c, made.failed ? -EIO : 0,
-                              "%llu files (%llu bytes, released), %llu directories, %llu symlinks made from "
-                              "snapshot %llu and %llu journal objects; %llu there already, %llu failed (see the log); "
-                              "lease epoch %u",
-                              (unsigned long long)made.files, (unsigned long long)made.bytes,
-                              (unsigned long long)made.dirs, (unsigned long long)made.symlinks,
-                              (unsigned long long)imp->snapshot_seq, (unsigned long long)imp->journals_applied,
-                              (unsigned long long)made.existing, (unsigned long long)made.failed, epoch);
-        /* This node writes the catalog from here on: a snapshot first. */
-        catalog_writer_resume(c, epoch, next_seq);
+                catalog_writer_resume(c, imp->n_epochs + 1, imp->seq);
+        }
 }
 
 static void take_lease(struct catalog *c) {
@@ -344,17 +352,9 @@ static void take_lease(struct catalog *c) {
 /* catalog_read_tree: the catalog's tree as it is, to the caller; the
  * writer goes on. */
 static void hand_tree_over(struct catalog *c) {
-        _cleanup_(catalog_entries_done) struct catalog_entries tree = {};
-        struct catalog_import *imp = c->import;
-        int r = reduce(imp, &tree);
-        if (r < 0) {
-                import_fail(c, r, "out of memory");
-                return;
-        }
-        c->import = NULL;
-        imp->tree_read(imp->userdata, 0, NULL, &tree);
-        import_free(imp);
-        catalog_writer_continue(c);
+        int r = tree_job_start(c, false);
+        if (r < 0)
+                import_fail(c, r, "cannot read the tree: %s", strerror(-r));
 }
 
 static void on_journal(void *userdata, int error, const char *data, size_t len) {
@@ -378,7 +378,7 @@ static void on_journal(void *userdata, int error, const char *data, size_t len) 
                 return;
         }
         /* Check it all before applying any of it. */
-        int r = catalog_decode(data, len, &h, NULL, NULL, &why);
+        int r = catalog_decode(data, len, &c->tn->catalog_key, &h, NULL, NULL, &why);
         if (r == 0 && (h.kind != CATALOG_JOURNAL || h.seq != imp->seq))
                 r = -EBADMSG, why = "its header names another object";
         if (r < 0) {
@@ -391,15 +391,18 @@ static void on_journal(void *userdata, int error, const char *data, size_t len) 
         /* A fenced writer's object (its lease ended before this number) is
          * not the catalog. */
         if (!imp->past_at && h.epoch == epoch_of(imp, imp->seq)) {
-                r = catalog_decode(data, len, &h, keep_entry, imp, &why);
+                r = catalog_decode(data, len, &c->tn->catalog_key, &h, keep_entry, imp, &why);
                 if (r < 0) {
                         import_fail(c, r, "cannot read journal object %llu: %s", (unsigned long long)imp->seq,
-                                      r == -EBADMSG ? why : strerror(-r));
+                                      read_error(r, why));
                         return;
                 }
                 imp->journals_applied++;
         }
-        imp->seq++;
+        if (++imp->seq - imp->snapshot_seq > IMPORT_JOURNALS_MAX) {
+                import_fail(c, -EFBIG, "the journal is %s: nothing was made", IMPORT_TOO_BIG);
+                return;
+        }
         import_step(c);
 }
 
@@ -416,14 +419,14 @@ static void on_snapshot(void *userdata, int error, const char *data, size_t len)
                               strerror(-error));
                 return;
         }
-        int r = catalog_decode(data, len, &h, NULL, NULL, &why);
+        int r = catalog_decode(data, len, &c->tn->catalog_key, &h, NULL, NULL, &why);
         if (r == 0 && (h.kind != CATALOG_SNAPSHOT || h.seq != imp->snapshot_seq || h.epoch != imp->snapshot_epoch))
                 r = -EBADMSG, why = "its header names another object";
         if (r == 0)
-                r = catalog_decode(data, len, &h, keep_entry, imp, &why);
+                r = catalog_decode(data, len, &c->tn->catalog_key, &h, keep_entry, imp, &why);
         if (r < 0) {
                 import_fail(c, r, "snapshot %llu is unreadable (%s): nothing was made",
-                              (unsigned long long)imp->snapshot_seq, r == -EBADMSG ? why : strerror(-r));
+                              (unsigned long long)imp->snapshot_seq, read_error(r, why));
                 return;
         }
         imp->seq = imp->snapshot_seq + 1;
@@ -517,6 +520,10 @@ static void on_epoch(void *userdata, int error, const char *data, size_t len) {
                               error == -EBADMSG ? "corrupt" : strerror(-error));
                 return;
         }
+        if (imp->n_epochs >= IMPORT_EPOCHS_MAX) {
+                import_fail(c, -EFBIG, "the store holds more than %u leases: nothing was made", IMPORT_EPOCHS_MAX);
+                return;
+        }
         uint64_t *p = reallocarray(imp->epoch_start, imp->n_epochs + 1, sizeof(*p));
         if (!p) {
                 import_fail(c, -ENOMEM, "out of memory");
@@ -569,6 +576,8 @@ static int import_begin(struct tenant *tn, const struct catalog_import *proto) {
                 return -ENOMEM;
         *imp = *proto;
         imp->c = c;
+        imp->all.limit = IMPORT_ENTRIES_MAX;
+        imp->all.limit_bytes = IMPORT_BYTES_MAX;
         c->import = imp;
         if (!c->busy)
                 catalog_import_run(c);
@@ -581,10 +590,13 @@ int catalog_read_tree(struct tenant *tn,
         return import_begin(tn, &(struct catalog_import){ .tree_read = done, .userdata = userdata });
 }
 
-int catalog_import(struct tenant *tn, uint64_t at_usec, void (*done)(void *userdata, int error, const char *message),
+int catalog_import(struct tenant *tn, uint64_t at_usec, uint64_t flags,
+                   void (*done)(void *userdata, int error, const char *message),
                    void (*progress)(void *userdata, const char *phase, uint64_t done, uint64_t total), void *userdata) {
+        if (flags & ~CATALOG_IMPORT_FLAGS)
+                return -EINVAL;
         if (tn->gc || tn->audit)
                 return -EBUSY; /* the tree it makes names objects a collection may be deleting */
-        return import_begin(tn, &(struct catalog_import){ .at_usec = at_usec, .done = done, .progress = progress,
-                                                          .userdata = userdata });
+        return import_begin(tn, &(struct catalog_import){ .at_usec = at_usec, .flags = flags, .done = done,
+                                                          .progress = progress, .userdata = userdata });
 }

@@ -16,7 +16,6 @@
 #include "dispatch.h"
 #include "log.h"
 #include "macro.h"
-#include "usage.h"
 
 
 void catalog_entries_done(struct catalog_entries *l) {
@@ -224,7 +223,7 @@ static int walk(int dir_fd, dev_t dev, char *rel, size_t rel_len, unsigned depth
         return 0;
 }
 
-static int open_dir_beneath(struct tenant *tn, const char *dir, bool make);
+static int open_dir_beneath(int root, const char *dir, bool make);
 
 int catalog_walk(struct tenant *tn, const char *start, struct catalog_entries *ret) {
         char rel[CATALOG_PATH_MAX + 1];
@@ -248,7 +247,7 @@ int catalog_walk(struct tenant *tn, const char *start, struct catalog_entries *r
         char *slash = strrchr(rel, '/');
         if (slash)
                 *slash = 0;
-        _cleanup_close_ int parent = open_dir_beneath(tn, slash ? rel : ".", false);
+        _cleanup_close_ int parent = open_dir_beneath(tn->subvol_fd, slash ? rel : ".", false);
         if (slash)
                 *slash = '/';
         if (parent < 0)
@@ -273,12 +272,12 @@ static int compare_paths(const void *a, const void *b) {
         return c ? c : (x->path_len > y->path_len) - (x->path_len < y->path_len);
 }
 
-/* dir beneath the subvolume, made if missing; never through a symlink. */
-static int open_dir_beneath(struct tenant *tn, const char *dir, bool make) {
+/* dir beneath the subvolume (root), made if missing; never through a symlink. */
+static int open_dir_beneath(int root, const char *dir, bool make) {
         struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                                 .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV |
                                            RESOLVE_NO_MAGICLINKS };
-        int fd = (int)syscall(SYS_openat2, tn->subvol_fd, dir, &how, sizeof(how));
+        int fd = (int)syscall(SYS_openat2, root, dir, &how, sizeof(how));
         if (fd >= 0 || errno != ENOENT || !make)
                 return fd < 0 ? -errno : fd;
         /* Missing parents (the catalog had no entry for them): made 0755. */
@@ -289,16 +288,16 @@ static int open_dir_beneath(struct tenant *tn, const char *dir, bool make) {
         int parent = -1;
         if (slash) {
                 *slash = 0;
-                parent = open_dir_beneath(tn, copy, true);
+                parent = open_dir_beneath(root, copy, true);
                 if (parent < 0)
                         return parent;
         }
-        int r = mkdirat(slash ? parent : tn->subvol_fd, slash ? slash + 1 : copy, 0755);
+        int r = mkdirat(slash ? parent : root, slash ? slash + 1 : copy, 0755);
         if (parent >= 0)
                 close(parent);
         if (r < 0 && errno != EEXIST)
                 return -errno;
-        fd = (int)syscall(SYS_openat2, tn->subvol_fd, dir, &how, sizeof(how));
+        fd = (int)syscall(SYS_openat2, root, dir, &how, sizeof(how));
         return fd < 0 ? -errno : fd;
 }
 
@@ -309,7 +308,7 @@ static int set_xattrs(int fd, const struct catalog_entry *e) {
         return 0;
 }
 
-static int fill_in_file(struct tenant *tn, int fd, const struct catalog_entry *e) {
+static int fill_in_file(const struct catalog_tree_maker *m, int fd, const struct catalog_entry *e) {
         struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = e->mtime_sec, .tv_nsec = e->mtime_nsec } };
         int r;
 
@@ -323,8 +322,8 @@ static int fill_in_file(struct tenant *tn, int fd, const struct catalog_entry *e
          * size, and the record that says where its content is. */
         struct stub s = { .state = STUB_RELEASED, .size = e->size, .mode = S_IFREG | e->mode, .uid = e->uid,
                           .gid = e->gid, .mtime = { .tv_sec = e->mtime_sec, .tv_nsec = e->mtime_nsec },
-                          .chunk = e->chunk ? e->chunk : tn->cfg->chunk, .has_manifest = e->has_manifest };
-        snprintf(s.tenant, sizeof(s.tenant), "%s", tn->cfg->name);
+                          .chunk = e->chunk ? e->chunk : m->chunk, .has_manifest = e->has_manifest };
+        snprintf(s.tenant, sizeof(s.tenant), "%s", m->tenant);
         stub_key_for_hash(e->sha256, s.key);
         memcpy(s.sha256, e->sha256, 32);
         memcpy(s.manifest, e->manifest, 32);
@@ -337,7 +336,7 @@ static int fill_in_file(struct tenant *tn, int fd, const struct catalog_entry *e
 
 /* Made whole without a name, then linked in: never a hole without its stub
  * under a name (a reader would see zeros), even if tierd dies half way. */
-static int make_file(struct tenant *tn, int parent, const char *name, const struct catalog_entry *e) {
+static int make_file(const struct catalog_tree_maker *m, int parent, const char *name, const struct catalog_entry *e) {
         struct stat st;
         if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
                 return -EEXIST;
@@ -347,13 +346,12 @@ static int make_file(struct tenant *tn, int parent, const char *name, const stru
         _cleanup_close_ int fd = openat(dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (fd < 0)
                 return -errno;
-        int r = fill_in_file(tn, fd, e);
+        int r = fill_in_file(m, fd, e);
         if (r < 0)
                 return r == -EEXIST ? -EIO : r; /* EEXIST counts as "there already" */
         /* linkat(AT_EMPTY_PATH) wants CAP_DAC_READ_SEARCH, which tierd has. */
         if (linkat(fd, "", dir, name, AT_EMPTY_PATH) < 0)
                 return -errno; /* EEXIST: made meanwhile by someone else, left alone */
-        usage_update_fd(tn, fd);
         return 0;
 }
 
@@ -384,20 +382,20 @@ static int make_symlink(int parent, const char *name, const struct catalog_entry
         return 0;
 }
 
-static void finish_dir(struct tenant *tn, const struct catalog_entry *e) {
+static void finish_dir(const struct catalog_tree_maker *m, const struct catalog_entry *e) {
         struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = e->mtime_sec, .tv_nsec = e->mtime_nsec } };
-        _cleanup_close_ int fd = open_dir_beneath(tn, e->path, false);
+        _cleanup_close_ int fd = open_dir_beneath(m->root_fd, e->path, false);
         if (fd < 0)
                 return;
         /* O_PATH: through /proc would be a magic link; an fd of the dir itself. */
         _cleanup_close_ int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0 || fchown(dfd, e->uid, e->gid) < 0 || set_xattrs(dfd, e) < 0 || fchmod(dfd, e->mode) < 0 ||
             futimens(dfd, ts) < 0)
-                log_error("tenant %s: import: cannot give %s its owner, mode, xattrs and mtime: %m", tn->cfg->name,
+                log_error("tenant %s: import: cannot give %s its owner, mode, xattrs and mtime: %m", m->tenant,
                           e->path);
 }
 
-int catalog_make_tree(struct tenant *tn, struct catalog_entries *l, struct catalog_made *made) {
+int catalog_make_tree(const struct catalog_tree_maker *m, struct catalog_entries *l, struct catalog_made *made) {
         _cleanup_free_ char *parent_path = NULL;
         _cleanup_free_ bool *made_dir = calloc(l->n + 1, sizeof(bool));
         int parent = -1;
@@ -424,7 +422,7 @@ int catalog_make_tree(struct tenant *tn, struct catalog_entries *l, struct catal
                         safe_close(parent);
                         free(parent_path);
                         parent_path = strdup(dir);
-                        parent = parent_path ? open_dir_beneath(tn, dir, true) : -ENOMEM;
+                        parent = parent_path ? open_dir_beneath(m->root_fd, dir, true) : -ENOMEM;
                 }
                 if (parent < 0)
                         r = parent;
@@ -433,12 +431,12 @@ int catalog_make_tree(struct tenant *tn, struct catalog_entries *l, struct catal
                 else if (e->type == CATALOG_SYMLINK)
                         r = make_symlink(parent, name, e);
                 else
-                        r = make_file(tn, parent, name, e);
+                        r = make_file(m, parent, name, e);
                 if (r == -EEXIST)
                         made->existing++;
                 else if (r < 0) {
                         made->failed++;
-                        log_error_errno(r, "tenant %s: import: cannot make %s: %m", tn->cfg->name, e->path);
+                        log_error_errno(r, "tenant %s: import: cannot make %s: %m", m->tenant, e->path);
                 } else if (e->type == CATALOG_DIR)
                         made->dirs++, made_dir[i] = true;
                 else if (e->type == CATALOG_SYMLINK)
@@ -452,6 +450,105 @@ int catalog_make_tree(struct tenant *tn, struct catalog_entries *l, struct catal
         /* Deepest first: setting a directory's mtime is its last change. */
         for (size_t i = l->n; i-- > 0;)
                 if (made_dir[i])
-                        finish_dir(tn, &l->e[i]);
+                        finish_dir(m, &l->e[i]);
         return 0;
 }
+
+/* ---- the tree a catalog makes ---- */
+
+static int compare_latest(const void *a, const void *b, void *entries) {
+        size_t x = *(const size_t *)a, y = *(const size_t *)b;
+        const struct catalog_entry *ex = (const struct catalog_entry *)entries + x,
+                                   *ey = (const struct catalog_entry *)entries + y;
+        int c = memcmp(ex->path, ey->path, MIN(ex->path_len, ey->path_len));
+        if (c == 0)
+                c = (ex->path_len > ey->path_len) - (ex->path_len < ey->path_len);
+        return c ? c : (x > y) - (x < y);
+}
+
+/* A directory deleted (or renamed away): the last time it was. */
+struct dir_delete {
+        const char *path;
+        size_t path_len;
+        size_t last; /* the index of its latest delete among all entries */
+};
+
+static int compare_dir_delete(const void *a, const void *b) {
+        const struct dir_delete *x = a, *y = b;
+        int c = memcmp(x->path, y->path, MIN(x->path_len, y->path_len));
+        return c ? c : (x->path_len > y->path_len) - (x->path_len < y->path_len);
+}
+
+/* Gone with a directory deleted (or renamed) after it was recorded? Each
+ * of its parents looked up: depth times log(deletes), not deletes. */
+static bool under_later_dir_delete(const struct catalog_entry *e, size_t index, const struct dir_delete *dels,
+                                   size_t n_dels) {
+        for (size_t p = 1; n_dels && p < e->path_len; p++) {
+                if (e->path[p] != '/')
+                        continue;
+                struct dir_delete key = { .path = e->path, .path_len = p };
+                const struct dir_delete *d = bsearch(&key, dels, n_dels, sizeof(key), compare_dir_delete);
+                if (d && d->last > index)
+                        return true;
+        }
+        return false;
+}
+
+int catalog_reduce(const struct catalog_entries *all, struct catalog_entries *ret) {
+        size_t n = all->n, n_dels = 0;
+        _cleanup_free_ size_t *order = calloc(n + 1, sizeof(size_t));
+        _cleanup_free_ struct dir_delete *dels = calloc(n + 1, sizeof(struct dir_delete));
+
+        if (!order || !dels)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                order[i] = i;
+        qsort_r(order, n, sizeof(size_t), compare_latest, all->e);
+        /* In path order, each path's entries in the order written: a path's
+         * last directory delete is its group's last. */
+        for (size_t i = 0; i < n; i++) {
+                const struct catalog_entry *e = &all->e[order[i]];
+                if (e->op != CATALOG_DEL || e->type != CATALOG_DIR)
+                        continue;
+                struct dir_delete d = { .path = e->path, .path_len = e->path_len, .last = order[i] };
+                if (n_dels && compare_dir_delete(&dels[n_dels - 1], &d) == 0)
+                        dels[n_dels - 1].last = d.last;
+                else
+                        dels[n_dels++] = d;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct catalog_entry *e = &all->e[order[i]];
+                if (i + 1 < n) {
+                        const struct catalog_entry *next = &all->e[order[i + 1]];
+                        if (next->path_len == e->path_len && memcmp(next->path, e->path, e->path_len) == 0)
+                                continue; /* a later entry of the same path */
+                }
+                if (e->op == CATALOG_PUT && !under_later_dir_delete(e, order[i], dels, n_dels) &&
+                    catalog_entries_add(ret, e) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Files made without setuid and setgid: the catalog came from the store,
+ * and a file that runs as its owner is not made from there unless the
+ * operator asks (CATALOG_IMPORT_KEEP_SETUID). File capabilities never are:
+ * a catalog holds no security.* attribute. */
+uint64_t catalog_drop_setuid(const char *tenant, struct catalog_entries *tree) {
+        uint64_t n = 0;
+        for (size_t i = 0; i < tree->n; i++) {
+                struct catalog_entry *e = &tree->e[i];
+                if (e->type != CATALOG_FILE || !(e->mode & (S_ISUID | S_ISGID)))
+                        continue;
+                log_info("tenant %s: import: %.*s made without its setuid/setgid bits (mode %04o, not %04o)",
+                         tenant, (int)MIN(e->path_len, 256), e->path, e->mode & ~(S_ISUID | S_ISGID) & 07777,
+                         e->mode & 07777);
+                e->mode &= ~(S_ISUID | S_ISGID);
+                n++;
+        }
+        return n;
+}
+
+/* Between the lease and the tree made, a mark in the state directory: a
+ * tierd that dies there imports again when it starts, before its writer
+ * would take the half-made tree for the truth. */

@@ -37,6 +37,22 @@ int catalog_walk(struct tenant *tn, const char *start, struct catalog_entries *r
 struct catalog_made {
         uint64_t files, bytes, dirs, symlinks, existing, failed;
 };
+/* What making a tree needs, copied: it runs on a thread of its own
+ * (offthread.h), while a reload may change the tenant's policy. */
+struct catalog_tree_maker {
+        int root_fd;                  /* the subvolume through the private mount */
+        char tenant[STUB_TENANT_MAX]; /* its name, in stubs and the log */
+        uint64_t chunk;               /* for entries that name none */
+};
 /* Makes the entries (puts only, parents before children: sorted by path)
- * beneath the subvolume; what exists already is left as it is. */
-int catalog_make_tree(struct tenant *tn, struct catalog_entries *l, struct catalog_made *made);
+ * beneath root_fd; what exists already is left as it is. The files are
+ * released stubs: the quota's file table learns of each when it is filled
+ * (dispatch.c), as it holds nothing until then. */
+int catalog_make_tree(const struct catalog_tree_maker *m, struct catalog_entries *l, struct catalog_made *made);
+
+/* The tree entries written in this order make: each path's last entry,
+ * puts only, none beneath a directory deleted after it. */
+int catalog_reduce(const struct catalog_entries *all, struct catalog_entries *ret);
+/* Files of the tree made without their setuid and setgid bits (logged);
+ * how many. */
+uint64_t catalog_drop_setuid(const char *tenant, struct catalog_entries *tree);

@@ -793,7 +793,9 @@ void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_even
                 return;
         if (r == -EAGAIN)
                 kind = ACCESS_WHOLE;
-        if (kind == ACCESS_OPEN_READ) {
+        /* "restore": "open": the open waits for the whole file, so what the
+         * opener stats after it (tar's ctime check) no longer changes. */
+        if (kind == ACCESS_OPEN_READ && !tn->cfg->restore_open) {
                 dispatch_answer(fs, fd, 0);
                 return;
         }

@@ -372,6 +372,13 @@ int fsgroup_open(struct tiered_fs *fs) {
                                       : open_tree(AT_FDCWD, fs->mountpoint, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
         if (fs->tree_fd < 0)
                 return log_error_errno(errno, "open_tree %s: %m", fs->mountpoint);
+        /* Fill fds, worker directories and clones for containers come
+         * from this mount: nothing reached through it is setuid or a
+         * device, whatever flags the admin's mount has. */
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (mount_setattr(fs->tree_fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return log_error_errno(errno, "mount_setattr nosuid,nodev on the private mount of %s: %m",
+                                       fs->mountpoint);
         /* open_tree gives an O_PATH fd, which fanotify_mark and
          * open_by_handle_at refuse (EBADF): open its root for real. */
         fs->root_fd = openat(fs->tree_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -409,8 +416,15 @@ int fsgroup_open(struct tiered_fs *fs) {
         fs->notif_fd = fsgroup_fid_group(fs, "notif", &new_notif);
         if (fs->notif_fd < 0)
                 return log_error_errno(fs->notif_fd, "fanotify_init (notifications): %m");
-        if (fanotify_mark(fs->notif_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, NOTIFY_MASK, fs->root_fd, NULL) < 0)
+        if (fanotify_mark(fs->notif_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, NOTIFY_MASK, fs->root_fd, NULL) < 0) {
+                /* A group reporting file ids marks a btrfs filesystem only
+                 * through its top-level subvolume. */
+                if (errno == EXDEV && strcmp(fs->fstype, "btrfs") == 0)
+                        return log_error_errno(errno, "%s shows a btrfs subvolume, not the filesystem's top level: "
+                                               "tierd's marks need the top level mounted (subvolid=5): %m",
+                                               fs->mountpoint);
                 return log_error_errno(errno, "FAN_CLOSE_WRITE mark on %s: %m", fs->mountpoint);
+        }
         if (fanotify_mark(fs->notif_fd, ignore, NOTIFY_MASK, fs->root_fd, NULL) < 0)
                 return log_error_errno(errno, "notification ignore mark on the private mount of %s: %m", fs->mountpoint);
         /* Stored before any event is read: from now on a dead tierd leaves

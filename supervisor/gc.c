@@ -31,6 +31,7 @@
 #include "offthread.h"
 #include "storeio.h"
 #include "url.h"
+#include "wholefs.h"
 
 #define GC_LIST_MAX (512u << 20)       /* bytes of listing records: ~9.5 million objects */
 #define GC_CATALOG_MAX (1024u << 20)   /* a catalog object read (catalog-internal.h's bound) */
@@ -74,6 +75,7 @@ struct gc_run {
         int walk_root;
         struct hashes walk_marks;
         int walk_error;
+        const char *walk_why; /* wholefs_open could not give the filesystem's root */
         char walk_where[4096];
 };
 
@@ -209,7 +211,7 @@ static void on_catalog_object(void *userdata, int error, const char *data, size_
                 gc_finish(g, error, "cannot read %s: %s; nothing was deleted", key, strerror(-error));
                 return;
         }
-        int r = catalog_decode(data, len, &h, mark_entry, g, &why);
+        int r = catalog_decode(data, len, &g->tn->catalog_key, &h, mark_entry, g, &why);
         if (r < 0) {
                 gc_finish(g, r, "%s is %s: the objects it names cannot be known, nothing was deleted", key,
                           r == -EBADMSG ? why : strerror(-r));
@@ -378,8 +380,11 @@ static void walk_thread(void *userdata) {
         else if (access(self, F_OK) < 0)
                 g->walk_error = -ENOMEDIUM;
         else {
-                int fd = fcntl(g->walk_root, F_DUPFD_CLOEXEC, 3);
-                g->walk_error = fd < 0 ? -errno : walk_dir(&w, fd, 0, 0);
+                /* The whole filesystem, not only what the admin mounted: a
+                 * btrfs snapshot of the tenant made elsewhere on it names
+                 * objects too. */
+                int fd = wholefs_open(g->tn->fs->mountpoint, g->tn->fs->fstype, g->walk_root, &g->walk_why);
+                g->walk_error = fd < 0 ? fd : walk_dir(&w, fd, 0, 0);
         }
         snprintf(g->walk_where, sizeof(g->walk_where), "%s", w.path[0] ? w.path : "/");
         free(w.xattr);
@@ -400,6 +405,12 @@ static void on_walked(void *userdata) {
         if (g->stopped) {
                 if (g->requests == 0)
                         run_free(g);
+                return;
+        }
+        if (g->walk_error < 0 && g->walk_why) {
+                gc_finish(g, g->walk_error, "cannot walk the whole filesystem of %s (%s: %s), where a btrfs "
+                          "snapshot of the tenant may name objects: nothing was deleted", g->tn->fs->mountpoint,
+                          g->walk_why, strerror(-g->walk_error));
                 return;
         }
         if (g->walk_error < 0) {
@@ -449,6 +460,7 @@ static void walk_start(struct gc_run *g) {
         g->walks++;
         g->walk_renames = catalogwatch_renames(g->tn->fs);
         g->walk_error = 0;
+        g->walk_why = NULL;
         safe_close(g->walk_root);
         g->walk_root = openat(g->tn->fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         r = g->walk_root < 0 ? -errno : offthread_start(g->tn->t->event, &g->walk_root, 1, walk_thread, on_walked, g, NULL);

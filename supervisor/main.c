@@ -34,6 +34,7 @@
 #include "audit.h"
 #include "gc.h"
 #include "handover.h"
+#include "hostmounts.h"
 #include "holder-proto.h"
 #include "journal.h"
 #include "keeper.h"
@@ -277,6 +278,10 @@ static int setup_tenants(struct tierd *t) {
                 if (strcmp(real, tn->cfg->subvolume) != 0)
                         return log_error_errno(EINVAL, "tenant %s: subvolume %s resolves to %s: give the real path",
                                                tn->cfg->name, tn->cfg->subvolume, real);
+                _cleanup_free_ char *why = NULL;
+                r = hostmounts_check(p, tn->cfg, &why);
+                if (r < 0)
+                        return log_error_errno(r, "%s", why ?: "out of memory");
                 r = fsgroup_locate(real, &mp, &type, &tn->subvol_rel);
                 if (r < 0)
                         return log_error_errno(r, "tenant %s: cannot find the filesystem of %s: %m", tn->cfg->name, real);

@@ -23,6 +23,7 @@
 #include "catalogwatch.h"
 #include "audit.h"
 #include "gc.h"
+#include "hostmounts.h"
 #include "usage.h"
 #include "usegroup.h"
 #include "workers.h"
@@ -56,6 +57,30 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                 return fail(error, -EXDEV, "%s: %s: restart tierd to apply it (SIGTERM hands over without a gap)",
                             t->policy_path, why);
         }
+        /* Catalog keys read first: a bad one refuses the whole reload. */
+        _cleanup_free_ struct catalog_key *keys = calloc(t->n_tenants ?: 1, sizeof(*keys));
+        if (!keys) {
+                policy_free(np);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < t->n_tenants; i++) {
+                const char *err = "";
+                if (!np->tenants[i].catalog_key || (r = catalog_key_read(np->tenants[i].catalog_key, &keys[i], &err)) >= 0)
+                        continue;
+                r = fail(error, r, "%s: tenant %s: catalog_key %s: %s", t->policy_path, np->tenants[i].name,
+                         np->tenants[i].catalog_key, err);
+                explicit_bzero(keys, t->n_tenants * sizeof(*keys));
+                policy_free(np);
+                return r;
+        }
+        for (size_t i = 0; i < t->n_tenants; i++) {
+                _cleanup_free_ char *why = NULL;
+                /* Allowed before, not now: the mounts are looked at again. */
+                if (!t->tenants[i].cfg->allow_setuid_mounts || (r = hostmounts_check(np, &np->tenants[i], &why)) >= 0)
+                        continue;
+                policy_free(np);
+                return fail(error, r, "%s: %s", t->policy_path, why ?: "out of memory");
+        }
         t->policy = np;
         if (np->guard_after_usec != old->guard_after_usec)
                 fdstore_guard_after(&t->store, np->guard_after_usec);
@@ -66,6 +91,7 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                 /* The table knows pins by the globs it was built with. */
                 bool rescan = track && (!usage_tracked(tn) || !strv_equal(tn->cfg->pin, np->tenants[i].pin));
                 tn->cfg = &np->tenants[i];
+                tn->catalog_key = keys[i];
                 if (!track)
                         usage_free(tn);
                 if (rescan && ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0))
@@ -86,6 +112,7 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                         containers_restart_workers(tn);
                 }
         }
+        explicit_bzero(keys, t->n_tenants * sizeof(*keys));
         policy_free(old);
         return 0;
 }

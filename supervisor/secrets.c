@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "secrets.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,12 +63,38 @@ static int load_headers(struct tenant *tn) {
         return 0;
 }
 
+int catalog_key_read(const char *path, struct catalog_key *key, const char **error) {
+        char text[sizeof(key->bytes) + 2];
+        int r = secret_file_read(path, text, sizeof(text), error);
+        size_t n = r < 0 ? 0 : strlen(text);
+        while (n > 0 && isspace((unsigned char)text[n - 1]))
+                n--;
+        if (r == 0 && n < CATALOG_KEY_MIN) {
+                *error = "it holds fewer than 32 bytes (openssl rand -hex 32 makes a key)";
+                r = -EINVAL;
+        }
+        if (r == 0) {
+                memcpy(key->bytes, text, n);
+                key->len = n;
+        }
+        explicit_bzero(text, sizeof(text));
+        return r;
+}
+
+static int load_catalog_key(struct tenant *tn) {
+        const char *err = "";
+        int r = catalog_key_read(tn->cfg->catalog_key, &tn->catalog_key, &err);
+        return r < 0 ? log_error_errno(r, "tenant %s: catalog_key %s: %s", tn->cfg->name, tn->cfg->catalog_key, err) : 0;
+}
+
 int tenant_secrets_load(struct tenant *tn) {
         int r = 0;
         if (tn->cfg->credentials)
                 r = load_credentials(tn);
         if (r == 0)
                 r = load_headers(tn);
+        if (r == 0 && tn->cfg->catalog_key)
+                r = load_catalog_key(tn);
         return r;
 }
 

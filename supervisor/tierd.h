@@ -25,6 +25,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "catalog-format.h"
 #include "fdstore.h"
 #include "policy.h"
 #include "proto.h"
@@ -103,6 +104,7 @@ struct tenant {
         struct timespec cred_mtime;
         ino_t cred_ino;
         char headers[PROTO_HEADERS_MAX]; /* http: configured headers, files read */
+        struct catalog_key catalog_key;  /* "catalog_key": authenticates its catalog objects */
         struct worker worker;
         struct tenant_counters counters;
         unsigned n_containers; /* attached, each with its own worker */

@@ -45,6 +45,19 @@ static bool view_is_subvolume(const char *target, const char *subvolume) {
         return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* nosuid, nodev: a container's root writes through an idmapped view as
+ * on-disk uid 0; what it writes must not be a setuid binary or a device on
+ * the host. Set on a kept view too: an older tierd's may lack them. */
+static int view_harden(struct tenant *tn, const char *target, bool placed) {
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (mount_setattr(AT_FDCWD, target, AT_SYMLINK_NOFOLLOW, &attr, sizeof(attr)) == 0)
+                return 0;
+        int r = log_error_errno(errno, "tenant %s: cannot make the view %s nosuid,nodev: %m", tn->cfg->name, target);
+        if (placed)
+                umount2(target, MNT_DETACH);
+        return r;
+}
+
 int view_place(struct tenant *tn) {
         const char *target = tn->cfg->mount;
         int r = mkdir_parents(target, 0755);
@@ -55,7 +68,7 @@ int view_place(struct tenant *tn) {
                  * be inside it, so it stays. */
                 tn->view_mounted = true;
                 log_info("tenant %s: view %s kept", tn->cfg->name, target);
-                return 0;
+                return view_harden(tn, target, false);
         }
         if (path_is_mountpoint(target)) {
                 log_warning("tenant %s: replacing what is mounted at %s (a stale view?)", tn->cfg->name, target);
@@ -65,14 +78,8 @@ int view_place(struct tenant *tn) {
         if (mount(tn->cfg->subvolume, target, NULL, MS_BIND, NULL) < 0)
                 return log_error_errno(errno, "tenant %s: cannot bind %s at %s: %m", tn->cfg->name,
                                        tn->cfg->subvolume, target);
-        /* nosuid, nodev: a container's root writes through an idmapped
-         * view as on-disk uid 0; what it writes must not be a setuid
-         * binary or a device on the host. */
-        if (mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL) < 0) {
-                int r = log_error_errno(errno, "tenant %s: cannot make the view %s nosuid,nodev: %m", tn->cfg->name, target);
-                umount2(target, MNT_DETACH);
+        if ((r = view_harden(tn, target, true)) < 0)
                 return r;
-        }
         tn->view_mounted = true;
         log_info("tenant %s: view %s -> %s", tn->cfg->name, tn->cfg->subvolume, target);
         return 0;

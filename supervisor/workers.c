@@ -402,6 +402,7 @@ static void worker_config(struct tenant *tn, struct proto_config *cfg) {
         cfg->manifest_cache = p->manifest_cache;
         cfg->part_size = p->part_size;
         cfg->uid = cfg->gid = (uint32_t)tn->worker_uid;
+        cfg->landlock_optional = tn->t->policy->landlock_optional;
         worker_network(tn, cfg);
 }
 
@@ -461,6 +462,12 @@ int worker_start(struct worker *w) {
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return log_error_errno(errno, "socketpair: %m");
+        /* The worker may be compromised: it passes tierd no fd (a FIFO, a
+         * file on a hung mount, whose close would wait). Before Linux 6.16
+         * proto_recv closes what comes instead. */
+        r = proto_refuse_fds(sv[0]);
+        if (r < 0 && r != -ENOPROTOOPT)
+                log_warning_errno(r, "tenant %s: cannot refuse fds from the worker (SO_PASSRIGHTS): %m", tn->cfg->name);
         pid = fork();
         if (pid < 0) {
                 r = -errno;

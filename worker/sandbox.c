@@ -82,7 +82,15 @@ static int no_new_privs(void) {
         return 0;
 }
 
-static int landlock_abi(void) {
+static int landlock_abi(const struct proto_config *cfg) {
+#ifdef TIERD_TEST_HOOKS
+        /* Test builds only: a kernel without Landlock, for a tenant whose
+         * name says so (this kernel has it, and it cannot be taken away). */
+        if (strstr(cfg->tenant, "nolandlock"))
+                return 0;
+#else
+        (void)cfg;
+#endif
         long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
         return abi < 0 ? 0 : (int)abi;
 }
@@ -100,10 +108,15 @@ static int landlock_apply(const struct proto_config *cfg, int store_fd) {
         struct tierd_landlock_ruleset_attr attr = {};
         _cleanup_close_ int ruleset = -1;
         size_t attr_size;
-        int abi = landlock_abi(), r;
+        int abi = landlock_abi(cfg), r;
 
+        if (abi < 1 && !cfg->landlock_optional)
+                return log_error_errno(EOPNOTSUPP, "Landlock is not available (a kernel without it, or lsm= leaves it "
+                                                   "out): the worker will not run with its files and network "
+                                                   "unfenced; \"require_landlock\": false in the policy runs it anyway");
         if (abi < 1) {
-                log_warning("Landlock is not available: the worker's files and network are not fenced");
+                log_warning("Landlock is not available: the worker's files and network are not fenced "
+                            "(\"require_landlock\": false)");
                 return 0;
         }
         attr.handled_access_fs = (1ULL << 13) - 1; /* ABI 1: EXECUTE .. MAKE_SYM */

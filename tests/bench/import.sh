@@ -59,7 +59,7 @@ done
 
 cat >"$TL_DIR/policy.json" <<EOF2
 {"tenants": [{"name": "alpha", "subvolume": "$FS/alpha", "mount": "$TL_DIR/views/alpha",
-  "backend": "file://$STORE", "catalog": true}]}
+  "backend": "file://$STORE", "catalog": true, "catalog_key": "$TL_CATALOG_KEY"}]}
 EOF2
 tl_dbus_start || exit 1
 tl_tierd_start "$TL_DIR/policy.json" || exit 1

@@ -29,7 +29,7 @@ for t in alpha beta; do tl_subvol btrfs "$FS/$t"; done
 mkdir -p "$ORIG" "$TL_DIR/store"
 cat >"$TL_DIR/policy.json" <<EOF
 {"tenants": [
-  {"name": "alpha", "subvolume": "$FS/alpha", "mount": "$VA", "backend": "file://$TL_DIR/store/alpha", "catalog": true,
+  {"name": "alpha", "subvolume": "$FS/alpha", "mount": "$VA", "backend": "file://$TL_DIR/store/alpha", "catalog": true, "catalog_key": "$TL_CATALOG_KEY",
    "gc_grace": "1s", "catalog_retention": "1s"},
   {"name": "beta", "subvolume": "$FS/beta", "mount": "$VB", "backend": "file://$TL_DIR/store/beta",
    "small_file": "0", "readahead": "0"}]}

@@ -21,9 +21,16 @@ mkdir -p "$TL_DIR/store"
 if [ "$KIND" = s3 ]; then
 	tl_rgw_store tierd-cat alpha
 	store_get() { rgw_curl -sf "$RGW_ENDPOINT/tierd-cat/alpha/$1"; }
+	store_put() { # KEY: stdin as its content
+		rgw_curl -sf -X PUT -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --data-binary @- \
+			"$RGW_ENDPOINT/tierd-cat/alpha/$1" >/dev/null
+	}
+	store_del() { rgw_curl -sf -X DELETE "$RGW_ENDPOINT/tierd-cat/alpha/$1" >/dev/null; }
 else
 	BACKEND=file://$STORE EXTRA=
 	store_get() { cat "$STORE/$1" 2>/dev/null; }
+	store_put() { cat >"$STORE/$1"; }
+	store_del() { rm -f "$STORE/$1"; }
 fi
 
 tl_loopfs btrfs 1G "$FSA" || { not_ok "mkfs A"; tl_summary; exit 1; }
@@ -33,7 +40,7 @@ mkdir -p "$FSB/b1" "$FSB/b2"
 policy() { # FILE SUBVOLUME VIEW
 	cat >"$1" <<-EOF2
 	{"tenants": [{"name": "alpha", "subvolume": "$2", "mount": "$3", "backend": "$BACKEND",
-	  "catalog": true$EXTRA}]}
+	  "catalog": true, "catalog_key": "$TL_CATALOG_KEY"$EXTRA}]}
 	EOF2
 }
 policy "$TL_DIR/a.json" "$FSA/alpha" "$VA"
@@ -156,6 +163,31 @@ check_fails "tierctl tenant import from another backend: refused" \
 check_fails "... unknown tenant: refused" "$TIERCTL" tenant import nosuch --from "$BACKEND"
 check_fails "... as an unprivileged user: refused" setpriv --reuid 65534 --regid 65534 --clear-groups \
 	"$TIERCTL" tenant import alpha --from "$BACKEND"
+
+# Whoever can write the store but has not the tenant's catalog_key (another
+# node's admin, a compromised store) cannot make an import take an object:
+# a journal object after the last, naming a setuid-root file, with the
+# plain sha256 trailer anyone can compute.
+next_journal() {
+	local s=1
+	while store_get "catalog/journal/$(printf %016x "$s")" >/dev/null 2>&1; do s=$((s + 1)); done
+	echo "$s"
+}
+FORGED_SEQ=$(next_journal)
+FORGED_KEY=catalog/journal/$(printf %016x "$FORGED_SEQ")
+FORGED=$(printf '{"tierd_catalog":2,"kind":"journal","epoch":1,"seq":%d,"time":%d000000,"entries":1}\n%s' "$FORGED_SEQ" \
+	"$(date +%s)" '{"op":"put","type":"file","path":"evil","mode":3565,"uid":0,"gid":0,"mtime":[0,0],"size":0}')
+printf '%s\n{"sha256":"%s"}\n' "$FORGED" "$(printf '%s\n' "$FORGED" | sha256sum | cut -c1-64)" | store_put "$FORGED_KEY"
+import_refused() {
+	local out rc=0
+	out=$(timeout 300 "$TIERCTL" tenant import alpha --from "$BACKEND" 2>&1) || rc=$?
+	echo "# exit $rc: $out"
+	[ "$rc" -eq 1 ] && grep -q "journal object $FORGED_SEQ is corrupt (the object is not authenticated" <<<"$out"
+}
+check "a journal object forged in the store (no catalog key): the import is refused (exit 1), naming it" import_refused
+check "... and nothing was made on B" test -z "$(ls -A "$FSB/b1")"
+store_del "$FORGED_KEY"
+
 START=$(date +%s.%N)
 check "tierctl tenant import alpha --from the store" bash -c "'$TIERCTL' tenant import alpha --from '$BACKEND' | tee '$TL_DIR/import.out'"
 END=$(date +%s.%N)
@@ -189,8 +221,12 @@ bad = [k for k in set(a) | set(b) if a.get(k) != b.get(k)]
 for k in bad[:10]: print('# differs:', k, str(a.get(k))[:200], '|', str(b.get(k))[:200])
 sys.exit(1 if bad else 0)
 PY
-# The expected tree after the import: A's originals, with changed's new bytes.
+# The expected tree after the import: A's originals, with changed's new
+# bytes, and setuid without its setuid bit (an import does not make setuid
+# files unless asked: --keep-setuid, below).
 cp "$TL_DIR/changed.new" "$TL_DIR/orig/changed"; touch -r "$FSA/alpha/changed" "$TL_DIR/orig/changed" # stat only
+chmod 0755 "$TL_DIR/orig/setuid"
+check "... the import says it made 1 setuid file without the bit" grep -q " 1 setuid/setgid files made without those bits" "$TL_DIR/import.out"
 check "every file, directory and symlink identical on B: content, names, stat, xattrs, ACLs" \
 	python3 "$TL_DIR/treecmp.py" "$TL_DIR/orig" "$VB" late
 check "... the late file too" cmp -s "$VB/late" "$TL_DIR/late.orig"
@@ -202,7 +238,8 @@ check "SIGTERM: tierd B exits 0" tl_tierd_stop
 
 # --at T1: the tree as it was then, on another directory of B.
 check "tierd B again, on another directory" tl_tierd_start "$TL_DIR/b2.json"
-check "tierctl tenant import --at $T1" "$TIERCTL" tenant import alpha --from "$BACKEND" --at "$T1"
+check "tierctl tenant import --at $T1 --keep-setuid" "$TIERCTL" tenant import alpha --from "$BACKEND" --at "$T1" --keep-setuid
+check "... setuid keeps its setuid bit (4755)" test "$(stat -c %a "$VB/setuid")" = 4755
 check "... the file made after T1 is not there" test ! -e "$VB/late"
 check "... nor B's own file" test ! -e "$VB/from-b"
 check "... the changed file has its old content" cmp -s "$VB/changed" "$TL_DIR/orig.changed.old"

@@ -20,7 +20,7 @@ tl_subvol btrfs "$FSA/alpha"
 tl_subvol btrfs "$FSB/alpha"
 policy() { # FILE SUBVOLUME VIEW
 	cat >"$1" <<-EOF2
-	{"tenants": [{"name": "alpha", "subvolume": "$2", "mount": "$3", "backend": "file://$STORE", "catalog": true}]}
+	{"tenants": [{"name": "alpha", "subvolume": "$2", "mount": "$3", "backend": "file://$STORE", "catalog": true, "catalog_key": "$TL_CATALOG_KEY"}]}
 	EOF2
 }
 policy "$TL_DIR/a.json" "$FSA/alpha" "$VA"

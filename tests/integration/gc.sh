@@ -44,7 +44,7 @@ tl_subvol btrfs "$FS/beta"
 cat >"$TL_DIR/policy.json" <<EOF
 {"tenants": [
   {"name": "alpha", "subvolume": "$FS/alpha", "mount": "$V", "backend": "$BACKEND",
-   "catalog": true, "gc_grace": "2s", "catalog_retention": "2s"$EXTRA},
+   "catalog": true, "catalog_key": "$TL_CATALOG_KEY", "gc_grace": "2s", "catalog_retention": "2s"$EXTRA},
   {"name": "beta", "subvolume": "$FS/beta", "mount": "$TL_DIR/vbeta", "backend": "file://$TL_DIR/store/beta"}]}
 EOF
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
@@ -81,7 +81,9 @@ check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 
 check "every file archived" "$TIERCTL" archive "$V/keep" "$V/dupA" "$V/dupB" "$V/snapfile" "$V/z"
 check "keep and dupB released" "$TIERCTL" release "$V/keep" "$V/dupB"
 # A read-only btrfs snapshot of the tenant, then snapfile deleted from the
-# live tree: the snapshot's stub still names its object.
+# live tree: the snapshot's stub still names its object. (tierd refuses a
+# btrfs mounted other than at its top level, so every snapshot is beneath
+# the walk: refuse.sh.)
 btrfs -q subvolume snapshot -r "$T" "$FS/alpha-snap" >/dev/null
 rm "$T/snapfile"
 head -c 60000 /dev/urandom >"$V/del1"
@@ -237,6 +239,32 @@ restart_with() { tl_tierd_stop && tl_tierd_start "$1"; }
 check "tierd with a tenant gamma sharing alpha's store ($BACKEND/)" restart_with "$TL_DIR/policy3.json"
 check_fails "gc of alpha: refused" "$TIERCTL" gc alpha
 check "... saying why" bash -c "'$TIERCTL' gc alpha 2>&1 | grep -q 'same store'"
+
+# A tenant on ext4 whose admin mounted only a directory of the filesystem (a
+# bind mount): a stub outside that directory (a sparse file with the
+# tenant's record, as a root restore from a backup makes one) names an
+# object of the tenant's store; gc walks the whole filesystem and keeps it.
+E=$TL_DIR/ext4 EF=$TL_DIR/efs DV=$TL_DIR/vdelta
+tl_loopfs ext4 300M "$E" && mkdir -p "$E/data/delta" "$E/outside" "$EF" && mount --bind "$E/data" "$EF" &&
+	TL_MOUNTS+=("$EF") || not_ok "an ext4 with a bind mount of its directory data"
+cat >"$TL_DIR/policy4.json" <<EOF
+{"tenants": [{"name": "delta", "subvolume": "$EF/delta", "mount": "$DV", "backend": "file://$TL_DIR/store/delta",
+   "catalog": true, "catalog_key": "$TL_CATALOG_KEY", "gc_grace": "2s", "catalog_retention": "2s"}]}
+EOF
+check "tierd with tenant delta on ext4, mounted through a bind mount of a directory" restart_with "$TL_DIR/policy4.json"
+head -c 80000 /dev/urandom >"$DV/f" && head -c 90000 /dev/urandom >"$DV/g"
+check "f and g archived, f released" bash -c "'$TIERCTL' archive '$DV/f' '$DV/g' && '$TIERCTL' release '$DV/f'"
+K_OUT=$(key_of "$EF/delta/f") K_G=$(key_of "$EF/delta/g")
+truncate -s 80000 "$E/outside/f"
+check "a stub of f made outside the mounted directory" \
+	setfattr -n security.tierd -v "0x$(getfattr -n security.tierd --only-values "$EF/delta/f" | od -An -tx1 -v | tr -d ' \n')" "$E/outside/f"
+rm "$DV/f" "$DV/g"
+cp "$TL_DIR/policy4.json" "$TL_DIR/policy.json"
+check "tierd restarted (f and g are out of the catalog)" restart
+sleep 4.5
+check "gc of delta" gc delta
+check "... g's object, named by nothing, is gone" test ! -e "$TL_DIR/store/delta/$K_G"
+check "... f's object, named by the stub outside the mounted directory, stays" test -e "$TL_DIR/store/delta/$K_OUT"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 btrfs -q subvolume delete "$FS/alpha-snap" >/dev/null 2>&1
 tl_summary

@@ -45,7 +45,7 @@ cat >"$TL_DIR/policy.json" <<EOF
   {"name": "alpha", "subvolume": "$SA", "mount": "$VA", "backend": "file://$TL_DIR/store/alpha"},
   {"name": "beta", "subvolume": "$SB", "mount": "$VB", "backend": "file://$TL_DIR/store/beta"},
   {"name": "gamma", "subvolume": "$FS/gamma", "mount": "$VG", "backend": "file://$TL_DIR/store/gamma",
-   "catalog": true},
+   "catalog": true, "catalog_key": "$TL_CATALOG_KEY"},
   {"name": "delta", "subvolume": "$FS/delta", "mount": "$VD", "backend": "file://$TL_DIR/store/delta",
    "quota": "8M", "restore": "whole"}]}
 EOF

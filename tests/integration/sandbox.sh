@@ -7,7 +7,7 @@ tl_init
 BUILD=$BUILD/testhooks
 TIERCTL=$BUILD/tierctl
 tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
-for t in probe mounter killer hung other crashloop; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
+for t in probe mounter killer hung other crashloop nolandlock; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
 mkdir -p "$TL_DIR/store"
 # verify off: the hook stubs have no chunk manifest (they would restore
 # whole), and the kill hook takes its pid from a ranged fill's offset.
@@ -22,7 +22,9 @@ cat >"$TL_DIR/policy.json" <<EOF2
    "stall_timeout": "1s", "connect_timeout": "1s"},
   {"name": "other", "subvolume": "$TL_DIR/fs/other", "mount": "$TL_DIR/views/other", "backend": "file://$TL_DIR/store/other"},
   {"name": "crashloop", "subvolume": "$TL_DIR/fs/crashloop", "mount": "$TL_DIR/views/crashloop",
-   "backend": "file://$TL_DIR/store/crashloop"}]}
+   "backend": "file://$TL_DIR/store/crashloop"},
+  {"name": "nolandlock", "subvolume": "$TL_DIR/fs/nolandlock", "mount": "$TL_DIR/views/nolandlock",
+   "backend": "file://$TL_DIR/store/nolandlock"}]}
 EOF2
 # A stub by hand (root may write security.tierd) whose object is a test hook.
 hook_stub() { # FILE TENANT HOOK SIZE
@@ -51,6 +53,7 @@ hook_stub "$TL_DIR/fs/mounter/mount" mounter 03 $((1 << 20))
 hook_stub "$TL_DIR/fs/killer/kill" killer 04 $((5 << 30))
 hook_stub "$TL_DIR/fs/hung/hang" hung 05 $((1 << 20))
 hook_stub "$TL_DIR/fs/crashloop/any" crashloop 01 $((1 << 20))
+hook_stub "$TL_DIR/fs/nolandlock/selftest" nolandlock 01 $((1 << 20))
 tl_dbus_start
 check "tierd (test-hook build) starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
 
@@ -101,6 +104,7 @@ check "the worker cannot open a file outside its store (EACCES)" grep -q "open /
 check "... not even its own /proc entries" grep -q "open /proc/self/status: EACCES" "$TL_DIR/verdict"
 check "the worker cannot connect to another port (EACCES)" grep -q "connect 127.0.0.1:22: EACCES" "$TL_DIR/verdict"
 check "it runs as uid 59100" grep -q "uid 59100" "$TL_DIR/verdict"
+check "it cannot pass tierd an fd (SO_PASSRIGHTS: EPERM)" grep -q "sendmsg of an fd to tierd: EPERM" "$TL_DIR/verdict"
 
 eio_read "$TL_DIR/views/probe/ptrace" 0 4096
 check "a worker that calls ptrace is ended: its reader gets EIO (3 worker deaths, after $MS ms, bound 10 s)" got_eio 10
@@ -115,16 +119,22 @@ check "a worker that calls mount is ended: its reader gets EIO (3 worker deaths,
 check "... a reader of another file of that tenant, at the same time, gets the original bytes" wait $plain_reader
 check "... and tierd logs which call" grep -q "seccomp filter at system call 165 (mount)" "$TL_TIERD_LOG"
 check "... the request alone in progress at 3 worker deaths fails alone" grep -q "tenant mounter: request .* was alone in progress at 3 worker deaths: failing it" "$TL_TIERD_LOG"
-crashloop_failed() {
+worker_failed() { # TENANT
 	for _ in $(seq 100); do
-		"$TIERCTL" status --json | grep -q '"name":"crashloop"[^}]*"state":"failed"' && return 0
+		"$TIERCTL" status --json | grep -q "\"name\":\"$1\"[^}]*\"state\":\"failed\"" && return 0
 		sleep 0.1
 	done
 	return 1
 }
-check "a worker crashing in a loop (test build: tenant crashloop dies at start) ends failed" crashloop_failed
+check "a worker crashing in a loop (test build: tenant crashloop dies at start) ends failed" worker_failed crashloop
 eio_read "$TL_DIR/views/crashloop/any" 0 4096
 check "... its readers get EIO at once (after $MS ms, bound 2 s)" got_eio 2
+check "a worker on a kernel without Landlock (test build: tenant nolandlock sees none) will not start: it ends failed" \
+	worker_failed nolandlock
+check "... saying why" grep -q "Landlock is not available .*: the worker will not run with its files and network unfenced" \
+	"$TL_TIERD_LOG"
+eio_read "$TL_DIR/views/nolandlock/selftest" 0 4096
+check "... its readers get EIO (after $MS ms, bound 2 s)" got_eio 2
 
 eio_read "$TL_DIR/views/killer/kill" $((O * 4096)) 4096
 check "a worker that tries to kill another is ended: its reader gets EIO (after $MS ms, bound 10 s)" got_eio 10
@@ -156,5 +166,13 @@ head -c 3000000 /dev/urandom >"$TL_DIR/fs/other/data" && cp "$TL_DIR/fs/other/da
 "$TIERCTL" archive "$TL_DIR/views/other/data" && "$TIERCTL" release "$TL_DIR/views/other/data"
 check "another tenant's worker keeps serving" cmp "$TL_DIR/views/other/data" "$TL_DIR/data.orig"
 check "... the same worker ($O)" test "$(worker_of other)" = "$O"
+check "SIGTERM: tierd exits 0" tl_tierd_stop
+
+# "require_landlock": false: the worker runs unfenced, and says so.
+sed 's/^{"worker_uids"/{"require_landlock": false, "worker_uids"/' "$TL_DIR/policy.json" >"$TL_DIR/policy-nl.json"
+check "tierd with \"require_landlock\": false starts" tl_tierd_start "$TL_DIR/policy-nl.json"
+timeout 120 "$BUILD/tests/pread-at" "$TL_DIR/views/nolandlock/selftest" 0 4096 | tr -d '\0' >"$TL_DIR/verdict-nl"
+check "... the nolandlock worker serves, unfenced (it opened /etc/passwd)" grep -q "open /etc/passwd: allowed" "$TL_DIR/verdict-nl"
+check "... and warned" grep -q "Landlock is not available: the worker's files and network are not fenced" "$TL_TIERD_LOG"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary

@@ -12,6 +12,9 @@ tl_init() {
 	TL_DIR=$(mktemp -d /tmp/tierd-test.XXXXXX)
 	chmod 755 "$TL_DIR" # unprivileged test callers reach the bus socket
 	trap tl_cleanup EXIT
+	# A key for tenants that keep a catalog ("catalog_key"): root's, 0600.
+	TL_CATALOG_KEY=$TL_DIR/catalog.key
+	(umask 077 && head -c 32 /dev/urandom | od -An -tx1 -v | tr -d ' \n' >"$TL_CATALOG_KEY")
 }
 
 ok() { TL_PASS=$((TL_PASS + 1)); echo "ok - $*"; }
@@ -44,7 +47,8 @@ tl_loopfs() {
 	dev=$(losetup --find --show "$img") || return 1
 	TL_LOOPS+=("$dev")
 	mkdir -p "$dir"
-	mount "$dev" "$dir" || return 1
+	# nosuid,nodev: tierd refuses a tenant reachable through a mount without them.
+	mount -o nosuid,nodev "$dev" "$dir" || return 1
 	TL_MOUNTS+=("$dir")
 }
 

@@ -42,4 +42,15 @@ ANSWER_FILES=$(echo $EVENT_FILES | tr ' ' '\n' | grep -v '^dbus/')
 bad=$(grep -nE '\b(sleep|usleep|nanosleep|clock_nanosleep|sched_yield|pause)\(' $ANSWER_FILES)
 if [ -z "$bad" ]; then echo "ok - event path: no sleep or yield in $(echo $ANSWER_FILES | wc -w) files"
 else echo "not ok - event path: a wait for another process to be scheduled where events are answered:"; echo "$bad" | sed 's/^/# /'; status=1; fi
+
+# 4. The catalog's tree work (walking a tenant's tree, reducing a catalog
+# to a tree and making it: work that grows with the tree) runs only on a
+# thread of its own: called from an offthread_start work function, named
+# *_run or *_thread by convention.
+bad=$(awk '
+/^[a-z][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+/(^|[^a-z_])(catalog_reduce|catalog_make_tree|catalog_walk)\(/ && fn !~ /(_run|_thread)$/ { print FILENAME ":" FNR ": in " fn "(): " $0 }
+' $(ls supervisor/*.c dbus/*.c | grep -v supervisor/catalogtree.c))
+if [ -z "$bad" ]; then echo "ok - event path: the catalog's tree work runs on threads only"
+else echo "not ok - event path: the catalog's tree work called on the event loop (give it an offthread job):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 exit $status

@@ -6,6 +6,10 @@
 #include <stdio.h>
 #include "catalog-format.h"
 
+/* The tenant's key, and another one. */
+static const struct catalog_key KEY = { .bytes = "0123456789abcdef0123456789abcdef", .len = 32 };
+static const struct catalog_key OTHER = { .bytes = "0123456789abcdef0123456789abcdeF", .len = 32 };
+
 struct collected {
         struct catalog_entry e[8];
         size_t n;
@@ -45,7 +49,7 @@ static char *encode(const struct catalog_entry *e, size_t n, size_t *len) {
         struct catalog_header h = { .kind = CATALOG_JOURNAL, .epoch = 3, .seq = 42, .time_usec = 1700000000000000ull,
                                     .entries = n };
         struct catalog_writer *w;
-        assert_int_equal(catalog_writer_new(f, &h, &w), 0);
+        assert_int_equal(catalog_writer_new(f, &h, &KEY, &w), 0);
         for (size_t i = 0; i < n; i++)
                 assert_int_equal(catalog_writer_add(w, &e[i]), 0);
         assert_int_equal(catalog_writer_finish(w), 0);
@@ -79,7 +83,7 @@ static void test_roundtrip(void **state) {
         struct catalog_header h;
         const char *why;
 
-        assert_int_equal(catalog_decode(obj, len, &h, collect, &c, &why), 0);
+        assert_int_equal(catalog_decode(obj, len, &KEY, &h, collect, &c, &why), 0);
         assert_int_equal(h.kind, CATALOG_JOURNAL);
         assert_int_equal(h.epoch, 3);
         assert_int_equal(h.seq, 42);
@@ -121,7 +125,7 @@ static void test_roundtrip(void **state) {
 static int decode_fails(const char *obj, size_t len) {
         struct catalog_header h;
         const char *why = NULL;
-        int r = catalog_decode(obj, len, &h, NULL, NULL, &why);
+        int r = catalog_decode(obj, len, &KEY, &h, NULL, NULL, &why);
         if (r == -EBADMSG)
                 assert_true(why && *why);
         return r;
@@ -147,27 +151,30 @@ static void test_tampered(void **state) {
         free(obj);
 }
 
-/* Hostile objects that hash right: made with a valid trailer around them. */
-static char *with_trailer(const char *body, size_t *len) {
-        char *buf = NULL;
-        size_t n;
-        FILE *f = open_memstream(&buf, &n);
-        fputs(body, f);
-        fclose(f);
-        uint8_t sha[32];
+/* Hostile objects with a valid trailer around them: what the key's
+ * holder could write, or (plain) what anyone who writes the store can. */
+static char *with_any_trailer(const char *body, size_t *len, bool plain) {
+        size_t n = strlen(body);
+        uint8_t mac[32];
         char hex[65];
-        EVP_Digest(buf, n, sha, NULL, EVP_sha256(), NULL);
+        if (plain)
+                EVP_Digest(body, n, mac, NULL, EVP_sha256(), NULL);
+        else
+                assert_int_equal(catalog_mac(&KEY, body, n, mac), 0);
         for (int i = 0; i < 32; i++)
-                sprintf(hex + 2 * i, "%02x", sha[i]);
+                sprintf(hex + 2 * i, "%02x", mac[i]);
         char *out = NULL;
-        *len = (size_t)asprintf(&out, "%s{\"sha256\":\"%s\"}\n", buf, hex);
-        free(buf);
+        *len = (size_t)asprintf(&out, "%s{\"%s\":\"%s\"}\n", body, plain ? "sha256" : "hmac-sha256", hex);
         return out;
+}
+
+static char *with_trailer(const char *body, size_t *len) {
+        return with_any_trailer(body, len, false);
 }
 
 static void test_hostile(void **state) {
         (void)state;
-        const char *head = "{\"tierd_catalog\":1,\"kind\":\"journal\",\"epoch\":1,\"seq\":1,\"time\":1,\"entries\":1}\n";
+        const char *head = "{\"tierd_catalog\":2,\"kind\":\"journal\",\"epoch\":1,\"seq\":1,\"time\":1,\"entries\":1}\n";
         const char *bodies[] = {
                 "{\"op\":\"put\",\"type\":\"file\",\"path\":\"../etc/passwd\",\"mode\":420,\"uid\":0,\"gid\":0,\"mtime\":[0,0],\"size\":0}\n",
                 "{\"op\":\"put\",\"type\":\"file\",\"path\":\"/etc/passwd\",\"mode\":420,\"uid\":0,\"gid\":0,\"mtime\":[0,0],\"size\":0}\n",
@@ -203,16 +210,54 @@ static void test_hostile(void **state) {
         }
         /* The count must match; a second object's header is no entry. */
         size_t len;
-        char *obj = with_trailer("{\"tierd_catalog\":1,\"kind\":\"journal\",\"epoch\":1,\"seq\":1,\"time\":1,\"entries\":2}\n"
+        char *obj = with_trailer("{\"tierd_catalog\":2,\"kind\":\"journal\",\"epoch\":1,\"seq\":1,\"time\":1,\"entries\":2}\n"
                                  "{\"op\":\"del\",\"path\":\"a\"}\n", &len);
         assert_int_equal(decode_fails(obj, len), -EBADMSG);
         free(obj);
-        obj = with_trailer("{\"tierd_catalog\":2,\"kind\":\"journal\",\"epoch\":1,\"seq\":1,\"time\":1,\"entries\":0}\n", &len);
+        obj = with_trailer("{\"tierd_catalog\":3,\"kind\":\"journal\",\"epoch\":1,\"seq\":1,\"time\":1,\"entries\":0}\n", &len);
         assert_int_equal(decode_fails(obj, len), -EBADMSG);
         free(obj);
-        obj = with_trailer("{\"tierd_catalog\":1,\"kind\":\"journal\",\"epoch\":1,\"seq\":1,\"time\":1,\"entries\":0}\n", &len);
+        obj = with_trailer("{\"tierd_catalog\":2,\"kind\":\"journal\",\"epoch\":1,\"seq\":1,\"time\":1,\"entries\":0}\n", &len);
         assert_int_equal(decode_fails(obj, len), 0);
         free(obj);
+}
+
+/* Only the key's holder makes an object an import takes: not one with
+ * another key, not one with a plain sha256 (anyone can compute that). */
+static void test_key(void **state) {
+        (void)state;
+        struct catalog_entry in[] = { { .op = CATALOG_PUT, .type = CATALOG_FILE, .path = "a", .path_len = 1,
+                                        .size = 10, .mode = 04755, .sha256 = { 7 } } };
+        struct catalog_header h;
+        const char *why = NULL;
+        size_t len;
+        char *obj = encode(in, 1, &len);
+        assert_int_equal(catalog_decode(obj, len, &KEY, &h, NULL, NULL, &why), 0);
+        assert_int_equal(catalog_decode(obj, len, &OTHER, &h, NULL, NULL, &why), -EBADMSG);
+        assert_non_null(strstr(why, "another catalog_key"));
+        free(obj);
+        const char *body = "{\"tierd_catalog\":2,\"kind\":\"journal\",\"epoch\":1,\"seq\":1,\"time\":1,\"entries\":1}\n"
+                           "{\"op\":\"put\",\"type\":\"file\",\"path\":\"a\",\"mode\":2541,\"uid\":0,\"gid\":0,"
+                           "\"mtime\":[0,0],\"size\":0}\n";
+        obj = with_any_trailer(body, &len, true);
+        assert_int_equal(catalog_decode(obj, len, &KEY, &h, NULL, NULL, &why), -EBADMSG);
+        assert_non_null(strstr(why, "not authenticated"));
+        free(obj);
+        obj = with_any_trailer(body, &len, false);
+        assert_int_equal(catalog_decode(obj, len, &KEY, &h, NULL, NULL, &why), 0);
+        free(obj);
+        /* No key, or a short one: nothing is written or read. */
+        struct catalog_key short_key = { .bytes = "short", .len = 5 };
+        uint8_t mac[32];
+        assert_int_equal(catalog_mac(&short_key, "x", 1, mac), -EINVAL);
+        assert_int_equal(catalog_decode("x\n", 2, NULL, &h, NULL, NULL, &why), -EBADMSG);
+        char *buf = NULL;
+        FILE *f = open_memstream(&buf, &len);
+        struct catalog_writer *w = NULL;
+        assert_int_equal(catalog_writer_new(f, &h, &short_key, &w), -EINVAL);
+        assert_int_equal(catalog_writer_new(f, &h, NULL, &w), -EINVAL);
+        fclose(f);
+        free(buf);
 }
 
 static void test_writer_refuses(void **state) {
@@ -227,7 +272,7 @@ static void test_writer_refuses(void **state) {
         struct catalog_entry sec = { .op = CATALOG_PUT, .type = CATALOG_DIR, .path = "d", .path_len = 1, .xattrs = &x,
                                      .n_xattrs = 1 };
 
-        assert_int_equal(catalog_writer_new(f, &h, &w), 0);
+        assert_int_equal(catalog_writer_new(f, &h, &KEY, &w), 0);
         assert_int_equal(catalog_writer_add(w, &up), -EINVAL);
         assert_int_equal(catalog_writer_add(w, &sec), -EINVAL);
         assert_int_equal(catalog_writer_finish(w), -EINVAL); /* one entry announced, none added */
@@ -244,6 +289,7 @@ int main(void) {
                 cmocka_unit_test(test_roundtrip),
                 cmocka_unit_test(test_tampered),
                 cmocka_unit_test(test_hostile),
+                cmocka_unit_test(test_key),
                 cmocka_unit_test(test_writer_refuses),
         };
         return UNIT_RUN("catalog", tests);

@@ -226,7 +226,7 @@ static void test_engine_keys(void **state) {
         parse_bad(T(", \"pin\": \"*.db\""), "array");
         parse_bad(T(", \"pin\": [\"/abs\"]"), "relative");
         parse_bad(T(", \"pin\": [1]"), "string");
-        parse_bad(T(", \"restore\": \"lazy\""), "\"range\" or \"whole\"");
+        parse_bad(T(", \"restore\": \"lazy\""), "\"range\", \"whole\" or \"open\"");
         parse_bad(T(", \"archive_rate\": -1"), "non-negative");
 }
 
@@ -238,7 +238,10 @@ static void test_gc_keys(void **state) {
         assert_int_equal(p->tenants[0].catalog_retention_usec, 7ull * 86400 * 1000000);
         assert_int_equal(p->tenants[0].gc_grace_usec, 86400ull * 1000000);
         policy_free(p);
-        p = parse_ok(T(", \"catalog\": true, \"catalog_retention\": \"30d\", \"gc_grace\": \"2h\""));
+        parse_bad(T(", \"catalog\": true"), "'catalog_key': missing");
+        p = parse_ok(T(", \"catalog\": true, \"catalog_key\": \"/etc/tierd/k\", \"catalog_retention\": \"30d\", "
+                       "\"gc_grace\": \"2h\""));
+        assert_string_equal(p->tenants[0].catalog_key, "/etc/tierd/k");
         assert_true(p->tenants[0].catalog);
         assert_int_equal(p->tenants[0].catalog_retention_usec, 30ull * 86400 * 1000000);
         assert_int_equal(p->tenants[0].gc_grace_usec, 2ull * 3600 * 1000000);
@@ -247,6 +250,22 @@ static void test_gc_keys(void **state) {
         parse_bad(T(", \"gc_grace\": 86400"), "duration");
         parse_bad(T(", \"catalog_retention\": \"a week\""), "duration");
         parse_bad(T(", \"catalog\": \"yes\""), "'catalog'");
+        /* "open": whole, before the open returns. */
+        p = parse_ok(T(", \"restore\": \"open\""));
+        assert_true(p->tenants[0].restore_whole && p->tenants[0].restore_open);
+        policy_free(p);
+        p = parse_ok(T(", \"restore\": \"whole\""));
+        assert_true(p->tenants[0].restore_whole && !p->tenants[0].restore_open);
+        policy_free(p);
+        /* Setuid mounts: refused unless the tenant says so (supervisor/hostmounts.h). */
+        p = parse_ok(T(""));
+        assert_false(p->tenants[0].allow_setuid_mounts);
+        policy_free(p);
+        p = parse_ok(T(", \"allow_setuid_mounts\": true"));
+        assert_true(p->tenants[0].allow_setuid_mounts);
+        policy_free(p);
+        parse_bad(T(", \"allow_setuid_mounts\": 1"), "'allow_setuid_mounts'");
+        assert_string_equal(policy_patch_root_only_key("{\"allow_setuid_mounts\": true}"), "allow_setuid_mounts");
 }
 
 /* Containers: which Kubernetes namespaces, or outside Kubernetes which
@@ -275,6 +294,13 @@ static void test_container_keys(void **state) {
         assert_true(p->kubernetes);
         policy_free(p);
         parse_bad("{\"kubernetes\": \"yes\", \"tenants\": []}", "'kubernetes'");
+        /* Landlock: required unless the policy says otherwise. */
+        p = parse_ok("{\"tenants\": []}");
+        assert_false(p->landlock_optional);
+        policy_free(p);
+        p = parse_ok("{\"require_landlock\": false, \"tenants\": []}");
+        assert_true(p->landlock_optional);
+        policy_free(p);
 
         parse_bad(T(", \"namespaces\": \"team-a\""), "array");
         parse_bad(T(", \"namespaces\": [\"Team-A\"]"), "not a Kubernetes namespace name");
