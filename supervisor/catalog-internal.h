@@ -98,6 +98,9 @@ void catalog_writer_continue(struct catalog *c);
 /* The import has read the catalog and taken the lease (epoch, from
  * next_seq on): the writer goes on from there, a snapshot first. */
 void catalog_writer_resume(struct catalog *c, uint32_t epoch, uint64_t next_seq);
+/* Nothing is written or released (the tree on disk is not the catalog's:
+ * an import that failed half way); the next import takes it back. */
+void catalog_writer_fence(struct catalog *c, const char *why);
 /* The writer is idle: an import waiting for that starts now. */
 void catalog_import_run(struct catalog *c);
 void catalog_import_abort(struct catalog *c);

@@ -197,7 +197,7 @@ bool catalog_request_ended(struct catalog *c) {
         return true;
 }
 
-static void fence(struct catalog *c, const char *why) {
+void catalog_writer_fence(struct catalog *c, const char *why) {
         c->state = CATALOG_FENCED;
         log_error("tenant %s: catalog: %s: this node no longer writes the catalog and releases nothing "
                   "(tierctl tenant import takes it back)", c->tn->cfg->name, why);
@@ -324,7 +324,7 @@ static void on_epoch_read(void *userdata, int error, const char *data, size_t le
         if (error == 0) {
                 if (catalog_parse_epoch(data, len, c->probe_epoch, &c->latest_start_seq, c->latest_node,
                                         sizeof(c->latest_node)) < 0) {
-                        fence(c, "a lease object in the store is corrupt");
+                        catalog_writer_fence(c, "a lease object in the store is corrupt");
                         return;
                 }
                 c->probe_epoch++;
@@ -342,7 +342,7 @@ static void on_epoch_read(void *userdata, int error, const char *data, size_t le
         if (strcmp(c->latest_node, c->node) != 0) {
                 char why[CATALOG_NODE_MAX + 64];
                 snprintf(why, sizeof(why), "its lease (epoch %u) is held by %s", latest, c->latest_node);
-                fence(c, why);
+                catalog_writer_fence(c, why);
                 return;
         }
         c->epoch = latest;
@@ -661,7 +661,7 @@ static void on_fence_checked_after(void *userdata, int error, const char *data, 
                 return;
         if (error == 0) {
                 journal_requeue(c);
-                fence(c, "another node took the catalog over (a newer lease is in the store)");
+                catalog_writer_fence(c, "another node took the catalog over (a newer lease is in the store)");
                 return;
         }
         if (error != -ENOENT) {
@@ -692,7 +692,7 @@ static void on_journal_read_back(void *userdata, int error, const char *data, si
         }
         if (error == 0 && catalog_decode(data, len, &c->tn->catalog_key, &h, NULL, NULL, &why) == 0 && h.epoch > c->epoch) {
                 journal_requeue(c);
-                fence(c, "another node took the catalog over (a newer lease wrote this journal number)");
+                catalog_writer_fence(c, "another node took the catalog over (a newer lease wrote this journal number)");
                 return;
         }
         if (error == -ENOENT) { /* there, then gone: the same number again */
@@ -785,7 +785,7 @@ static void on_fence_checked(void *userdata, int error, const char *data, size_t
         if (!catalog_request_ended(c))
                 return;
         if (error == 0) {
-                fence(c, "another node took the catalog over (a newer lease is in the store)");
+                catalog_writer_fence(c, "another node took the catalog over (a newer lease is in the store)");
                 return;
         }
         if (error != -ENOENT) {

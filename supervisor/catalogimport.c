@@ -25,11 +25,11 @@
 /* Bounds: the catalog is read into memory whole before anything is made,
  * and the store is not trusted to be small. One larger is refused, saying
  * so, before it takes the node's memory. */
-#define IMPORT_ENTRIES_MAX (16u << 20)      /* entries read: the snapshot's and the journal's */
-#define IMPORT_BYTES_MAX (2ull << 30)       /* their names, targets and xattrs */
+#define IMPORT_ENTRIES_MAX (8u << 20)       /* entries read: the snapshot's and the journal's */
+#define IMPORT_BYTES_MAX (1ull << 30)       /* their names, targets and xattrs */
 #define IMPORT_JOURNALS_MAX (1u << 20)      /* journal objects read */
 #define IMPORT_EPOCHS_MAX 4096u             /* leases (each journal object looks them up) */
-#define IMPORT_TOO_BIG "larger than an import takes (at most 16,777,216 entries, 2 GiB of names and 1,048,576 " \
+#define IMPORT_TOO_BIG "larger than an import takes (at most 8,388,608 entries, 1 GiB of names and 1,048,576 " \
                        "journal objects)"
 
 struct catalog_import {
@@ -250,6 +250,8 @@ static void tree_job_freep(struct tree_job **j) {
         free(*j);
 }
 
+static void tree_not_made(struct catalog *c, int error);
+
 static void on_tree_made(void *userdata) {
         _cleanup_(tree_job_freep) struct tree_job *j = userdata;
         struct catalog *c = j->c;
@@ -270,22 +272,31 @@ static void on_tree_made(void *userdata) {
         uint32_t epoch = imp->n_epochs + 1;
         uint64_t next_seq = imp->seq;
         const struct catalog_made *made = &j->made;
-        if (j->error == 0)
-                import_unmark(c->tn);
-        if (j->error < 0)
-                import_finish(c, j->error, "cannot make the tree: %s", strerror(-j->error));
-        else
-                import_finish(c, made->failed ? -EIO : 0,
-                              "%llu files (%llu bytes, released), %llu directories, %llu symlinks made from "
-                              "snapshot %llu and %llu journal objects; %llu there already, %llu failed (see the log); "
-                              "%llu setuid/setgid files made without those bits; lease epoch %u",
-                              (unsigned long long)made->files, (unsigned long long)made->bytes,
-                              (unsigned long long)made->dirs, (unsigned long long)made->symlinks,
-                              (unsigned long long)imp->snapshot_seq, (unsigned long long)imp->journals_applied,
-                              (unsigned long long)made->existing, (unsigned long long)made->failed,
-                              (unsigned long long)j->dropped, epoch);
+        if (j->error < 0) {
+                tree_not_made(c, j->error);
+                return;
+        }
+        import_unmark(c->tn);
+        import_finish(c, made->failed ? -EIO : 0,
+                      "%llu files (%llu bytes, released), %llu directories, %llu symlinks made from "
+                      "snapshot %llu and %llu journal objects; %llu there already, %llu failed (see the log); "
+                      "%llu setuid/setgid files made without those bits; lease epoch %u",
+                      (unsigned long long)made->files, (unsigned long long)made->bytes,
+                      (unsigned long long)made->dirs, (unsigned long long)made->symlinks,
+                      (unsigned long long)imp->snapshot_seq, (unsigned long long)imp->journals_applied,
+                      (unsigned long long)made->existing, (unsigned long long)made->failed,
+                      (unsigned long long)j->dropped, epoch);
         /* This node writes the catalog from here on: a snapshot first. */
         catalog_writer_resume(c, epoch, next_seq);
+}
+
+/* The lease is ours but the tree is not made: the catalog is not written
+ * (a snapshot now would record a half-made tree as the latest), its mark
+ * stays, and tierd imports again at its next start, or tierctl does. */
+static void tree_not_made(struct catalog *c, int error) {
+        import_finish(c, error, "cannot make the tree: %s; this node writes no catalog until an import succeeds "
+                                "(tierd imports again at its next start)", strerror(-error));
+        catalog_writer_fence(c, "an import could not make the tree");
 }
 
 static int tree_job_start(struct catalog *c, bool make) {
@@ -310,7 +321,6 @@ static int tree_job_start(struct catalog *c, bool make) {
 
 /* The lease is taken (error 0): the tree is made. */
 static void make_tree(struct catalog *c, int error) {
-        struct catalog_import *imp = c->import;
         int r;
 
         if (error == -EEXIST) {
@@ -321,10 +331,8 @@ static void make_tree(struct catalog *c, int error) {
                 import_fail(c, error, "cannot take the catalog's lease: %s; nothing was made", strerror(-error));
                 return;
         }
-        if ((r = tree_job_start(c, true)) < 0) {
-                import_finish(c, r, "cannot make the tree: %s", strerror(-r));
-                catalog_writer_resume(c, imp->n_epochs + 1, imp->seq);
-        }
+        if ((r = tree_job_start(c, true)) < 0)
+                tree_not_made(c, r);
 }
 
 static void take_lease(struct catalog *c) {

@@ -501,6 +501,12 @@ int catalog_reduce(const struct catalog_entries *all, struct catalog_entries *re
 
         if (!order || !dels)
                 return -ENOMEM;
+        /* At most n entries: sized once, not doubled past what it needs. */
+        if (!ret->e && n > 0) {
+                if (!(ret->e = reallocarray(NULL, n, sizeof(*ret->e))))
+                        return -ENOMEM;
+                ret->allocated = n;
+        }
         for (size_t i = 0; i < n; i++)
                 order[i] = i;
         qsort_r(order, n, sizeof(size_t), compare_latest, all->e);

@@ -366,6 +366,12 @@ int fsgroup_open(struct tiered_fs *fs) {
         bool new_pre, new_notif;
         int r;
 
+        /* The mount cloned: gc's walk looks at it again (wholefs.h). */
+        struct statx stx;
+        if ((fs->mnt_fd >= 0 ? statx(fs->mnt_fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx)
+                             : statx(AT_FDCWD, fs->mountpoint, 0, STATX_MNT_ID, &stx)) < 0)
+                return log_error_errno(errno, "statx %s: %m", fs->mountpoint);
+        fs->mnt_id = stx.stx_mnt_id;
         /* The private mount: detached, so no other process can reach it. A
          * filesystem tierd mounted itself is not at its mountpoint yet. */
         fs->tree_fd = fs->mnt_fd >= 0 ? open_tree(fs->mnt_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)

@@ -211,7 +211,9 @@ static void on_catalog_object(void *userdata, int error, const char *data, size_
                 gc_finish(g, error, "cannot read %s: %s; nothing was deleted", key, strerror(-error));
                 return;
         }
-        int r = catalog_decode(data, len, &g->tn->catalog_key, &h, mark_entry, g, &why);
+        /* Unchecked: an object under an old catalog key, or from before
+         * keys, still names objects that must stay; a mark only keeps. */
+        int r = catalog_decode(data, len, &catalog_key_unchecked, &h, mark_entry, g, &why);
         if (r < 0) {
                 gc_finish(g, r, "%s is %s: the objects it names cannot be known, nothing was deleted", key,
                           r == -EBADMSG ? why : strerror(-r));
@@ -383,7 +385,7 @@ static void walk_thread(void *userdata) {
                 /* The whole filesystem, not only what the admin mounted: a
                  * btrfs snapshot of the tenant made elsewhere on it names
                  * objects too. */
-                int fd = wholefs_open(g->tn->fs->mountpoint, g->tn->fs->fstype, g->walk_root, &g->walk_why);
+                int fd = wholefs_open(g->tn->fs->mnt_id, g->tn->fs->fstype, g->walk_root, &g->walk_why);
                 g->walk_error = fd < 0 ? fd : walk_dir(&w, fd, 0, 0);
         }
         snprintf(g->walk_where, sizeof(g->walk_where), "%s", w.path[0] ? w.path : "/");

@@ -60,6 +60,43 @@ static int path_in_fs(struct libmnt_table *tb, const char *subvolume, dev_t *dev
         return 0;
 }
 
+/* Does the colon-separated list of directories (an overlay's lowerdir)
+ * hold one at or below or above the subvolume? */
+static bool list_reaches(const char *list, size_t len, const char *subvolume) {
+        char dir[4096];
+        while (len > 0) {
+                const char *colon = memchr(list, ':', len);
+                size_t n = colon ? (size_t)(colon - list) : len;
+                if (n > 0 && n < sizeof(dir)) {
+                        memcpy(dir, list, n);
+                        dir[n] = 0;
+                        if (dir[0] == '/' && (under(dir, subvolume) || under(subvolume, dir)))
+                                return true;
+                }
+                list += n + !!colon;
+                len -= n + !!colon;
+        }
+        return false;
+}
+
+/* A filesystem stacked on the subvolume shows its files through a mount
+ * of another device: an overlay with a layer in it, a FUSE mirror
+ * (bindfs) of a directory in it. */
+static bool stacked_on(struct libmnt_fs *fs, const char *subvolume) {
+        const char *type = mnt_fs_get_fstype(fs), *opts = mnt_fs_get_fs_options(fs), *src = mnt_fs_get_source(fs);
+        if (type && strcmp(type, "overlay") == 0 && opts) {
+                static const char *const layers[] = { "lowerdir", "upperdir", "datadir" };
+                for (size_t i = 0; i < ARRAY_SIZE(layers); i++) {
+                        char *v = NULL;
+                        size_t n = 0;
+                        if (mnt_optstr_get_option(opts, layers[i], &v, &n) == 0 && v && list_reaches(v, n, subvolume))
+                                return true;
+                }
+        }
+        return type && strncmp(type, "fuse", 4) == 0 && src && src[0] == '/' &&
+               (under(src, subvolume) || under(subvolume, src));
+}
+
 int hostmounts_find_setuid(const char *subvolume, char *const *skip, char **ret_target) {
         char rel[4096];
         dev_t dev = 0;
@@ -74,11 +111,13 @@ int hostmounts_find_setuid(const char *subvolume, char *const *skip, char **ret_
                 r = -ENOMEM;
         while (r >= 0 && mnt_table_next_fs(tb, it, &fs) == 0) {
                 const char *root = mnt_fs_get_root(fs), *target = mnt_fs_get_target(fs);
-                if (mnt_fs_get_devno(fs) != dev || !root || !target || skipped(target, skip))
+                if (!root || !target || skipped(target, skip))
                         continue;
                 /* A mount of the subvolume, of a directory above it, or of
-                 * one inside it: each reaches files of the tenant. */
-                if (!under(rel, root) && !under(root, rel))
+                 * one inside it: each reaches files of the tenant. So does
+                 * a filesystem stacked on it. */
+                bool same = mnt_fs_get_devno(fs) == dev && (under(rel, root) || under(root, rel));
+                if (!same && !stacked_on(fs, subvolume))
                         continue;
                 if (has_option(fs, "nosuid") && has_option(fs, "nodev"))
                         continue;

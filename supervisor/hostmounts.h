@@ -11,8 +11,9 @@
 
 #include "policy.h"
 
-/* The first mount of the subvolume's filesystem that reaches the subvolume
- * (mounts its directory, one above, or one inside) and lacks nosuid or
+/* The first mount that reaches the subvolume (of its filesystem: its
+ * directory, one above, or one inside; or a filesystem stacked on it: an
+ * overlay with a layer there, a FUSE mirror of it) and lacks nosuid or
  * nodev, except those whose target is in skip (NULL-terminated; tierd's
  * own views, which it makes nosuid,nodev itself). Returns 1 with
  * *ret_target (malloc'd) for one, 0 for none, a negative errno when the

@@ -65,7 +65,8 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
         }
         for (size_t i = 0; i < t->n_tenants; i++) {
                 const char *err = "";
-                if (!np->tenants[i].catalog_key || (r = catalog_key_read(np->tenants[i].catalog_key, &keys[i], &err)) >= 0)
+                if (!np->tenants[i].catalog_key ||
+                    (r = catalog_key_read(np->tenants[i].catalog_key, np->tenants[i].name, &keys[i], &err)) >= 0)
                         continue;
                 r = fail(error, r, "%s: tenant %s: catalog_key %s: %s", t->policy_path, np->tenants[i].name,
                          np->tenants[i].catalog_key, err);
@@ -78,6 +79,7 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                 /* Allowed before, not now: the mounts are looked at again. */
                 if (!t->tenants[i].cfg->allow_setuid_mounts || (r = hostmounts_check(np, &np->tenants[i], &why)) >= 0)
                         continue;
+                explicit_bzero(keys, t->n_tenants * sizeof(*keys));
                 policy_free(np);
                 return fail(error, r, "%s: %s", t->policy_path, why ?: "out of memory");
         }
@@ -91,7 +93,16 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                 /* The table knows pins by the globs it was built with. */
                 bool rescan = track && (!usage_tracked(tn) || !strv_equal(tn->cfg->pin, np->tenants[i].pin));
                 tn->cfg = &np->tenants[i];
+                /* Objects under the old key stop verifying: a snapshot under
+                 * the new one before anything is released again. */
+                bool new_key = tn->catalog_key.len != keys[i].len ||
+                               memcmp(tn->catalog_key.bytes, keys[i].bytes, keys[i].len) != 0;
                 tn->catalog_key = keys[i];
+                if (new_key && tn->catalog) {
+                        log_info("tenant %s: catalog key changed: a snapshot under the new key, releases wait for it",
+                                 tn->cfg->name);
+                        catalog_note_lost(tn);
+                }
                 if (!track)
                         usage_free(tn);
                 if (rescan && ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0))

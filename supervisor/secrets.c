@@ -63,27 +63,37 @@ static int load_headers(struct tenant *tn) {
         return 0;
 }
 
-int catalog_key_read(const char *path, struct catalog_key *key, const char **error) {
-        char text[sizeof(key->bytes) + 2];
+int catalog_key_read(const char *path, const char *tenant, struct catalog_key *key, const char **error) {
+        struct catalog_key file = {};
+        char text[sizeof(file.bytes) + 2], label[128];
         int r = secret_file_read(path, text, sizeof(text), error);
         size_t n = r < 0 ? 0 : strlen(text);
         while (n > 0 && isspace((unsigned char)text[n - 1]))
                 n--;
         if (r == 0 && n < CATALOG_KEY_MIN) {
-                *error = "it holds fewer than 32 bytes (openssl rand -hex 32 makes a key)";
+                *error = "it holds fewer than 32 bytes of text (openssl rand -hex 32 makes a key)";
                 r = -EINVAL;
         }
         if (r == 0) {
-                memcpy(key->bytes, text, n);
-                key->len = n;
+                memcpy(file.bytes, text, n);
+                file.len = n;
+                /* The tenant's own key, from the file's: one file may key
+                 * several tenants, and an object of one never verifies
+                 * for another. */
+                int k = snprintf(label, sizeof(label), "tierd catalog key of tenant %s", tenant);
+                r = catalog_mac(&file, label, (size_t)k, key->bytes);
+                key->len = r == 0 ? 32 : 0;
+                if (r < 0)
+                        *error = "cannot derive the tenant's key";
         }
         explicit_bzero(text, sizeof(text));
+        explicit_bzero(&file, sizeof(file));
         return r;
 }
 
 static int load_catalog_key(struct tenant *tn) {
         const char *err = "";
-        int r = catalog_key_read(tn->cfg->catalog_key, &tn->catalog_key, &err);
+        int r = catalog_key_read(tn->cfg->catalog_key, tn->cfg->name, &tn->catalog_key, &err);
         return r < 0 ? log_error_errno(r, "tenant %s: catalog_key %s: %s", tn->cfg->name, tn->cfg->catalog_key, err) : 0;
 }
 

@@ -5,9 +5,10 @@
 
 /* Reads the tenant's credentials file, header files and catalog key. */
 int tenant_secrets_load(struct tenant *tn);
-/* A catalog key file: root's, 0600, at least CATALOG_KEY_MIN bytes (its
- * text, trailing whitespace left out). *error says why not. */
-int catalog_key_read(const char *path, struct catalog_key *key, const char **error);
+/* The tenant's catalog key, derived from a key file (root's, 0600, at
+ * least CATALOG_KEY_MIN bytes of text, trailing whitespace left out) and
+ * its name. *error says why not. */
+int catalog_key_read(const char *path, const char *tenant, struct catalog_key *key, const char **error);
 /* Re-reads credentials files when they change (rotated keys apply without a
  * restart) and hands them to the workers. */
 int secrets_watch_start(struct tierd *t);

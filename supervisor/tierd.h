@@ -41,6 +41,7 @@ struct tiered_fs {
         uint64_t fsid; /* statfs f_fsid of the mount point: names its groups in the fd store */
         int mnt_fd;   /* mounted by tierd ("filesystems"), still detached until marked; else -1 */
         bool boot_owned; /* mounted by this tierd or a predecessor it took over from: unmounted at a final stop */
+        uint64_t mnt_id; /* the mount tree_fd clones (mountinfo's id): gc's walk finds it again (wholefs.h) */
         int tree_fd;  /* tierd's private mount: a detached clone (O_PATH) */
         int root_fd;  /* a directory fd on its root, the mount fd for handles */
         int pre_fd;   /* pre-content group: FAN_PRE_ACCESS | FAN_OPEN_PERM */

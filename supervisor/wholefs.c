@@ -6,34 +6,58 @@
 #include <libmount/libmount.h>
 #include <linux/btrfs.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/statfs.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "macro.h"
 
-/* The admin's mount at mountpoint (the topmost one): the directory of the
- * filesystem it shows (mountinfo's root) and its source device. */
-static int admin_mount(const char *mountpoint, char *root, size_t root_len, char *source, size_t source_len) {
+/* The mount tierd cloned at start (by its id: what is at the mountpoint
+ * now may be another): the directory of the filesystem it shows
+ * (mountinfo's root), its source and its device number. */
+static int admin_mount(uint64_t mnt_id, char *root, size_t root_len, char *source, size_t source_len, dev_t *dev) {
         struct libmnt_table *tb = mnt_new_table_from_file("/proc/self/mountinfo");
         struct libmnt_iter *it = mnt_new_iter(MNT_ITER_BACKWARD);
         struct libmnt_fs *fs;
         int r = tb && it ? -ENOENT : -ENOMEM;
         while (r == -ENOENT && mnt_table_next_fs(tb, it, &fs) == 0) {
-                const char *t = mnt_fs_get_target(fs), *rt = mnt_fs_get_root(fs), *src = mnt_fs_get_srcpath(fs);
-                if (!t || strcmp(t, mountpoint) != 0)
+                const char *rt = mnt_fs_get_root(fs), *src = mnt_fs_get_srcpath(fs);
+                if ((uint64_t)mnt_fs_get_id(fs) != mnt_id)
                         continue;
                 snprintf(root, root_len, "%s", rt ?: "");
                 snprintf(source, source_len, "%s", src ?: "");
+                *dev = mnt_fs_get_devno(fs);
                 r = 0;
         }
         mnt_free_iter(it);
         mnt_unref_table(tb);
         return r;
+}
+
+/* btrfs: a device of the filesystem, as its kernel opened it (mountinfo's
+ * source may name another by now). */
+static int btrfs_device(int fd, char *path, size_t len) {
+        struct btrfs_ioctl_fs_info_args fi = { 0 };
+        if (ioctl(fd, BTRFS_IOC_FS_INFO, &fi) < 0)
+                return -errno;
+        for (uint64_t id = 0; id <= fi.max_id; id++) {
+                _cleanup_free_ struct btrfs_ioctl_dev_info_args *di = calloc(1, sizeof(*di));
+                if (!di)
+                        return -ENOMEM;
+                di->devid = id;
+                if (ioctl(fd, BTRFS_IOC_DEV_INFO, di) < 0)
+                        continue; /* no device of that id */
+                snprintf(path, len, "%s", (const char *)di->path);
+                return path[0] == '/' ? 0 : -ENODEV;
+        }
+        return -ENODEV;
 }
 
 /* Do the two directories belong to one filesystem? btrfs gives each
@@ -50,8 +74,11 @@ static bool same_fs(int a, int b, bool btrfs) {
 
 /* A detached, read-only mount of the filesystem's root (btrfs: its top
  * level, subvolid 5, not the default subvolume). The kernel gives the
- * superblock already mounted; "ro" is asked for only if it is read-only
- * already, so this never changes how the filesystem is mounted. */
+ * superblock already mounted. It must not change how the filesystem is
+ * mounted: btrfs takes a rw request on a read-only filesystem as a
+ * remount rw (and drops its options), so btrfs is always asked for "ro",
+ * which changes nothing on a rw one; ext4 and xfs refuse a mismatch
+ * (EBUSY), so they are asked for what the filesystem is. */
 static int mount_root(const char *fstype, const char *source, int fs_root_fd, const char **why) {
         bool btrfs = strcmp(fstype, "btrfs") == 0;
         struct statvfs sv;
@@ -62,7 +89,7 @@ static int mount_root(const char *fstype, const char *source, int fs_root_fd, co
                 return *why = "fsconfig source", -errno;
         if (btrfs && fsconfig(fsfd, FSCONFIG_SET_STRING, "subvolid", "5", 0) < 0)
                 return *why = "fsconfig subvolid=5", -errno;
-        if (fstatvfs(fs_root_fd, &sv) == 0 && (sv.f_flag & ST_RDONLY) &&
+        if ((btrfs || (fstatvfs(fs_root_fd, &sv) == 0 && (sv.f_flag & ST_RDONLY))) &&
             fsconfig(fsfd, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0)
                 return *why = "fsconfig ro", -errno;
         if (fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
@@ -81,18 +108,24 @@ static int mount_root(const char *fstype, const char *source, int fs_root_fd, co
         return fd;
 }
 
-int wholefs_open(const char *mountpoint, const char *fstype, int fs_root_fd, const char **why) {
+int wholefs_open(uint64_t mnt_id, const char *fstype, int fs_root_fd, const char **why) {
         char root[4096], source[4096];
+        struct stat st;
+        dev_t dev = 0;
         *why = NULL;
-        int r = admin_mount(mountpoint, root, sizeof(root), source, sizeof(source));
+        int r = admin_mount(mnt_id, root, sizeof(root), source, sizeof(source), &dev);
         if (r < 0)
-                return *why = "its mount is not in the mount table", r;
+                return *why = "the mount tierd started with is gone (unmounted or moved)", r;
         /* Mounted at its root: every directory is beneath it already. */
         if (strcmp(root, "/") == 0) {
                 int fd = openat(fs_root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 return fd < 0 ? (*why = "opening its root", -errno) : fd;
         }
-        if (!source[0] || source[0] != '/')
-                return *why = "it mounts a directory of a filesystem without a device to mount its root from", -ENODEV;
+        /* The device to mount the root from: one of the filesystem's own. */
+        if (strcmp(fstype, "btrfs") == 0) {
+                if ((r = btrfs_device(fs_root_fd, source, sizeof(source))) < 0)
+                        return *why = "finding a device of the btrfs filesystem", r;
+        } else if (stat(source, &st) < 0 || !S_ISBLK(st.st_mode) || st.st_rdev != dev)
+                return *why = "its mount's source is not the filesystem's block device (any more)", -ENODEV;
         return mount_root(fstype, source, fs_root_fd, why);
 }

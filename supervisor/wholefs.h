@@ -9,9 +9,12 @@
  */
 #pragma once
 
-/* An O_RDONLY directory fd on the root of the filesystem mounted at
- * mountpoint (fs_root_fd: tierd's private mount of it): a dup of fs_root_fd
- * when that mount shows the root already, or a detached read-only mount of
- * the root (btrfs: its top level). Negative errno, with *why saying which
- * step failed, when it cannot be had. */
-int wholefs_open(const char *mountpoint, const char *fstype, int fs_root_fd, const char **why);
+#include <stdint.h>
+
+/* An O_RDONLY directory fd on the root of the filesystem tierd cloned at
+ * start (mnt_id: that mount's id, fs_root_fd: tierd's private clone of it):
+ * a dup of fs_root_fd when that mount shows the root already, or a
+ * detached read-only mount of the root (btrfs: its top level) made from
+ * one of the filesystem's own devices. Negative errno, with *why saying
+ * which step failed, when it cannot be had. */
+int wholefs_open(uint64_t mnt_id, const char *fstype, int fs_root_fd, const char **why);

@@ -43,6 +43,10 @@ mount --bind "$TL_DIR/fs/alpha/d" "$TL_DIR/bind" && TL_MOUNTS+=("$TL_DIR/bind")
 mount -o remount,bind,suid,nodev "$TL_DIR/bind"
 check "a bind mount of a directory inside the subvolume, suid: refused, naming it" refused_for "$TL_DIR/bind"
 umount "$TL_DIR/bind"
+mkdir -p "$TL_DIR/ovl" "$TL_DIR/ovl-lower"
+mount -t overlay overlay -o "lowerdir=$TL_DIR/fs/alpha/d:$TL_DIR/ovl-lower" "$TL_DIR/ovl" && TL_MOUNTS+=("$TL_DIR/ovl")
+check "an overlay with a layer in the subvolume, suid: refused, naming it" refused_for "$TL_DIR/ovl"
+umount "$TL_DIR/ovl"
 printf '{"tenants": [{"name": "alpha", "subvolume": "%s", "mount": "%s", "backend": "file://%s", "allow_setuid_mounts": true}]}' \
 	"$TL_DIR/fs/alpha" "$TL_DIR/views/alpha" "$TL_DIR/store" >"$TL_DIR/allow.json"
 mount -o remount,suid,dev "$TL_DIR/fs"
