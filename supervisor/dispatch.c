@@ -81,7 +81,7 @@ struct tfile {
                 struct file_handle fh;
                 char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
         } h;
-        int fd; /* the fill fd: O_RDWR through the private mount */
+        int fd; /* the fill fd: O_WRONLY through the private mount */
         struct fill *fills;
         struct waiter *waiters;
         /* Filled by ranged fills nothing checked (a file without a manifest,
@@ -210,8 +210,11 @@ static int file_get(struct tenant *tn, int any_fd, struct tfile **ret) {
                 return 0;
         }
         /* The fill fd is opened through the private mount: writes raise no
-         * event and keep every permission check (immutable, read-only). */
-        f->fd = fsgroup_open_regular(tn->fs, &f->h.fh, O_RDWR);
+         * event and keep every permission check (immutable, read-only).
+         * Write-only: a fill writes, punches and syncs, never reads; the
+         * worker gets no more than that (a verification, which reads, gets
+         * an fd of its own, fill_submit). */
+        f->fd = fsgroup_open_regular(tn->fs, &f->h.fh, O_WRONLY);
         if (f->fd < 0) {
                 r = f->fd;
                 free(f);
@@ -290,8 +293,20 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
         if (!fl)
                 return -ENOMEM;
         /* The file's fill fd, lent: it stays open while any fill is in
-         * flight, and one fd per file keeps tierd far from its fd limit. */
-        req = request_new_borrowing(type, f->fd, on_fill_done, fl);
+         * flight, and one fd per file keeps tierd far from its fd limit. A
+         * verification reads the file (and punches it back if it is wrong):
+         * an fd of its own, closed with the request. */
+        if (type == PROTO_VERIFY) {
+                int rfd = fsgroup_open_regular(f->fs, &f->h.fh, O_RDWR);
+                req = rfd < 0 ? NULL : request_new(type, rfd, on_fill_done, fl);
+                if (rfd >= 0 && !req)
+                        close(rfd);
+                if (rfd < 0) {
+                        free(fl);
+                        return rfd;
+                }
+        } else
+                req = request_new_borrowing(type, f->fd, on_fill_done, fl);
         if (!req) {
                 free(fl);
                 return -ENOMEM;
