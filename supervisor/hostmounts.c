@@ -109,7 +109,7 @@ int hostmounts_find_setuid(const char *subvolume, char *const *skip, char **ret_
         struct libmnt_fs *fs;
         if (r >= 0 && !it)
                 r = -ENOMEM;
-        while (r >= 0 && mnt_table_next_fs(tb, it, &fs) == 0) {
+        while (r == 0 && mnt_table_next_fs(tb, it, &fs) == 0) { /* the first one found ends it */
                 const char *root = mnt_fs_get_root(fs), *target = mnt_fs_get_target(fs);
                 if (!root || !target || skipped(target, skip))
                         continue;
