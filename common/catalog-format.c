@@ -461,15 +461,16 @@ static int check_trailer(const char *data, size_t len, const struct catalog_key 
         for (start = len - 1; start > 0 && data[start - 1] != '\n'; start--)
                 ;
         _cleanup_(json_putp) json_object *o = parse_line(data + start, len - 1 - start);
-        if (key == &catalog_key_unchecked && o && json_object_object_length(o) == 1 &&
-            (get_hash(o, "sha256", want) || get_hash(o, "hmac-sha256", want))) {
+        bool one = o && json_object_object_length(o) == 1;
+        bool plain = one && get_hash(o, "sha256", want), keyed = one && !plain && get_hash(o, "hmac-sha256", want);
+        if (key == &catalog_key_unchecked && (plain || keyed)) {
                 *body_len = start;
                 return 0;
         }
-        if (o && json_object_object_length(o) == 1 && get_hash(o, "sha256", want))
+        if (plain)
                 return bad(why, "the object is not authenticated (a plain sha256 trailer: written by a tierd "
                                 "without catalog keys, or by someone else)");
-        if (!o || json_object_object_length(o) != 1 || !get_hash(o, "hmac-sha256", want))
+        if (!keyed)
                 return bad(why, "the object has no hmac-sha256 trailer (cut short?)");
         int r = catalog_mac(key, data, start, got);
         if (r < 0)

@@ -114,7 +114,6 @@ static int keep_entry(void *userdata, const struct catalog_entry *e) {
         struct catalog_import *imp = userdata;
         struct catalog_entry copy = *e;
 
-
         /* Deep copy: e is freed after the call. */
         copy.path = strndup(e->path, e->path_len);
         copy.target = e->target ? strndup(e->target, e->target_len) : NULL;
@@ -140,6 +139,10 @@ static const char *read_error(int r, const char *why) {
 }
 
 static void import_step(struct catalog *c);
+
+/* Between the lease and the tree made, a mark in the state directory: a
+ * tierd that dies there imports again when it starts, before its writer
+ * would take the half-made tree for the truth. */
 static char *import_mark_path(struct tenant *tn) {
         char *p = NULL;
         return asprintf(&p, "%s/%s.catalog-import", tn->t->state_dir, tn->cfg->name) < 0 ? NULL : p;
@@ -223,7 +226,7 @@ static void on_lease_read_back(void *userdata, int error, const char *data, size
  * the catalog (and the import's entries) outlive it. */
 struct tree_job {
         struct catalog *c;               /* not touched by the thread */
-        const struct catalog_entries *all; /* the import's entries, read only */
+        struct catalog_entries *all;     /* the import's entries: the reduce moves them out */
         bool make;                       /* false: reduce only (catalog_read_tree) */
         bool keep_setuid;
         struct catalog_tree_maker maker;

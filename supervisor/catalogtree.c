@@ -494,7 +494,7 @@ static bool under_later_dir_delete(const struct catalog_entry *e, size_t index, 
         return false;
 }
 
-int catalog_reduce(const struct catalog_entries *all, struct catalog_entries *ret) {
+int catalog_reduce(struct catalog_entries *all, struct catalog_entries *ret) {
         size_t n = all->n, n_dels = 0;
         _cleanup_free_ size_t *order = calloc(n + 1, sizeof(size_t));
         _cleanup_free_ struct dir_delete *dels = calloc(n + 1, sizeof(struct dir_delete));

@@ -51,8 +51,9 @@ struct catalog_tree_maker {
 int catalog_make_tree(const struct catalog_tree_maker *m, struct catalog_entries *l, struct catalog_made *made);
 
 /* The tree entries written in this order make: each path's last entry,
- * puts only, none beneath a directory deleted after it. */
-int catalog_reduce(const struct catalog_entries *all, struct catalog_entries *ret);
+ * puts only, none beneath a directory deleted after it. The entries kept
+ * are moved from all into ret. */
+int catalog_reduce(struct catalog_entries *all, struct catalog_entries *ret);
 /* Files of the tree made without their setuid and setgid bits (logged);
  * how many. */
 uint64_t catalog_drop_setuid(const char *tenant, struct catalog_entries *tree);

@@ -151,17 +151,7 @@ static int test_hook(const struct proto_request *req, int fd) {
                 int o2 = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
                 const char *proc = try_errno(o2);
                 /* The fill fd, passed back to tierd over the control socket (fd 3). */
-                union {
-                        struct cmsghdr h;
-                        char buf[CMSG_SPACE(sizeof(int))];
-                } control = {};
-                struct iovec iov = { .iov_base = (void *)"x", .iov_len = 1 };
-                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                                     .msg_controllen = sizeof(control.buf) };
-                struct cmsghdr *ch = CMSG_FIRSTHDR(&mh);
-                *ch = (struct cmsghdr){ .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS, .cmsg_len = CMSG_LEN(sizeof(int)) };
-                memcpy(CMSG_DATA(ch), &fd, sizeof(int));
-                const char *passed = try_errno((int)sendmsg(3, &mh, MSG_NOSIGNAL));
+                const char *passed = try_errno(proto_send(3, "x", 1, fd));
                 snprintf(out, sizeof(out), "open /etc/passwd: %s\nopen /proc/self/status: %s\nconnect 127.0.0.1:22: %s\n"
                          "uid %u\nsendmsg of an fd to tierd: %s\n", passwd, proc, conn, (unsigned)getuid(), passed);
                 safe_close(o1);
