@@ -31,6 +31,8 @@ enum proto_type {
                             * tierd's), at most `length` bytes of them */
         PROTO_DELETE = 10, /* remove key unless it is newer than `offset` (seconds since
                             * the epoch, the store's clock) or not of `size` bytes: -EBUSY */
+        PROTO_SYNC = 11,   /* fdatasync fd: what fills wrote through it is durable before
+                            * tierd records it (fills themselves do not sync) */
 };
 
 /* What tierd keeps in a store, by key: a listing names only these. */

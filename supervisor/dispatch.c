@@ -46,6 +46,11 @@ struct waiter {
         uint64_t want_end;   /* plus read-ahead */
         uint64_t parked_usec; /* when the reader started waiting (monotonic) */
         bool whole, dirty;
+        /* Answered only once what it needs is recorded, not as soon as it
+         * is written: a writer (its file becomes dirty), an open that waits
+         * for the whole file (what it stats after must not change) and
+         * tierd's own jobs, which read the record next. */
+        bool needs_record;
         uint64_t route; /* the reader's container (its serial), 0: the host */
         int event_fd; /* a parked kernel event, or -1 */
         struct tiered_fs *event_fs;
@@ -60,6 +65,7 @@ struct fill {
         uint64_t start, end;
         bool whole_verified; /* PROTO_FILL_WHOLE: checked against the SHA-256 */
         bool verify;         /* a PROTO_VERIFY of the whole file */
+        bool sync;           /* a PROTO_SYNC: then what was syncing is recorded */
         uint64_t reserved;   /* counted against the tenant's quota until done */
         bool unverified;     /* a ranged fill no manifest checks (see struct tfile) */
         uint64_t route;      /* the container whose worker runs it, 0: the host worker */
@@ -88,6 +94,16 @@ struct tfile {
          * verify on): not recorded as populated, so no reader is let
          * through to them, until the whole file passes its SHA-256. */
         struct range_set unverified;
+        /* Durability off the reader's path: what fills wrote and checked is
+         * shown to readers at once (written), and recorded in the stub only
+         * after a PROTO_SYNC made it durable (syncing: one sync in flight per
+         * file, for all that was written before it was sent). A crash or a
+         * power cut in between loses the record, never bytes a record
+         * vouches for; a refill writes over what readers saw, never punches
+         * it (worker/fill.c). Their quota stays reserved until recorded. */
+        struct range_set written, syncing;
+        bool whole_written, whole_syncing;
+        uint64_t written_reserved;
         bool quota_wait; /* a waiter waits for room: quota.c checks copies before it releases */
 };
 
@@ -257,6 +273,9 @@ static void file_free(struct tfile *f) {
                 }
         safe_close(f->fd);
         range_set_done(&f->unverified);
+        range_set_done(&f->written);
+        range_set_done(&f->syncing);
+        f->tenant->quota_reserved -= MIN(f->written_reserved, f->tenant->quota_reserved);
         t->fds_in_flight--;
         fsgroup_resume_reading(t);
         for (struct idle_callback *c; (c = f->idle);) {
@@ -274,13 +293,30 @@ static void file_add_waiter(struct tfile *f, struct waiter *w) {
         file_progress(f);
 }
 
-static bool waiter_satisfied(const struct waiter *w, const struct stub *s) {
+/* What fills wrote, recorded or not yet. */
+static int written_ranges(const struct tfile *f, const struct stub *s, struct range_set *out) {
+        const struct range_set *sets[] = { s->state == STUB_PARTIAL ? &s->populated : NULL, &f->written, &f->syncing };
+        for (size_t k = 0; k < ARRAY_SIZE(sets); k++)
+                for (size_t i = 0; sets[k] && i < sets[k]->n; i++) {
+                        int r = range_set_add(out, sets[k]->r[i].start, sets[k]->r[i].end);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+static bool waiter_satisfied(const struct tfile *f, const struct waiter *w, const struct stub *s) {
         if (s->state == STUB_ARCHIVED || s->state == STUB_DIRTY)
+                return true;
+        if (!w->needs_record && (f->whole_written || f->whole_syncing))
                 return true;
         if (w->whole)
                 return false;
         uint64_t end = MIN(w->end, s->size), start = MIN(w->start, end);
-        return s->state == STUB_PARTIAL ? range_set_covers(&s->populated, start, end) : start == end;
+        if (start == end || (s->state == STUB_PARTIAL && range_set_covers(&s->populated, start, end)))
+                return true;
+        _cleanup_(range_set_done) struct range_set here = {};
+        return !w->needs_record && written_ranges(f, s, &here) == 0 && range_set_covers(&here, start, end);
 }
 
 static void on_fill_done(struct request *req, const struct proto_reply *rep);
@@ -338,12 +374,15 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
         return 0;
 }
 
-/* In flight, or in and waiting for the whole-file check: not to fetch. */
+/* In flight, in and waiting for the whole-file check, or written and
+ * waiting for its record: not to fetch. */
 static void in_flight(const struct tfile *f, struct range_set *out) {
+        const struct range_set *sets[] = { &f->unverified, &f->written, &f->syncing };
         for (const struct fill *fl = f->fills; fl; fl = fl->next)
                 range_set_add(out, fl->start, fl->end);
-        for (size_t i = 0; i < f->unverified.n; i++)
-                range_set_add(out, f->unverified.r[i].start, f->unverified.r[i].end);
+        for (size_t k = 0; k < ARRAY_SIZE(sets); k++)
+                for (size_t i = 0; i < sets[k]->n; i++)
+                        range_set_add(out, sets[k]->r[i].start, sets[k]->r[i].end);
 }
 
 /* Every byte in, recorded or waiting for the whole-file check. */
@@ -376,6 +415,8 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
         uint64_t chunk = s->chunk, start, end;
         int r;
 
+        if (f->whole_written || f->whole_syncing)
+                return 0; /* all in: its record is on its way */
         in_flight(f, &busy);
         if (w->whole || s->populated.n + 2 >= STUB_MAX_RANGES) {
                 w->whole = true;
@@ -472,7 +513,7 @@ static void file_progress(struct tfile *f) {
         }
         for (struct waiter **p = &f->waiters; *p;) {
                 struct waiter *w = *p;
-                if (w->error || (r == 0 && waiter_satisfied(w, &s))) {
+                if (w->error || (r == 0 && waiter_satisfied(f, w, &s))) {
                         if (!w->error && w->dirty)
                                 file_mark_dirty(f, &s);
                         *p = w->next;
@@ -525,8 +566,50 @@ static void file_progress(struct tfile *f) {
                 file_free(f);
 }
 
-/* Records a completed fill in the stub: tierd's own populated record. */
-static int file_record_fill(struct tfile *f, const struct fill *fl) {
+/* Writes the stub's record: the file whole (archived), or these ranges
+ * present. What it vouches for is durable by now. */
+static int file_record(struct tfile *f, struct stub *s, bool whole, const struct range_set *present) {
+        int r;
+
+        if (whole) {
+                /* Our fills' modify events are queued: hear them while the
+                 * stub still says partial, or they would make it dirty. */
+                fsgroup_drain_notifications(f->fs);
+                s->state = STUB_ARCHIVED;
+                range_set_clear(&s->populated);
+        } else {
+                if (s->state == STUB_RELEASED)
+                        range_set_clear(&s->populated);
+                s->state = STUB_PARTIAL;
+                for (size_t i = 0; i < present->n; i++)
+                        if ((r = range_set_add(&s->populated, present->r[i].start, present->r[i].end)) < 0)
+                                return r;
+                /* Fills in flight may add ranges beyond what a stub holds. */
+                if (present->n)
+                        range_set_limit(&s->populated, STUB_MAX_RANGES, present->r[present->n - 1].start);
+        }
+        /* Mode and times first: an archived record is written last, as
+         * its ctime_max says nothing changed the file after it. */
+        r = put_back_attrs(f->fd, &f->attrs, &s->mtime, whole);
+        if (r < 0)
+                return r;
+        r = tally_stub_write(f->tenant, f->fd, s);
+        if (r < 0)
+                return r;
+        usage_update_fd(f->tenant, f->fd);
+        quota_check_high(f->tenant);
+        if (whole) {
+                fsgroup_ignore_file(f->fs, f->fd);
+                log_info("tenant %s: %s restored whole (%llu bytes, SHA-256 checked)", f->tenant->cfg->name, s->key,
+                         (unsigned long long)s->size);
+        }
+        return 0;
+}
+
+/* A completed fill: its bytes are shown to readers now (written), and
+ * recorded once synced (file_sync_start). A verification synced the file
+ * itself: recorded at once. */
+static int file_take_fill(struct tfile *f, const struct fill *fl) {
         _cleanup_(stub_done) struct stub s = {};
         const char *err = "";
         int r = stub_read_fd(f->fd, &s, &err);
@@ -537,38 +620,108 @@ static int file_record_fill(struct tfile *f, const struct fill *fl) {
                 return 0;
         if (fl->unverified)
                 return range_set_add(&f->unverified, fl->start, fl->end);
-        if (fl->verify || fl->whole_verified) {
-                /* Our fills' modify events are queued: hear them while the
-                 * stub still says partial, or they would make it dirty. */
-                fsgroup_drain_notifications(f->fs);
-                s.state = STUB_ARCHIVED;
-                range_set_clear(&s.populated);
-        } else {
-                if (s.state == STUB_RELEASED)
-                        range_set_clear(&s.populated);
-                s.state = STUB_PARTIAL;
-                r = range_set_add(&s.populated, fl->start, fl->end);
-                if (r < 0)
-                        return r;
-                /* Fills in flight may add ranges beyond what a stub holds. */
-                range_set_limit(&s.populated, STUB_MAX_RANGES, fl->start);
-        }
-        /* Mode and times first: an archived record is written last, as
-         * its ctime_max says nothing changed the file after it. */
-        r = put_back_attrs(f->fd, &f->attrs, &s.mtime, s.state == STUB_ARCHIVED);
+        if (fl->verify)
+                return file_record(f, &s, true, NULL);
+        /* The owner's mode and times back before anyone reads (our writes
+         * changed them); the record comes later. */
+        r = put_back_attrs(f->fd, &f->attrs, &s.mtime, fl->whole_verified);
         if (r < 0)
                 return r;
-        r = tally_stub_write(f->tenant, f->fd, &s);
+        if (fl->whole_verified) {
+                f->whole_written = true;
+                return 0;
+        }
+        return range_set_add(&f->written, fl->start, fl->end);
+}
+
+/* What was synced, recorded. */
+static int file_record_synced(struct tfile *f) {
+        _cleanup_(stub_done) struct stub s = {};
+        const char *err = "";
+        int r = stub_read_fd(f->fd, &s, &err);
+
         if (r < 0)
                 return r;
-        usage_update_fd(f->tenant, f->fd);
-        quota_check_high(f->tenant);
-        if (s.state == STUB_ARCHIVED) {
-                fsgroup_ignore_file(f->fs, f->fd);
-                log_info("tenant %s: %s restored whole (%llu bytes, SHA-256 checked)", f->tenant->cfg->name, s.key,
-                         (unsigned long long)s.size);
-        }
+        if (s.state == STUB_ARCHIVED || s.state == STUB_DIRTY)
+                return 0;
+        return file_record(f, &s, f->whole_syncing, &f->syncing);
+}
+
+static void sync_submit(struct tfile *f, struct request *req, uint64_t route) {
+        worker_submit(container_worker(f->tenant, route), req);
+}
+
+#ifdef TIERD_TEST_HOOKS
+/* Test builds: TIERD_TEST_SYNC_PAUSE_MS holds every sync back, so a test
+ * can crash tierd, or cut the power, between a reader's answer and the
+ * record (tests/integration/durability.sh). */
+static int on_sync_pause_end(sd_event_source *src, uint64_t usec, void *userdata) {
+        struct request *req = userdata;
+        struct fill *fl = req->userdata;
+        (void)usec;
+        sd_event_source_unref(src);
+        sync_submit(fl->file, req, fl->route);
         return 0;
+}
+
+static bool sync_paused(struct tfile *f, struct request *req) {
+        const char *ms = getenv("TIERD_TEST_SYNC_PAUSE_MS");
+        sd_event_source *src;
+        return ms && sd_event_add_time_relative(f->tenant->t->event, &src, CLOCK_MONOTONIC,
+                                                strtoull(ms, NULL, 10) * 1000, 0, on_sync_pause_end, req) >= 0;
+}
+#endif
+
+/* Makes what fills wrote durable, then records it (on_sync_done): one sync
+ * per file in flight; what is written meanwhile goes with the next. */
+static void file_sync_start(struct tfile *f, uint64_t route) {
+        if (f->syncing.n || f->whole_syncing || (!f->written.n && !f->whole_written))
+                return;
+        struct fill *fl = calloc(1, sizeof(*fl));
+        struct request *req = fl ? request_new_borrowing(PROTO_SYNC, f->fd, on_fill_done, fl) : NULL;
+        if (!req) {
+                /* Never recorded: fetched again when read again. */
+                free(fl);
+                range_set_clear(&f->written);
+                f->whole_written = false;
+                return;
+        }
+        *fl = (struct fill){ .file = f, .sync = true, .next = f->fills, .reserved = f->written_reserved, .route = route };
+        f->written_reserved = 0;
+        f->fills = fl;
+        struct range_set emptied = f->syncing; /* empty, maybe allocated */
+        f->syncing = f->written;
+        f->written = emptied;
+        f->whole_syncing = f->whole_written;
+        f->whole_written = false;
+#ifdef TIERD_TEST_HOOKS
+        if (sync_paused(f, req))
+                return;
+#endif
+        sync_submit(f, req, route);
+}
+
+static void on_sync_done(struct tfile *f, struct fill *fl, int r) {
+        f->tenant->quota_reserved -= MIN(fl->reserved, f->tenant->quota_reserved);
+        if (r == 0)
+                r = file_record_synced(f);
+        if (r < 0) {
+                /* Not recorded: those who read it have their bytes, the
+                 * next readers fetch them again; who needed the record
+                 * gets EIO. */
+                log_error_errno(r, "tenant %s: cannot make restored bytes durable, not recorded: %m",
+                                f->tenant->cfg->name);
+                tenant_set_last_error(f->tenant, "cannot make restored bytes durable: %s", strerror(-r));
+                f->tenant->counters.fill_errors++;
+                for (struct waiter *w = f->waiters; w; w = w->next)
+                        if (w->needs_record)
+                                w->error = EIO;
+        }
+        range_set_clear(&f->syncing);
+        f->whole_syncing = false;
+        file_sync_start(f, fl->route);
+        free(fl);
+        file_progress(f);
 }
 
 /* A failed whole-file check: the worker punched the file back. */
@@ -612,7 +765,14 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep) {
                         *p = fl->next;
                         break;
                 }
-        f->tenant->quota_reserved -= MIN(fl->reserved, f->tenant->quota_reserved);
+        if (fl->sync) {
+                on_sync_done(f, fl, r);
+                return;
+        }
+        if (r == 0 && !fl->verify && !fl->unverified)
+                f->written_reserved += fl->reserved; /* until recorded */
+        else
+                f->tenant->quota_reserved -= MIN(fl->reserved, f->tenant->quota_reserved);
         if (r == 0 && !fl->verify) {
                 c->fills++;
                 c->fill_bytes += rep->bytes;
@@ -620,7 +780,7 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep) {
         if (!fl->verify)
                 container_count_fill(f->tenant, fl->route, rep->bytes, r == 0);
         if (r == 0)
-                r = file_record_fill(f, fl);
+                r = file_take_fill(f, fl);
         if (r == -PROTO_ENOMANIFEST && file_forget_manifest(f) == 0) {
                 free(fl);
                 file_progress(f); /* its waiters restore it whole now */
@@ -649,6 +809,7 @@ static void on_fill_done(struct request *req, const struct proto_reply *rep) {
                         if (w->whole || fl->verify || fl->whole_verified || (w->start < fl->end && fl->start < w->want_end))
                                 w->error = r == -ENOSPC ? ENOSPC : EIO;
         }
+        file_sync_start(f, fl->route);
         free(fl);
         file_progress(f);
 }
@@ -673,6 +834,7 @@ int dispatch_restore_whole(struct tenant *tn, int fd, void (*callback)(void *use
                 return r < 0 ? r : -EIO;
         }
         w->whole = true;
+        w->needs_record = true;
         w->callback = callback;
         w->userdata = userdata;
         file_add_waiter(f, w);
@@ -829,6 +991,10 @@ void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_even
         w->event_fs = fs;
         w->parked_usec = since_usec;
         w->dirty = kind == ACCESS_CHANGE;
+        /* Only a read is let in before the record: anything else may write
+         * (an unknown access too), and a write before the record would be
+         * recorded over as archived. */
+        w->needs_record = kind != ACCESS_READ;
         w->route = container_of_thread(tn, md->pid);
         w->whole = kind != ACCESS_READ || !fanotify_event_range(md, &offset, &count) || count == 0 ||
                    s.size < tn->cfg->small_file || (s.mode & 0111) || tn->cfg->restore_whole ||

@@ -192,8 +192,9 @@ int main(int argc, char **argv) {
                 }
                 if (len != sizeof(m.req) ||
                     (m.type != PROTO_FILL && m.type != PROTO_VERIFY && m.type != PROTO_ARCHIVE && m.type != PROTO_CHECK &&
-                     m.type != PROTO_GET && m.type != PROTO_PUT && m.type != PROTO_LIST && m.type != PROTO_DELETE) ||
-                    ((m.type == PROTO_GET || m.type == PROTO_PUT || m.type == PROTO_LIST) && fd < 0)) {
+                     m.type != PROTO_GET && m.type != PROTO_PUT && m.type != PROTO_LIST && m.type != PROTO_DELETE &&
+                     m.type != PROTO_SYNC) ||
+                    ((m.type == PROTO_GET || m.type == PROTO_PUT || m.type == PROTO_LIST || m.type == PROTO_SYNC) && fd < 0)) {
                         safe_close(fd);
                         log_error("malformed request from tierd (type %u, %zu bytes)", m.type, len);
                         r = -EBADMSG;

@@ -159,6 +159,15 @@ tl_cleanup() {
 
 
 # Bytes of a file backed by data (holes and xattr blocks not counted).
+# tl_eventually CMD...: CMD comes true within 5 s (polled), for what tierd
+# records just after it answers a reader: a restored range is recorded once
+# it is durable, a moment after the reader got its bytes.
+tl_eventually() {
+	local i
+	for i in $(seq 50); do "$@" && return 0; sleep 0.1; done
+	"$@"
+}
+
 tl_allocated() { "$BUILD/tests/data-bytes" "$1"; }
 
 # tl_flip_byte FILE OFFSET: changes the byte at OFFSET (XOR 0x5a, so it
