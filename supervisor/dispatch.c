@@ -66,6 +66,7 @@ struct fill {
         bool whole_verified; /* PROTO_FILL_WHOLE: checked against the SHA-256 */
         bool verify;         /* a PROTO_VERIFY of the whole file */
         bool sync;           /* a PROTO_SYNC: then what was syncing is recorded */
+        unsigned gen;        /* the file's sync_gen when sent */
         uint64_t reserved;   /* counted against the tenant's quota until done */
         bool unverified;     /* a ranged fill no manifest checks (see struct tfile) */
         uint64_t route;      /* the container whose worker runs it, 0: the host worker */
@@ -104,6 +105,9 @@ struct tfile {
         struct range_set written, syncing;
         bool whole_written, whole_syncing;
         uint64_t written_reserved;
+        /* Bumped by a failed sync: the write error it reported may have
+         * been another fill's, so nothing in flight then is recorded. */
+        unsigned sync_gen;
         bool quota_wait; /* a waiter waits for room: quota.c checks copies before it releases */
 };
 
@@ -321,6 +325,13 @@ static bool waiter_satisfied(const struct tfile *f, const struct waiter *w, cons
 
 static void on_fill_done(struct request *req, const struct proto_reply *rep);
 
+static bool data_fills_in_flight(const struct tfile *f) {
+        for (const struct fill *fl = f->fills; fl; fl = fl->next)
+                if (!fl->sync && !fl->verify)
+                        return true;
+        return false;
+}
+
 static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const struct stub *s, int type, bool whole,
                        uint64_t route) {
         struct fill *fl = calloc(1, sizeof(*fl));
@@ -328,6 +339,11 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
 
         if (!fl)
                 return -ENOMEM;
+        /* No fill of ours has touched the inode since the last put-back:
+         * what the owner set since (a chmod u-s after a read) is what goes
+         * back after this one. */
+        if (type == PROTO_FILL && !data_fills_in_flight(f) && !f->unverified.n)
+                (void)inode_attrs_read(f->fd, &f->attrs);
         /* The file's fill fd, lent: it stays open while any fill is in
          * flight, and one fd per file keeps tierd far from its fd limit. A
          * verification reads the file (and punches it back if it is wrong):
@@ -352,7 +368,7 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
                              .reserved = type == PROTO_FILL ? end - start : 0,
                              .unverified = type == PROTO_FILL && !whole && !s->has_manifest &&
                                            f->tenant->cfg->verify,
-                             .route = route };
+                             .route = route, .gen = f->sync_gen };
         f->tenant->quota_reserved += fl->reserved;
         f->fills = fl;
         req->msg.offset = start;
@@ -588,11 +604,10 @@ static int file_record(struct tfile *f, struct stub *s, bool whole, const struct
                 if (present->n)
                         range_set_limit(&s->populated, STUB_MAX_RANGES, present->r[present->n - 1].start);
         }
-        /* Mode and times first: an archived record is written last, as
+        /* Mode and times went back when the bytes were shown
+         * (file_take_fill), not here: the owner may have changed them since
+         * (chmod u-s after a read), and an archived record comes last, as
          * its ctime_max says nothing changed the file after it. */
-        r = put_back_attrs(f->fd, &f->attrs, &s->mtime, whole);
-        if (r < 0)
-                return r;
         r = tally_stub_write(f->tenant, f->fd, s);
         if (r < 0)
                 return r;
@@ -607,8 +622,9 @@ static int file_record(struct tfile *f, struct stub *s, bool whole, const struct
 }
 
 /* A completed fill: its bytes are shown to readers now (written), and
- * recorded once synced (file_sync_start). A verification synced the file
- * itself: recorded at once. */
+ * recorded once synced (file_sync_start) through the fill fd, which was
+ * open before any fill wrote, so that it hears of every write error. A
+ * passed verification makes the file whole the same way. */
 static int file_take_fill(struct tfile *f, const struct fill *fl) {
         _cleanup_(stub_done) struct stub s = {};
         const char *err = "";
@@ -618,16 +634,17 @@ static int file_take_fill(struct tfile *f, const struct fill *fl) {
                 return r;
         if (s.state == STUB_ARCHIVED || s.state == STUB_DIRTY)
                 return 0;
+        if (fl->gen != f->sync_gen)
+                return 0; /* never recorded: read again, fetched again */
         if (fl->unverified)
                 return range_set_add(&f->unverified, fl->start, fl->end);
-        if (fl->verify)
-                return file_record(f, &s, true, NULL);
-        /* The owner's mode and times back before anyone reads (our writes
-         * changed them); the record comes later. */
-        r = put_back_attrs(f->fd, &f->attrs, &s.mtime, fl->whole_verified);
+        bool whole = fl->verify || fl->whole_verified;
+        /* The owner's mode, times and capabilities back before anyone
+         * reads (our writes changed them); the record comes later. */
+        r = put_back_attrs(f->fd, &f->attrs, &s.mtime, whole);
         if (r < 0)
                 return r;
-        if (fl->whole_verified) {
+        if (whole) {
                 f->whole_written = true;
                 return 0;
         }
@@ -708,7 +725,13 @@ static void on_sync_done(struct tfile *f, struct fill *fl, int r) {
         if (r < 0) {
                 /* Not recorded: those who read it have their bytes, the
                  * next readers fetch them again; who needed the record
-                 * gets EIO. */
+                 * gets EIO. The error may have been any write's to the
+                 * file (one fd): nothing written or in flight is recorded
+                 * either, nor what waits for the whole-file check. */
+                range_set_clear(&f->written);
+                range_set_clear(&f->unverified);
+                f->whole_written = false;
+                f->sync_gen++;
                 log_error_errno(r, "tenant %s: cannot make restored bytes durable, not recorded: %m",
                                 f->tenant->cfg->name);
                 tenant_set_last_error(f->tenant, "cannot make restored bytes durable: %s", strerror(-r));
@@ -911,14 +934,17 @@ static const char *fd_path(int fd, char *buf, size_t size) {
  * right after N populated bytes fetches about N more (at least a chunk, at
  * most the tenant's readahead); a read from the start, one chunk; a read
  * elsewhere, nothing more than its own chunk. */
-static uint64_t readahead_for(const struct stub *s, uint64_t offset, uint64_t max) {
+static uint64_t readahead_for(const struct tfile *f, const struct stub *s, uint64_t offset, uint64_t max) {
+        _cleanup_(range_set_done) struct range_set in = {};
         if (offset == 0)
                 return MIN(s->chunk, max);
-        if (s->state != STUB_PARTIAL)
+        /* Written counts: a reader served from the page cache runs ahead
+         * of the records. */
+        if (written_ranges(f, s, &in) < 0)
                 return 0;
-        for (size_t i = 0; i < s->populated.n; i++)
-                if (s->populated.r[i].start < offset && offset <= s->populated.r[i].end)
-                        return MIN(MAX(offset - s->populated.r[i].start, s->chunk), max);
+        for (size_t i = 0; i < in.n; i++)
+                if (in.r[i].start < offset && offset <= in.r[i].end)
+                        return MIN(MAX(offset - in.r[i].start, s->chunk), max);
         return 0;
 }
 
@@ -1004,7 +1030,7 @@ void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_even
         if (!w->whole) {
                 w->start = offset;
                 w->end = offset + count;
-                w->want_end = w->end + readahead_for(&s, offset, tn->cfg->readahead);
+                w->want_end = w->end + readahead_for(f, &s, offset, tn->cfg->readahead);
         }
         log_debug("tenant %s: pid %d %s [%llu, +%llu)%s", tn->cfg->name, (int)md->pid, access_kind_to_string(kind),
                   (unsigned long long)offset, (unsigned long long)count, w->whole ? " whole" : "");

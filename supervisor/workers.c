@@ -137,12 +137,16 @@ static void worker_served(struct worker *w) {
         w->restarts = 0;
 }
 
+/* Replies read per turn of the loop: the socket stays ready for the rest,
+ * and the other workers' replies (other tenants') get their turn first. */
+#define REPLY_SLICE 32
+
 static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct worker *w = userdata;
         (void)s;
         (void)revents;
 
-        for (;;) {
+        for (unsigned n = 0; n < REPLY_SLICE; n++) {
                 struct proto_reply rep;
                 struct request **p, *req;
                 int r = proto_recv(fd, &rep, sizeof(rep), NULL, NULL, MSG_DONTWAIT);
@@ -189,6 +193,7 @@ static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *u
                 if (w->serial)
                         worker_send_pending(w); /* the next suspect */
         }
+        return 0;
 }
 
 static int worker_restart_timer(sd_event_source *s, uint64_t usec, void *userdata) {

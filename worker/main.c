@@ -33,48 +33,64 @@ struct job {
         struct job *next;
 };
 
+/* Two lanes: syncs (PROTO_SYNC) have a thread of their own, so a flush
+ * that waits behind the device's writeback never holds up a fetch, nor a
+ * fetch a flush. */
+enum { LANE_JOBS, LANE_SYNCS, _LANES };
+
+struct lane {
+        pthread_cond_t cond;
+        struct job *head, *tail;
+};
+
 struct worker {
         int sock;
         struct backend *backend;
         struct manifest_cache *mcache;
         pthread_mutex_t lock;
-        pthread_cond_t cond;
-        struct job *head, *tail;
+        struct lane lanes[_LANES];
         bool done;
 };
 
-static struct job *worker_pop(struct worker *w) {
+struct worker_thread_arg {
+        struct worker *w;
+        struct lane *lane;
+};
+
+static struct job *worker_pop(struct worker *w, struct lane *l) {
         struct job *j;
         pthread_mutex_lock(&w->lock);
-        while (!w->head && !w->done)
-                pthread_cond_wait(&w->cond, &w->lock);
-        j = w->head;
+        while (!l->head && !w->done)
+                pthread_cond_wait(&l->cond, &w->lock);
+        j = l->head;
         if (j) {
-                w->head = j->next;
-                if (!w->head)
-                        w->tail = NULL;
+                l->head = j->next;
+                if (!l->head)
+                        l->tail = NULL;
         }
         pthread_mutex_unlock(&w->lock);
         return j;
 }
 
 static void worker_push(struct worker *w, struct job *j) {
+        struct lane *l = &w->lanes[j->req.type == PROTO_SYNC ? LANE_SYNCS : LANE_JOBS];
         pthread_mutex_lock(&w->lock);
-        if (w->tail)
-                w->tail->next = j;
+        if (l->tail)
+                l->tail->next = j;
         else
-                w->head = j;
-        w->tail = j;
-        pthread_cond_signal(&w->cond);
+                l->head = j;
+        l->tail = j;
+        pthread_cond_signal(&l->cond);
         pthread_mutex_unlock(&w->lock);
 }
 
 /* Several threads, so a slow fetch of one file never holds up another. */
 static void *worker_thread(void *arg) {
-        struct worker *w = arg;
+        struct worker_thread_arg *a = arg;
+        struct worker *w = a->w;
         struct job *j;
 
-        while ((j = worker_pop(w))) {
+        while ((j = worker_pop(w, a->lane))) {
                 struct proto_reply rep;
                 progress_begin(w->sock, j->req.id);
                 if (j->req.type == JOB_CLEANUP) {
@@ -95,9 +111,12 @@ static void *worker_thread(void *arg) {
 }
 
 int main(int argc, char **argv) {
-        struct worker w = { .sock = CONTROL_FD, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        struct worker w = { .sock = CONTROL_FD, .lock = PTHREAD_MUTEX_INITIALIZER,
+                            .lanes = { [LANE_JOBS] = { .cond = PTHREAD_COND_INITIALIZER },
+                                       [LANE_SYNCS] = { .cond = PTHREAD_COND_INITIALIZER } } };
         struct proto_config cfg;
-        pthread_t threads[MAX_THREADS];
+        pthread_t threads[MAX_THREADS + 1];
+        struct worker_thread_arg args[_LANES] = { { &w, &w.lanes[LANE_JOBS] }, { &w, &w.lanes[LANE_SYNCS] } };
         int store_fd, r;
 
         (void)argv;
@@ -153,8 +172,9 @@ int main(int argc, char **argv) {
         }
         explicit_bzero(&cfg.headers, sizeof(cfg.headers));
         w.mcache = mcache_new(cfg.manifest_cache);
-        for (unsigned i = 0; i < cfg.threads; i++)
-                if ((r = pthread_create(&threads[i], NULL, worker_thread, &w)) != 0) {
+        /* cfg.threads for the store, one more for syncs. */
+        for (unsigned i = 0; i <= cfg.threads; i++)
+                if ((r = pthread_create(&threads[i], NULL, worker_thread, &args[i < cfg.threads ? LANE_JOBS : LANE_SYNCS])) != 0) {
                         log_error_errno(r, "cannot start thread: %m");
                         return EXIT_FAILURE;
                 }
@@ -210,9 +230,10 @@ int main(int argc, char **argv) {
         }
         pthread_mutex_lock(&w.lock);
         w.done = true;
-        pthread_cond_broadcast(&w.cond);
+        for (unsigned i = 0; i < _LANES; i++)
+                pthread_cond_broadcast(&w.lanes[i].cond);
         pthread_mutex_unlock(&w.lock);
-        for (unsigned i = 0; i < cfg.threads; i++)
+        for (unsigned i = 0; i <= cfg.threads; i++)
                 pthread_join(threads[i], NULL);
         w.backend->ops->close(w.backend);
         mcache_free(w.mcache);
