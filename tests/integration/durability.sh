@@ -123,5 +123,20 @@ check "... the written bytes were lost with the cut (so the test can fail)" test
 check "... and so was the record: still released" test "$(stub_state)" = "state=released"
 check "tierd starts again" tl_tierd_start "$P2"
 check "... and the file reads back right, never zeros" cmp "$VB/g" "$ORIG/g"
+
+# The owner's chmod between a reader's answer and the record holds: the
+# record puts nothing back (the mode went back before the answer).
+head -c 100K /dev/urandom >"$ORIG/s"
+cp "$ORIG/s" "$VB/s" && chmod 4755 "$VB/s"
+check "a setuid file archived and released" bash -c "'$TIERCTL' archive '$VB/s' && '$TIERCTL' release '$VB/s'"
+tl_tierd_stop
+TIERD_TEST_SYNC_PAUSE_MS=3000 BUILD=$BUILD/testhooks tl_tierd_start "$P2"
+check "tierd (test build, syncs held 3 s) starts" kill -0 "$TL_TIERD_PID"
+check "a read of it is answered with the right bytes, mode 4755" \
+	bash -c "timeout 30 cmp '$VB/s' '$ORIG/s' && test \"\$(stat -c %a '$VB/s')\" = 4755"
+check "chmod u-s right after, before the record" chmod u-s "$VB/s"
+check "... the record comes (archived)" \
+	tl_eventually bash -c "getfattr --only-values -n security.tierd '$TFS/b/s' | grep -qax 'state=archived'"
+check "... and the chmod held: mode 755" test "$(stat -c %a "$VB/s")" = 755
 check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary
