@@ -36,7 +36,7 @@ struct job {
 /* Two lanes: syncs (PROTO_SYNC) have a thread of their own, so a flush
  * that waits behind the device's writeback never holds up a fetch, nor a
  * fetch a flush. */
-enum { LANE_JOBS, LANE_SYNCS, _LANES };
+enum { LANE_JOBS, LANE_SYNCS, LANES_MAX };
 
 struct lane {
         pthread_cond_t cond;
@@ -48,7 +48,7 @@ struct worker {
         struct backend *backend;
         struct manifest_cache *mcache;
         pthread_mutex_t lock;
-        struct lane lanes[_LANES];
+        struct lane lanes[LANES_MAX];
         bool done;
 };
 
@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
                                        [LANE_SYNCS] = { .cond = PTHREAD_COND_INITIALIZER } } };
         struct proto_config cfg;
         pthread_t threads[MAX_THREADS + 1];
-        struct worker_thread_arg args[_LANES] = { { &w, &w.lanes[LANE_JOBS] }, { &w, &w.lanes[LANE_SYNCS] } };
+        struct worker_thread_arg args[LANES_MAX] = { { &w, &w.lanes[LANE_JOBS] }, { &w, &w.lanes[LANE_SYNCS] } };
         int store_fd, r;
 
         (void)argv;
@@ -230,7 +230,7 @@ int main(int argc, char **argv) {
         }
         pthread_mutex_lock(&w.lock);
         w.done = true;
-        for (unsigned i = 0; i < _LANES; i++)
+        for (unsigned i = 0; i < LANES_MAX; i++)
                 pthread_cond_broadcast(&w.lanes[i].cond);
         pthread_mutex_unlock(&w.lock);
         for (unsigned i = 0; i <= cfg.threads; i++)
