@@ -249,7 +249,11 @@ tl_tierd_start "$TL_DIR/policy.json"
 "$TIERCTL" archive "${SMALL[@]}" >/dev/null && "$TIERCTL" release "${SMALL[@]}" >/dev/null
 check "40 small files released" test "$("$TIERCTL" status "${SMALL[@]}" | grep -c released)" = 40
 tl_tierd_stop
-TL_TIERD_WRAPPER="prlimit --nofile=96:96 --" tl_tierd_start "$TL_DIR/policy.json"
+# Each file's fill fd stays open until its bytes are synced and recorded:
+# the test build holds syncs back 2 s, so the fds pile up however fast the
+# fills are (else a quick tierd may answer them all before the limit).
+TIERD_TEST_SYNC_PAUSE_MS=2000 BUILD=$BUILD/testhooks TL_TIERD_WRAPPER="prlimit --nofile=96:96 --" \
+	tl_tierd_start "$TL_DIR/policy.json"
 pids=()
 for i in $(seq 40); do
 	cmp -s "$VIEW/s$i" "$TL_DIR/orig/s$i" & pids+=($!)
