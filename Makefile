@@ -29,13 +29,16 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 
 COMMON_SRC := common/log.c common/ranges.c common/size.c common/url.c common/hex.c common/stub.c common/proto.c \
 	common/utf8.c common/hash.c common/manifest.c common/catalog-format.c common/fdio.c common/objkey.c \
-	common/journal.c common/fanevent.c common/readeraccess.c
+	common/journal.c common/fanevent.c common/readeraccess.c common/treewalk.c
 POLICY_SRC := policy/policy.c policy/json-strict.c policy/edit.c policy/engine.c
 TIERD_SRC := $(wildcard supervisor/*.c) $(wildcard dbus/*.c)
 WORKER_SRC := $(wildcard worker/*.c)
 HOLDER_SRC := holder/holder.c holder/guard.c common/log.c common/proto.c common/journal.c common/fanevent.c \
 	common/stub.c common/ranges.c common/hex.c common/objkey.c common/readeraccess.c common/fdio.c
 TIERCTL_SRC := $(wildcard cli/*.c)
+# release-groups reads stubs and talks to tierd-holder.
+TIERCTL_COMMON_SRC := common/treewalk.c common/stub.c common/ranges.c common/hex.c common/objkey.c common/proto.c \
+	common/log.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -70,7 +73,7 @@ $(BUILD)/tierd-worker: $(call obj,$(WORKER_SRC) $(COMMON_SRC))
 $(BUILD)/tierd-holder: $(call obj,$(HOLDER_SRC))
 	$(CC) $(ALL_CFLAGS) -o $@ $^
 
-$(BUILD)/tierctl: $(call obj,$(TIERCTL_SRC))
+$(BUILD)/tierctl: $(call obj,$(TIERCTL_SRC) $(TIERCTL_COMMON_SRC))
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # Small programs the integration tests run (mmap reader, pread...).

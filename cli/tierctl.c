@@ -334,6 +334,11 @@ static void usage(FILE *f) {
                    "                           place the tenant's view in a running container (its\n"
                    "                           own root unless --rootfs) and give it a worker\n"
                    "  container detach ID      undo it   container list   the attached containers\n"
+                   "  release-groups [--holder SOCKET] MOUNTPOINT...\n"
+                   "                           the final stop: with tierd stopped for good, make\n"
+                   "                           tierd-holder let go of its groups, once a walk of each\n"
+                   "                           filesystem found no stub that is not whole (else it\n"
+                   "                           names them and changes nothing)\n"
                    "  oci-hook [createRuntime|poststop]\n"
                    "                           the OCI runtime hook: reads the container state on stdin\n"
                    "                           and the bundle's annotations tierd.io/tenant,\n"
@@ -367,6 +372,9 @@ int main(int argc, char **argv) {
         /* Before any bus: a container without our annotation costs nothing. */
         if (strcmp(verb, "oci-hook") == 0)
                 return verb_oci_hook(argc, argv);
+        /* tierd is stopped: no bus, the holder's socket. */
+        if (strcmp(verb, "release-groups") == 0)
+                return verb_release_groups(argc, argv);
         /* "--json" (status) and "--rehash" (archive) may stand anywhere
          * among the arguments. */
         bool rehash = false;

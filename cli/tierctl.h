@@ -37,6 +37,8 @@ int verb_metrics(sd_bus *bus);
  * connects to the bus only for containers with a tierd.io/tenant
  * annotation. cli/container.c. */
 int verb_oci_hook(int argc, char **argv);
+/* tierctl release-groups [--holder SOCKET] MOUNTPOINT...: cli/groups.c. */
+int verb_release_groups(int argc, char **argv);
 /* tierctl container attach|detach|list: argv starts after "container". */
 int verb_container(sd_bus *bus, int argc, char **argv);
 /* tierctl monitor: tierd's signals as they come, until interrupted. */

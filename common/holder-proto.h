@@ -9,6 +9,11 @@
  *                    none follows within ms, the holder guards the groups
  *                    (holder/guard.c)
  *   "GUARD"        -> "OK": once this client is gone, guard at once
+ *   "LIST"         -> "NAME name" for each held fd, then "END" (the guard
+ *                    goes on)
+ *   "RELEASE"      -> "OK": every held fd closed; the holder exits once
+ *                    this client is gone (tierctl release-groups, after its
+ *                    check that no stub is left not whole)
  * The holder serves one client at a time, so a new tierd's FETCH is answered
  * only once the previous tierd has gone: two never read one group.
  */

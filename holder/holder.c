@@ -107,6 +107,29 @@ static int serve_request(struct holder *h, int sock, char *msg, int fd) {
                 h->guard_at_once = false;
                 return reply(sock, "OK", -1);
         }
+        /* What is held, for tierctl release-groups: the guard goes on. */
+        if (strcmp(msg, "LIST") == 0) {
+                char line[HOLDER_MSG_MAX];
+                for (size_t i = 0; i < h->n; i++) {
+                        snprintf(line, sizeof(line), "NAME %s", h->fds[i].name);
+                        int r = reply(sock, line, -1);
+                        if (r < 0)
+                                return r;
+                }
+                return reply(sock, "END", -1);
+        }
+        /* The explicit final stop: tierctl release-groups checked first
+         * that no file on these filesystems is a stub not whole. */
+        if (strcmp(msg, "RELEASE") == 0) {
+                size_t n = h->n;
+                guard_settle(h, 0, true); /* what it read is answered first */
+                h->guarding = false;
+                while (h->n > 0)
+                        holder_drop(h, &h->fds[0]);
+                h->exit_when_empty = true;
+                log_info("let go of %zu fds on request (tierctl release-groups): exiting", n);
+                return reply(sock, "OK", -1);
+        }
         if (strcmp(msg, "FETCH") == 0) {
                 char line[HOLDER_MSG_MAX];
                 /* Whoever takes the groups serves them: the guard reads no

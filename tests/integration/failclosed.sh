@@ -9,6 +9,9 @@
 #    not keep the guard away;
 # 3. for an event tierd had read but not recorded when it died (a test
 #    build dies there), from the dead tierd's journal;
+# Then the explicit final stop (tierctl release-groups): refused while a
+# stub is not whole, while tierd runs, or for a filesystem not named;
+# done once every file is whole.
 # 4. under systemd's fd store (tests/helpers/fdstore-harness, stopped with
 #    SIGINT as the unit's KillSignal= does): systemd empties its store, so
 #    tierd moves the groups to a holder it starts.
@@ -135,7 +138,36 @@ TL_TIERD_PID=
 kill -TERM "$HOLDER"
 check "SIGTERM does not end a holder guarding groups (they would close: zeros)" \
 	bash -c "$(declare -f logged); logged 'SIGTERM ignored' '$HLOG' && kill -0 $HOLDER"
-kill -KILL "$HOLDER" && wait "$HOLDER"
+
+# The explicit final stop: tierctl release-groups makes the holder let go
+# only once a walk of the filesystem found no stub that is not whole.
+# refused TEXT ARGS...: it exits 1 (a hang is 124) saying TEXT.
+refused() {
+	local want=$1 out rc
+	shift
+	out=$(timeout 60 "$TIERCTL" release-groups --holder "$HOLDER_SOCK" "$@" 2>&1)
+	rc=$?
+	[ "$rc" = 1 ] && [[ $out == *"$want"* ]] && return 0
+	echo "# release-groups $*: exit $rc: $out"
+	return 1
+}
+check "release-groups with a released file there: refused (exit 1), naming it" refused "$TL_DIR/fs/a/r1" "$TL_DIR/fs"
+check "... nothing changed: the holder still guards (EIO)" eio "$SUB/r1"
+check "release-groups of a directory that is not a mount point: refused" refused "not a mount point" "$SUB"
+check "release-groups not naming the holder's filesystem: refused" refused "not given" /
+check "the next tierd serves" tl_tierd_start "$TL_DIR/policy.json"
+check "release-groups while it runs: refused within 60 s (not a hang)" refused "serves a running tierd" "$TL_DIR/fs"
+check "... the released file restored" "$TIERCTL" restore "$VIEW/r1"
+kill -INT "$TL_TIERD_PID" && ends "$TL_TIERD_PID"
+TL_TIERD_PID=
+out=$(timeout 60 "$TIERCTL" release-groups --holder "$HOLDER_SOCK" "$TL_DIR/fs" 2>&1)
+rc=$?
+echo "# $out"
+check "tierd stopped for good, no stub left not whole: release-groups succeeds (exit $rc)" test "$rc" = 0
+check "... and says so" grep -q "let go of the groups of 1 filesystem" <<<"$out"
+check "... the holder let go and exited 0" ends "$HOLDER"
+check "... its log says so" grep -q "let go of .* fds on request" "$HLOG"
+check "... the files read their bytes, with no group left" bash -c "$(declare -f same); ORIG='$ORIG'; same '$SUB/r1' && same '$SUB/w'"
 
 # 4. systemd's fd store, played by the harness; stopping the unit sends
 # SIGINT, and systemd then empties its store.

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A walk of a tenant's tree through an fd, for threads (offthread.h): it
- * opens directories only, never a file, so no FIFO, device, lease or
- * fanotify group can make it wait. Through tierd's private mount, which
- * has no submounts, it stays on the tenant's filesystem.
+ * A walk of a tree through an fd: tierd's threads (offthread.h) walk
+ * tenants with it, tierctl release-groups whole filesystems. It opens
+ * directories only, never a file, so no FIFO, device, lease or fanotify
+ * group can make it wait. Through a detached clone of one mount (tierd's
+ * private mount, tierctl's), which has no submounts, it stays on one
+ * filesystem.
  */
 #pragma once
 
