@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -61,7 +62,10 @@ static int holder_connect(const char *path) {
         int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         if (sock < 0)
                 return -errno;
+        /* SO_SNDTIMEO bounds the connect too: a holder that does not
+         * accept (its backlog full) fails it with EAGAIN. */
         if (setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+            setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
             connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
                 int r = -errno;
                 close(sock);
@@ -85,18 +89,26 @@ static int holder_request(int sock, const char *request, char *line, size_t size
         return strncmp(line, "ERR", 3) == 0 ? -EOPNOTSUPP : 0;
 }
 
-/* The filesystems whose pre-content groups the holder keeps, by id. */
-static int holder_list(int sock, uint64_t *fsids, size_t *n) {
-        char line[HOLDER_MSG_MAX + 1];
+/* The filesystems whose pre-content groups the holder keeps, by id; its
+ * generation (bumped by every tierd that stores, fetches or serves) and
+ * whether its guard runs (tierd stopped for good). */
+static int holder_list(int sock, uint64_t *fsids, size_t *n, uint64_t *generation, bool *guarding) {
+        char line[HOLDER_MSG_MAX + 1], state[16] = "";
         int r = holder_request(sock, "LIST", line, sizeof(line));
         *n = 0;
-        for (; r >= 0 && strcmp(line, "END") != 0; r = holder_request(sock, NULL, line, sizeof(line))) {
+        for (; r >= 0 && strncmp(line, "END ", 4) != 0; r = holder_request(sock, NULL, line, sizeof(line))) {
                 uint64_t fsid;
                 if (strncmp(line, "NAME ", 5) != 0)
                         return -EPROTO;
-                if (holder_group_fsid(line + 5, "pre", &fsid) && *n < FS_MAX)
-                        fsids[(*n)++] = fsid;
+                if (!holder_group_fsid(line + 5, "pre", &fsid))
+                        continue;
+                if (*n >= FS_MAX)
+                        return -E2BIG; /* never let go of groups not checked */
+                fsids[(*n)++] = fsid;
         }
+        if (r >= 0 && sscanf(line, "END %" SCNu64 " %15s", generation, state) != 2)
+                return -EPROTO;
+        *guarding = strcmp(state, "guarding") == 0;
         return r;
 }
 
@@ -108,8 +120,11 @@ static int holder_failed(const char *path, int r) {
                                 "Stop tierd for good first (systemctl stop tierd, or SIGINT), then run this again\n",
                         path, REPLY_TIMEOUT_SEC);
         else if (r == -EOPNOTSUPP)
-                fprintf(stderr, "tierctl: tierd-holder (%s) is older than tierctl and cannot release its groups: "
-                                "start tierd, stop it, and restart tierd-holder to update it\n", path);
+                fprintf(stderr, "tierctl: tierd-holder (%s) refused: it is older than tierctl (update it: restart it "
+                                "while tierd runs), or a tierd came since the check (run this again)\n", path);
+        else if (r == -E2BIG)
+                fprintf(stderr, "tierctl: tierd-holder (%s) keeps the groups of more than %d filesystems: "
+                                "more than this can check\n", path, FS_MAX);
         else
                 fprintf(stderr, "tierctl: talking to tierd-holder (%s): %s\n", path, strerror(-r));
         return EXIT_FAILED;
@@ -124,11 +139,15 @@ static int fs_root_check(const char *path, uint64_t *fsid) {
         _cleanup_free_ char *line = NULL;
         size_t cap = 0;
 
-        if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) < 0 || statfs(path, &sf) < 0)
-                return fprintf(stderr, "tierctl: %s: %s\n", path, strerror(errno)), -errno;
-        if (!(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
-                return fprintf(stderr, "tierctl: %s is not a mount point: give the tiered filesystem's\n", path),
-                       -EINVAL;
+        if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) < 0 || statfs(path, &sf) < 0) {
+                int r = -errno;
+                fprintf(stderr, "tierctl: %s: %s\n", path, strerror(-r));
+                return r;
+        }
+        if (!(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+                fprintf(stderr, "tierctl: %s is not a mount point: give the tiered filesystem's mount point\n", path);
+                return -EINVAL;
+        }
         memcpy(fsid, &sf.f_fsid, sizeof(*fsid));
         f = fopen("/proc/self/mountinfo", "re");
         while (f && getline(&line, &cap, f) > 0) {
@@ -231,23 +250,12 @@ static int match_held(struct fs_walk *fs, size_t n_fs, const uint64_t *held, siz
         return 0;
 }
 
-static bool same_ids(const uint64_t *a, size_t na, const uint64_t *b, size_t nb) {
-        if (na != nb)
-                return false;
-        for (size_t i = 0; i < na; i++) {
-                bool found = false;
-                for (size_t k = 0; k < nb && !found; k++)
-                        found = a[i] == b[k];
-                if (!found)
-                        return false;
-        }
-        return true;
-}
-
 int verb_release_groups(int argc, char **argv) {
         const char *holder = HOLDER_DEFAULT_SOCKET;
-        uint64_t held[FS_MAX], again[FS_MAX];
-        size_t n_held = 0, n_again = 0, n_fs = 0;
+        uint64_t held[FS_MAX], generation = 0;
+        size_t n_held = 0, n_fs = 0;
+        bool guarding = false;
+        struct rlimit rl;
         unsigned long not_whole = 0, stubs = 0;
         char line[HOLDER_MSG_MAX + 1];
         int r;
@@ -274,10 +282,25 @@ int verb_release_groups(int argc, char **argv) {
                         return EXIT_FAILED;
         }
         int sock = holder_connect(holder);
-        r = sock < 0 ? sock : holder_list(sock, held, &n_held);
+        r = sock < 0 ? sock : holder_list(sock, held, &n_held, &generation, &guarding);
         safe_close(sock);
         if (r < 0)
                 return holder_failed(holder, r);
+        if (n_held == 0) {
+                printf("tierd-holder (%s) keeps no group: nothing to let go of\n", holder);
+                return EXIT_OK;
+        }
+        if (!guarding) {
+                fprintf(stderr, "tierctl: tierd-holder's guard is not running: tierd was killed and may come back "
+                                "(within guard_after), or was never stopped for good. Stop it for good first "
+                                "(systemctl stop tierd, or SIGINT), then run this again\n");
+                return EXIT_FAILED;
+        }
+        /* One open directory per level of the walk. */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void)setrlimit(RLIMIT_NOFILE, &rl);
+        }
         if (match_held(fs, n_fs, held, n_held) < 0 || walk_all(fs, n_fs, &not_whole, &stubs) < 0)
                 return EXIT_FAILED;
         if (not_whole > 0) {
@@ -287,18 +310,12 @@ int verb_release_groups(int argc, char **argv) {
                                 "Nothing was changed\n", not_whole);
                 return EXIT_FAILED;
         }
-        /* One connection for the last look and the release: no tierd can
-         * take the groups in between (the holder serves one client). */
+        /* The holder refuses if any tierd stored, fetched or served since
+         * the generation the check began with, or if its guard stopped. */
+        char request[64];
+        snprintf(request, sizeof(request), "RELEASE %" PRIu64, generation);
         _cleanup_close_ int last = holder_connect(holder);
-        r = last < 0 ? last : holder_list(last, again, &n_again);
-        if (r < 0)
-                return holder_failed(holder, r);
-        if (!same_ids(held, n_held, again, n_again)) {
-                fprintf(stderr, "tierctl: tierd-holder's groups changed during the check (a tierd ran?): nothing was "
-                                "changed; run this again\n");
-                return EXIT_FAILED;
-        }
-        r = holder_request(last, "RELEASE", line, sizeof(line));
+        r = last < 0 ? last : holder_request(last, request, line, sizeof(line));
         if (r < 0 || strcmp(line, "OK") != 0)
                 return holder_failed(holder, r < 0 ? r : -EPROTO);
         printf("tierd-holder let go of the groups of %zu filesystem(s) and exits: no file there is a stub not whole "

@@ -9,6 +9,7 @@
  * the groups, its guard (guard.c) answers their events.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,6 +77,7 @@ static int serve_request(struct holder *h, int sock, char *msg, int fd) {
                 }
                 strcpy(h->fds[h->n].name, name);
                 h->fds[h->n++].fd = fd;
+                h->generation++;
                 log_info("holding %s (%zu fds)", name, h->n);
                 return reply(sock, "OK", -1);
         }
@@ -103,6 +106,7 @@ static int serve_request(struct holder *h, int sock, char *msg, int fd) {
          * tierd that dies before this (a crash loop) does not restart that
          * clock, nor cancel a guard asked for at once. */
         if (strcmp(msg, "READY") == 0) {
+                h->generation++;
                 h->client_ready = true;
                 h->guard_at_once = false;
                 return reply(sock, "OK", -1);
@@ -116,14 +120,25 @@ static int serve_request(struct holder *h, int sock, char *msg, int fd) {
                         if (r < 0)
                                 return r;
                 }
-                return reply(sock, "END", -1);
+                snprintf(line, sizeof(line), "END %" PRIu64 " %s", h->generation, h->guarding ? "guarding" : "waiting");
+                return reply(sock, line, -1);
         }
         /* The explicit final stop: tierctl release-groups checked first
-         * that no file on these filesystems is a stub not whole. */
-        if (strcmp(msg, "RELEASE") == 0) {
+         * that no file on these filesystems is a stub not whole, and no
+         * tierd has come since (the generation its LIST saw). */
+        if (strncmp(msg, "RELEASE ", 8) == 0) {
                 size_t n = h->n;
+                if (strtoull(msg + 8, NULL, 10) != h->generation)
+                        return reply(sock, "ERR a tierd came since the check", -1);
+                if (!h->guarding)
+                        return reply(sock, "ERR the guard is not running: a tierd may come back", -1);
                 guard_settle(h, 0, true); /* what it read is answered first */
                 h->guarding = false;
+                /* The dead tierd's keeper shares its fds, the groups too:
+                 * groups nobody answers would hold every open. */
+                struct held *keeper = holder_find(h, "keeper");
+                if (keeper && syscall(SYS_pidfd_send_signal, keeper->fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+                        log_warning("cannot end the last tierd's keeper: %m");
                 while (h->n > 0)
                         holder_drop(h, &h->fds[0]);
                 h->exit_when_empty = true;
@@ -135,6 +150,7 @@ static int serve_request(struct holder *h, int sock, char *msg, int fd) {
                 /* Whoever takes the groups serves them: the guard reads no
                  * more (it answered all it read). */
                 guard_stop(h);
+                h->generation++;
                 for (size_t i = 0; i < h->n; i++) {
                         snprintf(line, sizeof(line), "FD %s", h->fds[i].name);
                         int r = reply(sock, line, h->fds[i].fd);
@@ -157,7 +173,7 @@ static void serve_client(struct holder *h, int sock) {
                 log_error("refusing a client with uid %u", (unsigned)cred.uid);
                 return;
         }
-        log_info("tierd %d connected", (int)cred.pid);
+        log_info("client %d connected", (int)cred.pid);
         /* tierd's end of this socket may outlive tierd (its keeper shares
          * its fds): the client is gone when its process is. */
         _cleanup_close_ int pidfd = -1;

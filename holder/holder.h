@@ -40,6 +40,9 @@ struct holder {
         bool client_ready; /* the one connected said READY */
         uint64_t gone_usec; /* when the last tierd that became ready went */
         bool guarding;
+        /* Counts every STORE, FETCH and READY: tierctl release-groups
+         * lets go only if no tierd came between its check and RELEASE. */
+        uint64_t generation;
         uint64_t guard_allowed, guard_denied;
         struct guard_waiting waiting[GUARD_WAITING_MAX];
         size_t n_waiting, waiting_max; /* each holds an event fd: within RLIMIT_NOFILE */

@@ -163,6 +163,13 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                  * than named (each takes at least FAN_EVENT_METADATA_LEN). */
                 int candidates[JOURNAL_MAX_CANDIDATES];
                 unsigned k = 0;
+                /* No more numbers than events queued (FIONREAD counts their
+                 * bytes, each event at least FAN_EVENT_METADATA_LEN): a lone
+                 * event costs two dups and closes, not eight. */
+                int queued = 0;
+                if (ioctl(fd, FIONREAD, &queued) == 0)
+                        room = MIN(room, MAX((size_t)2, ((size_t)MAX(queued, 0) + FAN_EVENT_METADATA_LEN - 1) /
+                                                                FAN_EVENT_METADATA_LEN));
                 while (k < MIN(room, (size_t)JOURNAL_MAX_CANDIDATES) &&
                        (candidates[k] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0)
                         k++;

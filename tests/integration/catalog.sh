@@ -238,7 +238,7 @@ check "SIGTERM: tierd B exits 0" tl_tierd_stop
 
 # --at T1: the tree as it was then, on another directory of B.
 check "tierd B again, on another directory" tl_tierd_start "$TL_DIR/b2.json"
-check "tierctl tenant import --at $T1 --keep-setuid" "$TIERCTL" tenant import alpha --from "$BACKEND" --at "$T1" --keep-setuid
+check "tierctl tenant import --at $T1 --keep-setuid" timeout 600 "$TIERCTL" tenant import alpha --from "$BACKEND" --at "$T1" --keep-setuid
 check "... setuid keeps its setuid bit (4755)" test "$(stat -c %a "$VB/setuid")" = 4755
 check "... the file made after T1 is not there" test ! -e "$VB/late"
 check "... nor B's own file" test ! -e "$VB/from-b"

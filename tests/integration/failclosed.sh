@@ -72,6 +72,16 @@ logged() { # PATTERN FILE: within 5 s
 	return 1
 }
 same() { timeout 10 cmp "$1" "$ORIG/$(basename "$1")"; }
+# refused TEXT ARGS...: it exits 1 (a hang is 124) saying TEXT.
+refused() {
+	local want=$1 out rc
+	shift
+	out=$(timeout 60 "$TIERCTL" release-groups --holder "$HOLDER_SOCK" "$@" 2>&1)
+	rc=$?
+	[ "$rc" = 1 ] && [[ $out == *"$want"* ]] && return 0
+	echo "# release-groups $*: exit $rc: $out"
+	return 1
+}
 others_read() { # the files the guard must let through
 	same "$SUB/w" && same "$SUB/o" && echo new >"$SUB/new-$1" && test "$(cat "$SUB/new-$1")" = new
 }
@@ -93,6 +103,7 @@ kill -KILL "$TL_TIERD_PID"
 wait "$TL_TIERD_PID" 2>/dev/null
 TL_TIERD_PID=
 t0=$(now_ms)
+check "release-groups right after, while the guard waits guard_after: refused" refused "guard is not running" "$TL_DIR/fs"
 check "tierd SIGKILLed, none started: a reader of a released file gets EIO, not zeros nor a hang" eio "$SUB/r2"
 waited=$(($(now_ms) - t0))
 check "... after it waited for a tierd first, as it would for a restart (${waited} ms; guard_after 2 s)" test "$waited" -ge 1500
@@ -141,16 +152,6 @@ check "SIGTERM does not end a holder guarding groups (they would close: zeros)" 
 
 # The explicit final stop: tierctl release-groups makes the holder let go
 # only once a walk of the filesystem found no stub that is not whole.
-# refused TEXT ARGS...: it exits 1 (a hang is 124) saying TEXT.
-refused() {
-	local want=$1 out rc
-	shift
-	out=$(timeout 60 "$TIERCTL" release-groups --holder "$HOLDER_SOCK" "$@" 2>&1)
-	rc=$?
-	[ "$rc" = 1 ] && [[ $out == *"$want"* ]] && return 0
-	echo "# release-groups $*: exit $rc: $out"
-	return 1
-}
 check "release-groups with a released file there: refused (exit 1), naming it" refused "$TL_DIR/fs/a/r1" "$TL_DIR/fs"
 check "... nothing changed: the holder still guards (EIO)" eio "$SUB/r1"
 check "release-groups of a directory that is not a mount point: refused" refused "not a mount point" "$SUB"

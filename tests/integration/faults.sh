@@ -121,6 +121,9 @@ cp "$TL_DIR/r.orig" "$V/r"
 timeout 120 "$TIERCTL" archive "$V/r" >/dev/null && timeout 60 "$TIERCTL" release "$V/r" >/dev/null
 timeout 120 "$PREAD" "$V/r" 0 4096 >/dev/null
 ranges_of_r() { getfattr -n security.tierd --only-values "$TL_DIR/fs/web/r" 2>/dev/null | sed -n 's/^ranges=//p'; }
+# Recorded once durable, a moment after the reader got its bytes.
+first_recorded() { [[ "$(ranges_of_r)" == 0+* ]]; }
+tl_eventually first_recorded
 R0=$(ranges_of_r)
 check "r: a read of its first chunk fills it (ranges $R0)" bash -c "[[ '$R0' == 0+* ]]"
 echo wrongbytes >"$CONTROL"

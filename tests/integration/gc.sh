@@ -74,7 +74,16 @@ restart() {
 	echo "# no new catalog snapshot"
 	return 1
 }
-gc() { "$TIERCTL" gc "$@" 2>&1 | tee "$TL_DIR/gc.out"; test "${PIPESTATUS[0]}" = 0; }
+# A hang fails (timeout: 124), it never passes as an error; a refusal
+# must exit with its own code (1 failed, 2 usage, 3 access denied).
+exits() {
+	local want=$1 rc
+	shift
+	if declare -F "$1" >/dev/null; then "$@"; else timeout 600 "$@"; fi # a function bounds itself
+	rc=$?
+	[ "$rc" = "$want" ] || { echo "# exit $rc, not $want: $*"; return 1; }
+}
+gc() { timeout 600 "$TIERCTL" gc "$@" 2>&1 | tee "$TL_DIR/gc.out"; test "${PIPESTATUS[0]}" = 0; }
 said() { grep -q "$1" "$TL_DIR/gc.out" || { echo "# gc said: $(cat "$TL_DIR/gc.out")"; return 1; }; }
 
 check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -94,11 +103,11 @@ M_DEL2=$(manifest_of "$T/del2") K_SNAP=$(key_of "$FS/alpha-snap/snapfile") K_Z=$
 check "dupA and dupB share one object" test "$K_DUP" = "$(key_of "$T/dupB")"
 check "del2 has a manifest object" obj_exists "$M_DEL2"
 
-check_fails "gc of an unknown tenant: refused" "$TIERCTL" gc nosuch
-check_fails "gc of a tenant without a catalog: refused" "$TIERCTL" gc beta
+check "gc of an unknown tenant: refused (exit 1)" exits 1 "$TIERCTL" gc nosuch
+check "gc of a tenant without a catalog: refused (exit 1)" exits 1 "$TIERCTL" gc beta
 check "... saying why" bash -c "'$TIERCTL' gc beta 2>&1 | grep -q 'keeps no catalog'"
-check_fails "gc as an unprivileged user: refused" setpriv --reuid 65534 --regid 65534 --clear-groups "$TIERCTL" gc alpha
-check_fails "gc with a stray argument: usage" "$TIERCTL" gc alpha --force
+check "gc as an unprivileged user: refused (exit 3)" exits 3 setpriv --reuid 65534 --regid 65534 --clear-groups "$TIERCTL" gc alpha
+check "gc with a stray argument: usage (exit 2)" exits 2 "$TIERCTL" gc alpha --force
 
 sleep 2.5 # past the grace period
 check "gc --dry-run with nothing unreferenced: 0 would be deleted" gc alpha --dry-run
@@ -197,7 +206,7 @@ check "... released, every one reads back identical" bash -c "'$TIERCTL' release
 
 # Audit: stubs, catalog and store compared.
 obj_rm() { if [ "$KIND" = s3 ]; then rgw_curl -sf -X DELETE "$RGW_ENDPOINT/tierd-gc/alpha/$1" >/dev/null; else rm "$STORE/$1"; fi; }
-audit() { "$TIERCTL" audit "$@" >"$TL_DIR/audit.out" 2>&1; local rc=$?; grep -v '^unreferenced' "$TL_DIR/audit.out" | sed 's/^/# audit: /' | head -20; return $rc; }
+audit() { timeout 600 "$TIERCTL" audit "$@" >"$TL_DIR/audit.out" 2>&1; local rc=$?; grep -v '^unreferenced' "$TL_DIR/audit.out" | sed 's/^/# audit: /' | head -20; return $rc; }
 finding() { grep -q "^$1"$'\t'"$2"$'\t' "$TL_DIR/audit.out" || { echo "# no $1 finding for $2"; return 1; }; }
 rm -rf "$V/c" "$V/d"
 head -c 30000 /dev/urandom >"$V/kept"; head -c 30000 /dev/urandom >"$V/gone"; head -c 30000 /dev/urandom >"$V/destubbed"
@@ -206,8 +215,8 @@ check "audit: files archived, one released" bash -c "'$TIERCTL' archive '$V/kept
 check "tierd restarted (a snapshot of the tree as it is)" restart
 check "audit of a sound tenant: no problem found (exit 0)" audit alpha
 check "... nothing but unreferenced objects (the deleted files', for gc)" bash -c "! grep -vqE '^(unreferenced|tenant alpha: )' '$TL_DIR/audit.out'"
-check_fails "audit as an unprivileged user: refused" setpriv --reuid 65534 --regid 65534 --clear-groups "$TIERCTL" audit alpha
-check_fails "audit of a tenant without a catalog: refused" "$TIERCTL" audit beta
+check "audit as an unprivileged user: refused (exit 3)" exits 3 setpriv --reuid 65534 --regid 65534 --clear-groups "$TIERCTL" audit alpha
+check "audit of a tenant without a catalog: refused (exit 1)" exits 1 "$TIERCTL" audit beta
 # The store loses two objects (an archived file's, a released file's), a
 # stray object appears, and a stub disappears from under the catalog.
 K_KEPT=$(key_of "$T/kept") K_GONE=$(key_of "$T/gone")
@@ -215,13 +224,13 @@ obj_rm "$K_KEPT"; obj_rm "$K_GONE"
 STRAY=sha256/$(head -c 32 /dev/urandom | sha256sum | cut -c1-64)
 echo stray | obj_put "$STRAY"
 setfattr -x security.tierd "$T/destubbed"
-check_fails "audit finds problems: exits 1" audit alpha
+check "audit finds problems: exits 1" exits 1 audit alpha
 check "... kept's object is missing" finding object-missing kept
 check "... gone's object is missing" finding object-missing gone
 check "... the stray object is unreferenced" finding unreferenced "$STRAY"
 check "... destubbed is in the catalog only" finding catalog-only destubbed
 check "... and nothing was changed" bash -c "! test -e '$STORE/$K_KEPT' || test '$KIND' = s3"
-check_fails "audit --repair: still exits 1 (gone's bytes are lost)" audit alpha --repair
+check "audit --repair: still exits 1 (gone's bytes are lost)" exits 1 audit alpha --repair
 check "... kept is uploaded again" bash -c "grep -q \"^object-missing.kept.*uploaded again\" '$TL_DIR/audit.out'"
 check "... gone is said lost" bash -c "grep -q \"^object-missing.gone.*bytes are lost\" '$TL_DIR/audit.out'"
 check "... kept's object is back in the store" obj_exists "$K_KEPT"
@@ -237,7 +246,7 @@ sed "s|\]}\$|, {\"name\": \"gamma\", \"subvolume\": \"$FS/gamma\", \"mount\": \"
 	"$TL_DIR/policy.json" >"$TL_DIR/policy3.json"
 restart_with() { tl_tierd_stop && tl_tierd_start "$1"; }
 check "tierd with a tenant gamma sharing alpha's store ($BACKEND/)" restart_with "$TL_DIR/policy3.json"
-check_fails "gc of alpha: refused" "$TIERCTL" gc alpha
+check "gc of alpha: refused (exit 1)" exits 1 "$TIERCTL" gc alpha
 check "... saying why" bash -c "'$TIERCTL' gc alpha 2>&1 | grep -q 'same store'"
 
 # A tenant on ext4 whose admin mounted only a directory of the filesystem (a
