@@ -2,10 +2,11 @@
 /*
  * tierd's one context: everything the daemon knows hangs off struct tierd.
  * Where things happen:
- *   events are served         supervisor/dispatch.c  (dispatch_pre_content_event)
- *   fills are decided         supervisor/dispatch.c  (file_progress)
+ *   events are served         supervisor/preevent.c  (dispatch_pre_content_event)
+ *   fills are decided         supervisor/dispatch.c  (tfile_progress)
  *   fills are written         worker/fill.c          (in tierd-worker)
- *   accessors are classified  supervisor/access.c
+ *   fills are synced, recorded supervisor/fillrecord.c (tfile_fill_done)
+ *   accessors are classified  common/readeraccess.c
  *   groups, marks, views      supervisor/fsgroup.c, supervisor/views.c
  *   restarts without a gap    supervisor/handover.c, journal.c, fdstore.c
  *   fills are checked         worker/verify.c        (chunk manifests, common/manifest.c)
