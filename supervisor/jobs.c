@@ -455,6 +455,13 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
         if (r < 0)
                 return say(message, size, r == -EINVAL ? -EBADMSG : r, "%s: bad stub: %s", path,
                            r == -EINVAL ? err : strerror(-r));
+        /* A restore in flight, even of a stub that still says released
+         * (its bytes are written and shown, their record on its way):
+         * released once it is done, not taken as released already. */
+        if (s.state != STUB_DIRTY && dispatch_file_busy(t, tn->fs, fd)) {
+                *busy = true;
+                return -EBUSY;
+        }
         if (s.state == STUB_RELEASED)
                 return 0;
         if (s.state == STUB_DIRTY)
@@ -463,10 +470,6 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
         const char *why;
         if (!catalog_file_durable(tn, fd, &why))
                 return say(message, size, -EINPROGRESS, "%s: not released: %s", path, why);
-        if (dispatch_file_busy(t, tn->fs, fd)) {
-                *busy = true;
-                return -EBUSY;
-        }
 
         /* 0. Writes closed so far: account for them while we may still open
          *    files (under the lease, opening this one would break it). */
