@@ -289,7 +289,13 @@ check "load: $((ROUNDS - 1)) more rounds over ${LOAD_SECONDS} s: every reader ri
 F1=$(tenant_field alpha fills)
 check "load: ... each round went through tierd ($((F1 - F0)) fills, at least $NSMALL a round)" test $((F1 - F0)) -ge $((NSMALL * (ROUNDS - 1)))
 check "load: ... the same worker served throughout (no crash)" test "$(worker_pid alpha)" = "$WPID"
-check "load: tierd's memory flat (VmRSS $T_RSS0 -> $T_RSS1 KiB, at most +20%)" test "$T_RSS1" -le $((T_RSS0 * 12 / 10))
+# Flat: at most +20%, or one step of up to 4 MiB. Under this load tierd's
+# VmRSS sometimes takes a single step of about 2 MiB (a thread's malloc
+# arena, library pages a first use maps in): measured 6.6 -> 8.7 MiB after
+# 3 rounds and the same 6.6 -> 8.7 MiB after 6 (LOAD_SECONDS=150), and no
+# step at all in other runs. A leak keeps growing with the rounds.
+T_MAX=$((T_RSS0 * 12 / 10 > T_RSS0 + 4096 ? T_RSS0 * 12 / 10 : T_RSS0 + 4096))
+check "load: tierd's memory flat (VmRSS $T_RSS0 -> $T_RSS1 KiB, at most $T_MAX)" test "$T_RSS1" -le "$T_MAX"
 check "load: the worker's memory flat (VmRSS $W_RSS0 -> $W_RSS1 KiB, at most +20%)" test "$W_RSS1" -le $((W_RSS0 * 12 / 10))
 check "load: ... and nonzero figures (the processes were measured, before and after)" \
 	test "$T_RSS0" -gt 0 -a "$W_RSS0" -gt 0 -a "$T_RSS1" -gt 0 -a "$W_RSS1" -gt 0
