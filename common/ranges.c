@@ -93,6 +93,15 @@ int range_set_missing(const struct range_set *s, uint64_t start, uint64_t end, s
         return 0;
 }
 
+int range_set_add_set(struct range_set *s, const struct range_set *from) {
+        for (size_t i = 0; from && i < from->n; i++) {
+                int r = range_set_add(s, from->r[i].start, from->r[i].end);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 uint64_t range_set_total(const struct range_set *s) {
         uint64_t t = 0;
         for (size_t i = 0; i < s->n; i++)

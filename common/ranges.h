@@ -21,6 +21,8 @@ struct range_set {
 void range_set_done(struct range_set *s);
 void range_set_clear(struct range_set *s);
 int range_set_add(struct range_set *s, uint64_t start, uint64_t end);
+/* Adds every range of from (NULL: none) to s. */
+int range_set_add_set(struct range_set *s, const struct range_set *from);
 bool range_set_covers(const struct range_set *s, uint64_t start, uint64_t end);
 bool range_set_overlaps(const struct range_set *s, uint64_t start, uint64_t end);
 /* Appends to out the parts of [start, end) that s does not cover. */

@@ -63,14 +63,10 @@ int stub_put_back_attrs(int fd, const struct stub *s, bool whole) {
 
 /* What fills wrote, recorded or not yet. */
 int tfile_written(const struct tfile *f, const struct stub *s, struct range_set *out) {
-        const struct range_set *sets[] = { s->state == STUB_PARTIAL ? &s->populated : NULL, &f->written, &f->syncing };
-        for (size_t k = 0; k < ARRAY_SIZE(sets); k++)
-                for (size_t i = 0; sets[k] && i < sets[k]->n; i++) {
-                        int r = range_set_add(out, sets[k]->r[i].start, sets[k]->r[i].end);
-                        if (r < 0)
-                                return r;
-                }
-        return 0;
+        int r = range_set_add_set(out, s->state == STUB_PARTIAL ? &s->populated : NULL);
+        if (r == 0)
+                r = range_set_add_set(out, &f->written);
+        return r < 0 ? r : range_set_add_set(out, &f->syncing);
 }
 
 bool tfile_data_fills_in_flight(const struct tfile *f) {
@@ -83,21 +79,18 @@ bool tfile_data_fills_in_flight(const struct tfile *f) {
 /* In flight, in and waiting for the whole-file check, or written and
  * waiting for its record: not to fetch. */
 void tfile_in_flight(const struct tfile *f, struct range_set *out) {
-        const struct range_set *sets[] = { &f->unverified, &f->written, &f->syncing };
         for (const struct fill *fl = f->fills; fl; fl = fl->next)
                 range_set_add(out, fl->start, fl->end);
-        for (size_t k = 0; k < ARRAY_SIZE(sets); k++)
-                for (size_t i = 0; i < sets[k]->n; i++)
-                        range_set_add(out, sets[k]->r[i].start, sets[k]->r[i].end);
+        range_set_add_set(out, &f->unverified);
+        range_set_add_set(out, &f->written);
+        range_set_add_set(out, &f->syncing);
 }
 
 /* Every byte in, recorded or waiting for the whole-file check. */
 bool tfile_all_in(const struct tfile *f, const struct stub *s) {
         _cleanup_(range_set_done) struct range_set in = {};
-        for (size_t i = 0; i < s->populated.n; i++)
-                range_set_add(&in, s->populated.r[i].start, s->populated.r[i].end);
-        for (size_t i = 0; i < f->unverified.n; i++)
-                range_set_add(&in, f->unverified.r[i].start, f->unverified.r[i].end);
+        range_set_add_set(&in, &s->populated);
+        range_set_add_set(&in, &f->unverified);
         return range_set_covers(&in, 0, s->size);
 }
 
@@ -130,9 +123,8 @@ static int file_record(struct tfile *f, struct stub *s, bool whole, const struct
                 if (s->state == STUB_RELEASED)
                         range_set_clear(&s->populated);
                 s->state = STUB_PARTIAL;
-                for (size_t i = 0; i < present->n; i++)
-                        if ((r = range_set_add(&s->populated, present->r[i].start, present->r[i].end)) < 0)
-                                return r;
+                if ((r = range_set_add_set(&s->populated, present)) < 0)
+                        return r;
                 /* Fills in flight may add ranges beyond what a stub holds. */
                 if (present->n)
                         range_set_limit(&s->populated, STUB_MAX_RANGES, present->r[present->n - 1].start);

@@ -98,7 +98,7 @@ wait "$TL_TIERD_PID" 2>/dev/null
 TL_TIERD_PID=
 check "tierd killed in that window: the record is lost with it" test "$(stub_state)" = "state=released"
 check "... the next tierd starts" tl_tierd_start "$P2"
-check "... and the file reads back right" cmp "$VB/g" "$ORIG/g"
+check "... and the file reads back right" timeout 60 cmp "$VB/g" "$ORIG/g"
 check "... and is recorded whole once synced" \
 	tl_eventually bash -c "getfattr --only-values -n security.tierd '$TFS/b/g' | grep -qax 'state=archived'"
 check "... which a release undoes" "$TIERCTL" release "$VB/g"
@@ -122,7 +122,7 @@ check "... the filesystem mounts again" mount -o nosuid,nodev "$TFS_DEV" "$TFS"
 check "... the written bytes were lost with the cut (so the test can fail)" test "$(tl_allocated "$TFS/b/g")" -eq 0
 check "... and so was the record: still released" test "$(stub_state)" = "state=released"
 check "tierd starts again" tl_tierd_start "$P2"
-check "... and the file reads back right, never zeros" cmp "$VB/g" "$ORIG/g"
+check "... and the file reads back right, never zeros" timeout 60 cmp "$VB/g" "$ORIG/g"
 
 # The owner's chmod between a reader's answer and the record holds: the
 # record puts nothing back (the mode went back before the answer).

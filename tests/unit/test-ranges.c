@@ -342,6 +342,24 @@ static void test_missing_appends(void **state) {
         range_set_done(&out);
 }
 
+static void test_add_set(void **state) {
+        struct range_set a = {}, b = {};
+        (void)state;
+        assert_int_equal(range_set_add_set(&a, NULL), 0); /* none: nothing */
+        assert_int_equal(a.n, 0);
+        assert_int_equal(range_set_add(&a, 0, 100), 0);
+        assert_int_equal(range_set_add(&b, 100, 200), 0);
+        assert_int_equal(range_set_add(&b, 500, 600), 0);
+        assert_int_equal(range_set_add_set(&a, &b), 0);
+        assert_int_equal(a.n, 2); /* [0, 200) merged, [500, 600) */
+        assert_true(has_range(&a, 0, 200));
+        assert_true(has_range(&a, 500, 600));
+        assert_int_equal(b.n, 2); /* from is left as it was */
+        assert_well_formed(&a);
+        range_set_done(&a);
+        range_set_done(&b);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_add_merges),
@@ -355,6 +373,7 @@ int main(void) {
                 cmocka_unit_test(test_limit_fits_a_stub),
                 cmocka_unit_test(test_unverified_bookkeeping),
                 cmocka_unit_test(test_missing_appends),
+                cmocka_unit_test(test_add_set),
         };
         return UNIT_RUN("ranges", tests);
 }
