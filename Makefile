@@ -3,7 +3,8 @@
 #   sudo make demo  the main job on the embedded default (loop btrfs, file:// store)
 #   sudo make check every test: unit (plain and ASan+UBSan) and integration
 #   sudo make bench benchmarks, as ratios against baselines from the same run
-#   make deps       install the Debian packages the build and tests need
+#   make deps       install the Debian packages the build and tests need (only
+#                   demo, check and bench run it; a plain make never installs)
 #   make install    tierd, tierctl, helpers, D-Bus interfaces, bus policy, unit (DESTDIR, PREFIX=/usr)
 
 CC ?= gcc
@@ -15,15 +16,17 @@ LIBEXECDIR ?= $(PREFIX)/libexec/tierd
 DATADIR ?= $(PREFIX)/share
 SYSTEMDUNITDIR ?= /lib/systemd/system
 PKGS := mount libsystemd json-c libcrypto libcurl libseccomp
-DEB_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
-	libcmocka-dev libseccomp-dev btrfs-progs xfsprogs e2fsprogs attr dbus dbus-bin systemd util-linux procps \
+VERSION := 0.3.0
+BUILD_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
+	libseccomp-dev
+DEB_PKGS := $(BUILD_PKGS) libcmocka-dev btrfs-progs xfsprogs e2fsprogs attr dbus dbus-bin systemd util-linux procps \
 	runc busybox-static python3-yaml clang clang-tidy cppcheck valgrind acl bc
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -Icommon -Ipolicy -Isupervisor -Idbus -Iworker -Icli \
-	-DTIERD_LIBEXECDIR='"$(LIBEXECDIR)"'
+	-DTIERD_LIBEXECDIR='"$(LIBEXECDIR)"' -DTIERD_VERSION='"$(VERSION)"'
 CFLAGS ?=
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 
@@ -46,20 +49,38 @@ BINARIES := $(BUILD)/tierd $(BUILD)/tierd-worker $(BUILD)/tierd-holder $(BUILD)/
 TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test-*.c))
 
-.PHONY: all deps demo bench fuzz check asan-daemons testhooks-daemons valgrind-daemons install clean
+.PHONY: all deps build-deps build-deps-check demo bench fuzz check asan-daemons testhooks-daemons valgrind-daemons install clean
 all: $(BINARIES)
 
-# Installs only what is missing, so it is cheap when nothing is.
-deps:
-	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+# Installs only what is missing, so it is cheap when nothing is. Only the
+# goals that run tests install (they need loop filesystems, runc, valgrind...);
+# any other build only says which build packages are missing.
+missing_pkgs = $$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+	grep -q 'install ok installed' || echo $$p; done)
+install_pkgs = missing=$(call missing_pkgs,$(1)); \
 	if [ -n "$$missing" ]; then \
-		echo "make deps: installing" $$missing; \
+		echo "make: installing" $$missing; \
 		export DEBIAN_FRONTEND=noninteractive; \
 		apt-get install -y -q --no-install-recommends $$missing >/dev/null || \
 		{ apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $$missing >/dev/null; }; \
 	fi
+deps:
+	@$(call install_pkgs,$(DEB_PKGS))
+# Only what building needs (an image build, say).
+build-deps:
+	@$(call install_pkgs,$(BUILD_PKGS))
+build-deps-check:
+	@command -v dpkg-query >/dev/null || exit 0; missing=$(call missing_pkgs,$(BUILD_PKGS)); \
+	if [ -n "$$missing" ]; then \
+		echo "make: the build needs these Debian packages: $$missing (sudo make deps installs them)" >&2; exit 1; \
+	fi
+ifneq ($(filter deps build-deps demo check bench,$(MAKECMDGOALS)),)
+DEPS := deps
+else
+DEPS := build-deps-check
+endif
 
-$(BUILD)/obj/%.o: %.c | deps
+$(BUILD)/obj/%.o: %.c | $(DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -77,17 +98,17 @@ $(BUILD)/tierctl: $(call obj,$(TIERCTL_SRC) $(TIERCTL_COMMON_SRC))
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # Small programs the integration tests run (mmap reader, pread...).
-$(BUILD)/tests/%: tests/helpers/%.c | deps
+$(BUILD)/tests/%: tests/helpers/%.c | $(DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Unit tests, built plain and with ASan+UBSan.
 UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/credentials.c worker/http-check.c worker/mcache.c
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-$(BUILD)/unit/%: tests/unit/%.c $(UNIT_LIB_SRC) | deps
+$(BUILD)/unit/%: tests/unit/%.c $(UNIT_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs cmocka)
-$(BUILD)/unit-asan/%: tests/unit/%.c $(UNIT_LIB_SRC) | deps
+$(BUILD)/unit-asan/%: tests/unit/%.c $(UNIT_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) $(shell pkg-config --libs cmocka)
 
@@ -100,11 +121,11 @@ UNIT_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz-*.c))
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
 FUZZ_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) worker/http-check.c cli/ocihook.c
-$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $(FUZZ_LIB_SRC) | deps
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $(FUZZ_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS)
 LIBFUZZER_BINS := $(addprefix $(BUILD)/libfuzzer/,$(FUZZ_TARGETS))
-$(BUILD)/libfuzzer/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) | deps
+$(BUILD)/libfuzzer/%: tests/fuzz/%.c $(FUZZ_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)
 	clang $(BASE_CFLAGS) $(PKG_CFLAGS) -O1 -g -DFUZZING_WITH_LIBFUZZER -fsanitize=fuzzer,address,undefined \
 		-o $@ $^ $(PKG_LIBS)

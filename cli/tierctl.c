@@ -300,7 +300,7 @@ static int verb_ping(sd_bus *bus) {
 }
 
 static void usage(FILE *f) {
-        fprintf(f, "Usage: tierctl VERB [ARGS]\n\n"
+        fprintf(f, "Usage: tierctl VERB [ARGS]    tierctl --help | --version\n\n"
                    "  archive [--rehash] PATH...\n"
                    "                           upload files to their tenant's store (they stay local);\n"
                    "                           --rehash: add a chunk manifest to files archived without\n"
@@ -365,6 +365,10 @@ int main(int argc, char **argv) {
         if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
                 usage(argc < 2 ? stderr : stdout);
                 return argc < 2 ? EXIT_USAGE : EXIT_OK;
+        }
+        if (strcmp(argv[1], "--version") == 0) {
+                puts("tierctl " TIERD_VERSION);
+                return EXIT_OK;
         }
         verb = argv[1];
         argv += 2;

@@ -487,6 +487,7 @@ static void teardown(struct tierd *t) {
 static void usage(void) {
         fprintf(stderr, "Usage: tierd --policy FILE [--holder SOCKET | --no-holder] [--debug]\n"
                         "       tierd --check-policy FILE   validate FILE and exit (0 valid, 1 not)\n"
+                        "       tierd --version\n"
                         "Files' last uses (for quotas) are kept in --state-dir (default " STATE_DIR_DEFAULT ").\n"
                         "Serves the tenants of FILE (JSON, see README.md): watches their filesystems,\n"
                         "places their views and restores released files on first access.\n"
@@ -504,6 +505,7 @@ int main(int argc, char **argv) {
                 { "no-holder", no_argument, NULL, 'N' },
                 { "check-policy", required_argument, NULL, 'C' },
                 { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
                 {},
         };
         struct tierd t = { .keeper_pidfd = -1, .policy_inotify_fd = -1, .state_dir = STATE_DIR_DEFAULT };
@@ -523,6 +525,7 @@ int main(int argc, char **argv) {
                 case 'N': holder = NULL; break;
                 case 'C': t.policy_path = optarg; check_only = true; break;
                 case 'h': usage(); return EXIT_SUCCESS;
+                case 'V': puts("tierd " TIERD_VERSION); return EXIT_SUCCESS;
                 default: usage(); return 2;
                 }
         if (!t.policy_path || optind != argc) {

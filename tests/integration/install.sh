@@ -19,5 +19,21 @@ check "... the OCI hook for CRI-O's hooks.d" cmp -s "$ROOT/usr/share/containers/
 check "... the bus policy" test -f "$ROOT/usr/share/dbus-1/system.d/org.tierd1.conf"
 check "... the unit, which starts the installed tierd" grep -qx "ExecStart=/usr/sbin/tierd --policy /etc/tierd/policy.json" \
 	"$ROOT/lib/systemd/system/tierd.service"
+version=$(sed -n 's/^VERSION := //p' "$TL_ROOT/Makefile")
+check "tierd --version says the Makefile's version ($version)" \
+	bash -c "[ \"\$('$ROOT/usr/sbin/tierd' --version)\" = 'tierd $version' ]"
+check "tierctl --version says it too" bash -c "[ \"\$('$ROOT/usr/bin/tierctl' --version)\" = 'tierctl $version' ]"
+# A plain make builds and installs nothing else; a missing build package
+# is named, with the command that installs it.
+check "make all and make install never run apt-get (only deps, demo, check and bench do)" \
+	bash -c "! make -n -C '$TL_ROOT' BUILD='$TL_DIR/b' all install DESTDIR='$TL_DIR/r' | grep -q apt-get"
+check "make check does (make deps first)" bash -c "make -n -C '$TL_ROOT' BUILD='$TL_DIR/b' check | grep -q apt-get"
+missing_msg() {
+	local out
+	out=$(make -s -C "$TL_ROOT" BUILD="$TL_DIR/b" BUILD_PKGS=tierd-no-such-package all 2>&1) && return 1
+	grep -q "needs these Debian packages: tierd-no-such-package (sudo make deps installs them)" <<<"$out" &&
+		[ ! -e "$TL_DIR/b" ]
+}
+check "a missing build package: make fails at once, naming it and make deps" missing_msg
 check "the installed tierd looks for its helpers in /usr/libexec/tierd" grep -q /usr/libexec/tierd "$ROOT/usr/sbin/tierd"
 tl_summary
