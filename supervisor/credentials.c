@@ -9,8 +9,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -90,12 +93,48 @@ int credentials_parse(const char *text, struct proto_credentials *ret, const cha
         return r;
 }
 
+/* The file may be a symbolic link as long as every link it goes through
+ * stays inside its directory: kubelet lays a Secret volume out as
+ * KEY -> ..data/KEY, ..data -> ..TIMESTAMP/, and renames a new ..data over
+ * the old one to change every key at once. A link out of the directory (to
+ * /etc/shadow, through /proc, onto another mount) is refused: whoever can
+ * write that directory must not read other files through tierd.
+ * O_NONBLOCK: a FIFO in the file's place fails the S_ISREG check below
+ * instead of stalling tierd. */
+static int open_beneath(const char *path) {
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return -ENOMEM;
+        char *slash = strrchr(dir, '/');
+        const char *name = slash ? slash + 1 : dir;
+        if (slash)
+                *slash = 0;
+        if (!*name)
+                return -EISDIR;
+        _cleanup_close_ int dfd = open(!slash ? "." : slash == dir ? "/" : dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
+        long fd = syscall(SYS_openat2, dfd, name, &how, sizeof(how));
+        return fd < 0 ? -errno : (int)fd;
+}
+
 int secret_file_read(const char *path, char *buf, size_t size, const char **error) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        _cleanup_close_ int fd = open_beneath(path);
         struct stat st;
         size_t n = 0;
 
-        if (fd < 0 || fstat(fd, &st) < 0) {
+        if (fd == -EXDEV || fd == -ELOOP) {
+                *error = "it is a symbolic link out of its directory (only links that stay inside it, "
+                         "as in a Kubernetes Secret volume, are followed)";
+                return -EPERM;
+        }
+        if (fd < 0) {
+                *error = "cannot open it";
+                return fd;
+        }
+        if (fstat(fd, &st) < 0) {
                 *error = "cannot open it";
                 return -errno;
         }

@@ -9,5 +9,7 @@
 int credentials_parse(const char *text, struct proto_credentials *ret, const char **error);
 
 /* Reads a secret file tierd hands to a worker: it must be a regular file
- * owned by root and not readable by group or others. */
+ * owned by root and not readable by group or others. Symbolic links are
+ * followed only while they stay inside the file's directory (a Kubernetes
+ * Secret volume's layout); a link out of it is -EPERM. */
 int secret_file_read(const char *path, char *buf, size_t size, const char **error);

@@ -118,7 +118,11 @@ static int on_secrets_check(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (st.st_ino == tn->cred_ino && st.st_mtim.tv_sec == tn->cred_mtime.tv_sec &&
                     st.st_mtim.tv_nsec == tn->cred_mtime.tv_nsec)
                         continue;
-                /* A bad new file keeps the old keys: better than none. */
+                /* Each version is tried once (a bad one is logged once, not
+                 * every turn). A bad new file keeps the old keys: better
+                 * than none. */
+                tn->cred_ino = st.st_ino;
+                tn->cred_mtime = st.st_mtim;
                 if (load_credentials(tn) < 0)
                         continue;
                 log_info("tenant %s: credentials changed, handing them to the worker", tn->cfg->name);

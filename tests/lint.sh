@@ -7,7 +7,7 @@ set -u
 cd "$(dirname "$0")/.."
 SRC=$(ls common/*.c policy/*.c supervisor/*.c dbus/*.c worker/*.c cli/*.c holder/*.c)
 INC="-Icommon -Ipolicy -Isupervisor -Idbus -Iworker -Icli"
-FLAGS="-std=gnu11 -D_GNU_SOURCE -DTIERD_LIBEXECDIR=\"/usr/libexec/tierd\" $INC $(pkg-config --cflags mount libsystemd json-c libcurl)"
+FLAGS="-std=gnu11 -D_GNU_SOURCE -DTIERD_LIBEXECDIR=\"/usr/libexec/tierd\" -DTIERD_VERSION=\"$(sed -n 's/^VERSION := //p' Makefile)\" $INC $(pkg-config --cflags mount libsystemd json-c libcurl)"
 status=0
 
 if command -v cppcheck >/dev/null; then

@@ -268,25 +268,18 @@ round() { # release everything, then 64 readers at once, each within 60 s
 	[ $ok = 0 ] || ROUND_FAIL=$((ROUND_FAIL + 1))
 	return $ok
 }
-tenant_field() { # TENANT KEY (worker.pid, fills...)
-	"$TIERCTL" status --json | python3 -c '
-import json, sys
-t = [t for t in json.load(sys.stdin) if t["name"] == sys.argv[1]][0]
-for k in sys.argv[2].split("."): t = t[k]
-print(t)' "$1" "$2"
-}
-worker_pid() { tenant_field "$1" worker.pid; }
+worker_pid() { tl_tenant_field "$1" worker.pid; }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 t0=$(date +%s)
 check "load: warm-up round: 64 readers, every byte right" round
 WPID=$(worker_pid alpha)
 T_RSS0=$(rss_kb "$TL_TIERD_PID") W_RSS0=$(rss_kb "$WPID")
-ROUND_FAIL=0 t1=$(date +%s) F0=$(tenant_field alpha fills)
+ROUND_FAIL=0 t1=$(date +%s) F0=$(tl_tenant_field alpha fills)
 while [ $(($(date +%s) - t1)) -lt "$LOAD_SECONDS" ]; do round || true; done
 T_RSS1=$(rss_kb "$TL_TIERD_PID") W_RSS1=$(rss_kb "$WPID")
 echo "# load: $ROUNDS rounds in $(($(date +%s) - t0)) s; tierd VmRSS ${T_RSS0} -> ${T_RSS1} KiB, worker ($WPID) ${W_RSS0} -> ${W_RSS1} KiB"
 check "load: $((ROUNDS - 1)) more rounds over ${LOAD_SECONDS} s: every reader right, none hung" test "$ROUND_FAIL" = 0
-F1=$(tenant_field alpha fills)
+F1=$(tl_tenant_field alpha fills)
 check "load: ... each round went through tierd ($((F1 - F0)) fills, at least $NSMALL a round)" test $((F1 - F0)) -ge $((NSMALL * (ROUNDS - 1)))
 check "load: ... the same worker served throughout (no crash)" test "$(worker_pid alpha)" = "$WPID"
 # Flat: at most +20%, or one step of up to 4 MiB. Under this load tierd's

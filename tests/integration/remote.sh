@@ -19,7 +19,7 @@ mkdir -p "$TL_DIR/orig"
 for s in 0 1 4095 $((5 << 20)); do head -c "$s" /dev/urandom >"$TL_DIR/orig/f$s"; done
 
 state_of() { "$TIERCTL" status --json "$1" | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p'; }
-fill_bytes() { "$TIERCTL" status --json | sed -n "s/.*\"name\":\"$1\".*\"fill_bytes\":\([0-9]*\).*/\1/p"; }
+fill_bytes() { tl_tenant_field "$1" fill_bytes; }
 put_files() { # DIR NAMES...
 	local d=$1; shift
 	for f in "$@"; do cp "$TL_DIR/orig/$f" "$d/$f"; done
@@ -33,8 +33,27 @@ roundtrip() { # VIEW NAMES...: archive, release, read back
 	for f in "$@"; do cmp "$v/$f" "$TL_DIR/orig/$f" || return 1; done
 }
 
+# The secrets sit in a directory laid out as kubelet lays out a Secret
+# volume (its AtomicWriter): the keys in ..<timestamp>/, ..data a link to
+# it, each key a link through ..data; an update writes a new ..<timestamp>/,
+# renames a new ..data link over the old one and removes the old directory.
+SECRET=$TL_DIR/secret
+mkdir -m 1777 "$SECRET"
+secret_update() { # KEY=FILE...: the Secret's whole new content
+	local stamp old kv
+	stamp=..$(date +%Y_%m_%d_%H_%M_%S.%N) old=$(readlink "$SECRET/..data")
+	mkdir -m 0755 "$SECRET/$stamp" || return 1
+	for kv in "$@"; do
+		install -m 0600 "${kv#*=}" "$SECRET/$stamp/${kv%%=*}" || return 1
+		[ -L "$SECRET/${kv%%=*}" ] || ln -s "..data/${kv%%=*}" "$SECRET/${kv%%=*}" || return 1
+	done
+	ln -s "$stamp" "$SECRET/..data_tmp" && mv -T "$SECRET/..data_tmp" "$SECRET/..data" || return 1
+	[ -z "$old" ] || rm -rf "${SECRET:?}/$old"
+}
+
 nginx_install
 printf 'Bearer sekrit\n' >"$TL_DIR/token" && chmod 600 "$TL_DIR/token"
+secret_update token="$TL_DIR/token"
 nginx_start "$HTTP_PORT" sekrit || { not_ok "nginx"; tl_summary; exit 1; }
 
 if ! rgw_install >"$TL_DIR/rgw-install.log" 2>&1; then
@@ -48,6 +67,7 @@ elif RGW_START_TIMEOUT=180 rgw_start "$TL_DIR/rgw" "$RGW_PORT" >"$TL_DIR/rgw-sta
 	rgw_make_bucket tierd-test >/dev/null
 	printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$RGW_ACCESS_KEY" "$RGW_SECRET_KEY" >"$TL_DIR/s3.cred"
 	chmod 600 "$TL_DIR/s3.cred"
+	secret_update token="$TL_DIR/token" s3.cred="$TL_DIR/s3.cred"
 else
 	RGW_OK=false
 	tail -n 30 "$TL_DIR/rgw-start.log"
@@ -60,12 +80,12 @@ S3_TENANT=""
 [ "$RGW_OK" = true ] && S3_TENANT=',
   {"name": "s3", "subvolume": "'$TL_DIR/fs/s3'", "mount": "'$TL_DIR/views/s3'",
    "backend": "s3://tierd-test/tenants/s3", "endpoint": "http://127.0.0.1:'$RGW_PORT'",
-   "credentials": "'$TL_DIR/s3.cred'", "multipart_threshold": "16M", "part_size": "5M"}'
+   "credentials": "'$SECRET/s3.cred'", "multipart_threshold": "16M", "part_size": "5M"}'
 cat >"$TL_DIR/policy.json" <<EOF2
 {"defaults": {"stall_timeout": "5s", "connect_timeout": "2s"},
  "tenants": [
   {"name": "web", "subvolume": "$TL_DIR/fs/web", "mount": "$TL_DIR/views/web",
-   "backend": "http://127.0.0.1:$HTTP_PORT/objects/web", "headers": {"Authorization": "@$TL_DIR/token"}}$S3_TENANT]}
+   "backend": "http://127.0.0.1:$HTTP_PORT/objects/web", "headers": {"Authorization": "@$SECRET/token"}}$S3_TENANT]}
 EOF2
 tl_dbus_start
 check "tierd starts with an HTTP and an S3 tenant" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -85,7 +105,8 @@ before=$(fill_bytes web)
 check "http: a 4 KiB read in the middle of a released 40 MiB file" \
 	bash -c "cmp <($PREAD $WEB/big $((20 << 20)) 4096) <($PREAD $TL_DIR/orig/big $((20 << 20)) 4096)"
 after=$(fill_bytes web)
-check "http: ... fetched only its chunk ($((after - before)) bytes)" test $((after - before)) -le $((1 << 20))
+check "http: ... fetched only its chunk ($((after - before)) bytes)" \
+		test $((after - before)) -gt 0 -a $((after - before)) -le $((1 << 20))
 check "http: ... as a ranged GET (206 in the server's log)" grep -q '" 206 1048576 ' "$TL_DIR/nginx/access.log"
 
 # --- S3: Ceph RGW, SigV4 checked for real ---
@@ -104,7 +125,8 @@ if [ "$RGW_OK" = true ]; then
 	check "s3: a 4 KiB read in the middle of a released 300 MiB object" \
 		bash -c "cmp <($PREAD $S3/huge $((150 << 20)) 4096) <($PREAD $TL_DIR/orig/huge $((150 << 20)) 4096)"
 	after=$(fill_bytes s3)
-	check "s3: ... fetched only its chunk ($((after - before)) bytes)" test $((after - before)) -le $((1 << 20))
+	check "s3: ... fetched only its chunk ($((after - before)) bytes)" \
+		test $((after - before)) -gt 0 -a $((after - before)) -le $((1 << 20))
 	no_uploads() { ! rgw_curl -s "$RGW_ENDPOINT/tierd-test?uploads=" | grep -q '<UploadId>'; }
 	check "s3: no upload left behind (no multipart upload in progress)" no_uploads
 
@@ -112,25 +134,33 @@ if [ "$RGW_OK" = true ]; then
 	rgw_curl -s -X POST "$RGW_ENDPOINT/tierd-test/tenants/s3/sha256/$(printf '%064d' 7)?uploads=" >/dev/null
 	check_fails "s3: (a dangling multipart upload exists)" no_uploads
 	sleep 1.1
-	s3_worker=$("$TIERCTL" status --json | sed -n 's/.*"name":"s3".*"worker":{"state":"[a-z]*","pid":\([0-9]*\)}.*/\1/p')
+	s3_worker=$(tl_tenant_field s3 worker.pid)
 	[ "${s3_worker:-0}" -gt 1 ] && kill -KILL "$s3_worker"
 	for _ in $(seq 50); do no_uploads && break; sleep 0.2; done
 	check "s3: a restarted worker aborts the multipart upload a crash left behind" no_uploads
 
 	# A wrong secret: a clear error at archive, EIO at restore.
 	"$TIERCTL" release "$S3/f4095"
-	cp "$TL_DIR/s3.cred" "$TL_DIR/s3.cred.good"
-	printf '[default]\naws_access_key_id = %s\naws_secret_access_key = wrong\n' "$RGW_ACCESS_KEY" >"$TL_DIR/s3.cred.new"
-	chmod 600 "$TL_DIR/s3.cred.new" && mv "$TL_DIR/s3.cred.new" "$TL_DIR/s3.cred"
+	printf '[default]\naws_access_key_id = %s\naws_secret_access_key = wrong\n' "$RGW_ACCESS_KEY" >"$TL_DIR/wrong.cred"
+	secret_update token="$TL_DIR/token" s3.cred="$TL_DIR/wrong.cred"
 	sleep 3 # tierd re-reads the credentials file when it changes
 	head -c 100000 /dev/urandom >"$S3/denied"
 	check_fails "s3: with a wrong secret, archive fails" "$TIERCTL" archive "$S3/denied"
 	check "s3: ... with a clear error in the log (HTTP 403)" grep -q "HTTP 403" "$TL_TIERD_LOG"
 	check_fails "s3: ... and a restore gets EIO" cat "$S3/f4095"
 	check "s3: ... without the secret in any log" bash -c "! grep -q '$RGW_SECRET_KEY' $TL_TIERD_LOG"
-	mv "$TL_DIR/s3.cred.good" "$TL_DIR/s3.cred" && touch "$TL_DIR/s3.cred"
+	secret_update token="$TL_DIR/token" s3.cred="$TL_DIR/s3.cred"
 	sleep 3
-	check "s3: rotated back to the right keys without a restart, reads work" cmp "$S3/f4095" "$TL_DIR/orig/f4095"
+	check "s3: the Secret updated back to the right keys: picked up without a restart, reads work" \
+		cmp "$S3/f4095" "$TL_DIR/orig/f4095"
+	# A key turned into a link out of the Secret's directory (to a file
+	# root owns, mode 0600): refused with a reason, the last keys kept.
+	"$TIERCTL" release "$S3/f4095"
+	ln -sfn "$TL_DIR/wrong.cred" "$SECRET/s3.cred"
+	check "s3: a key linked out of its directory is refused, saying why" \
+		tl_eventually grep -q "credentials $SECRET/s3.cred: it is a symbolic link out of its directory" "$TL_TIERD_LOG"
+	check "s3: ... the last good keys stay in use (a read works)" cmp "$S3/f4095" "$TL_DIR/orig/f4095"
+	ln -sfn ..data/s3.cred "$SECRET/s3.cred"
 
 	# The store goes away mid-read: EIO within the stall timeout, then back.
 	"$TIERCTL" release "$S3/huge"

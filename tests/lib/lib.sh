@@ -157,8 +157,16 @@ tl_cleanup() {
 	[ -n "${TL_DIR:-}" ] && rm -rf "$TL_DIR"
 }
 
+# tl_tenant_field TENANT KEY: one field of the tenant's `tierctl status
+# --json` entry (KEY: fills, fill_bytes, worker.pid...).
+tl_tenant_field() {
+	"$BUILD/tierctl" status --json | python3 -c '
+import json, sys
+t = [t for t in json.load(sys.stdin) if t["name"] == sys.argv[1]][0]
+for k in sys.argv[2].split("."): t = t[k]
+print(t)' "$1" "$2"
+}
 
-# Bytes of a file backed by data (holes and xattr blocks not counted).
 # tl_eventually CMD...: CMD comes true within 5 s (polled), for what tierd
 # records just after it answers a reader: a restored range is recorded once
 # it is durable, a moment after the reader got its bytes.
@@ -168,6 +176,7 @@ tl_eventually() {
 	"$@"
 }
 
+# Bytes of a file backed by data (holes and xattr blocks not counted).
 tl_allocated() { "$BUILD/tests/data-bytes" "$1"; }
 
 # tl_flip_byte FILE OFFSET: changes the byte at OFFSET (XOR 0x5a, so it
