@@ -62,18 +62,22 @@ static int hook_fail(const char *id, const char *fmt, const char *arg) {
         return EXIT_FAILED;
 }
 
+/* No tierd on this node's bus: the container would start without its
+ * tenant's data, so createRuntime fails it (the runtime then refuses to
+ * start it), saying where it looked. */
+static int hook_unserved(const struct oci_hook *h, const char *why) {
+        const char *addr = getenv("DBUS_SYSTEM_BUS_ADDRESS");
+        fprintf(stderr,
+                "tierctl oci-hook: container %s: tierd is not serving on this node (system bus %s: %s): "
+                "refused, it would start without tenant %s's data\n",
+                h->id, addr ?: "unix:path=/run/dbus/system_bus_socket", why, h->tenant);
+        return EXIT_FAILED;
+}
+
 static double elapsed_ms(const struct timespec *start) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         return (double)(now.tv_sec - start->tv_sec) * 1e3 + (double)(now.tv_nsec - start->tv_nsec) / 1e6;
-}
-
-static int open_bus(sd_bus **bus) {
-        int r = sd_bus_open_system(bus);
-        if (r < 0)
-                fprintf(stderr, "tierctl: cannot connect to the system bus (DBUS_SYSTEM_BUS_ADDRESS?): %s\n",
-                        strerror(-r));
-        return r;
 }
 
 struct attach_args {
@@ -142,8 +146,11 @@ int verb_oci_hook(int argc, char **argv) {
         if (!h.ours)
                 return EXIT_OK; /* not ours: no bus, no cost */
 
-        if ((r = open_bus(&bus)) < 0)
-                return EXIT_FAILED;
+        r = sd_bus_open_system(&bus);
+        if (r < 0 && strcmp(h.stage, "poststop") == 0)
+                return hook_fail(h.id, "cannot reach the system bus to detach: %s", strerror(-r));
+        if (r < 0)
+                return hook_unserved(&h, strerror(-r));
         if (strcmp(h.stage, "poststop") == 0) {
                 r = detach(bus, h.id, &e);
                 /* Already detached when its init died, or by a tierd restart. */
@@ -159,6 +166,12 @@ int verb_oci_hook(int argc, char **argv) {
                                  .mount_path = h.mount_path, .k8s_namespace = h.k8s_namespace,
                                  .read_only = h.read_only };
         r = call_attach(bus, &a, &object, &e);
+        if (r < 0 && (sd_bus_error_has_names(&e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER) ||
+                      r == -ENOENT || r == -ECONNREFUSED)) {
+                r = hook_unserved(&h, e.message ?: strerror(-r));
+                sd_bus_error_free(&e);
+                return r;
+        }
         if (r < 0) {
                 /* Non-zero: the runtime refuses to start a container whose data is missing. */
                 r = call_failed("oci-hook createRuntime", &e, r);

@@ -302,4 +302,13 @@ runc delete --force $P-swap >/dev/null 2>&1
 kill -INT "$TL_TIERD_PID"
 check "tierd stops for good cleanly (SIGINT)" wait "$TL_TIERD_PID"
 TL_TIERD_PID=
+# No tierd on the node: an annotated container must not start without its data.
+bundle $P-unserved alpha team-a
+check_fails "with tierd stopped, a container of tenant alpha does not start" start $P-unserved
+check "... the hook said why: tierd is not serving on this node" \
+	grep -q "container $P-unserved: tierd is not serving on this node (system bus .*): refused, it would start without tenant alpha's data" \
+	"$TL_DIR/runc-$P-unserved.log"
+check "... and runc left no container behind" bash -c "! runc state $P-unserved >/dev/null 2>&1"
+check "a container without the annotation still starts" start $P-plain-1
+runc delete --force $P-plain-1 >/dev/null 2>&1
 tl_summary

@@ -97,8 +97,13 @@ def policy():
     return json.loads(obj("ConfigMap", "tierd-policy")["data"]["policy.json"])
 
 def hook():
+    """make install's hook definition: for a host, on the host's bus."""
     with open(HOOK) as f:
         return json.load(f)
+
+def k8s_hook():
+    """The DaemonSet's: the ConfigMap tierd-hook, on the pod's bus."""
+    return json.loads(obj("ConfigMap", "tierd-hook")["data"]["tierd.json"])
 
 def init_script():
     c = ctr("tierd", "install-hook")
@@ -199,7 +204,7 @@ def bus_address():
     addrs = {
         "tierd container": env(ctr("tierd", "tierd"), BUS_ADDRESS_ENV),
         "dbus container": env(ctr("tierd", "dbus"), BUS_ADDRESS_ENV),
-        "hook JSON": [e.split("=", 1)[1] for e in hook()["hook"]["env"] if e.startswith(BUS_ADDRESS_ENV + "=")][0],
+        "hook JSON": [e.split("=", 1)[1] for e in k8s_hook()["hook"]["env"] if e.startswith(BUS_ADDRESS_ENV + "=")][0],
         "bus.conf listen": bus_listen(),
     }
     need(len(set(addrs.values())) == 1, "they differ: %s" % addrs)
@@ -232,9 +237,12 @@ def dbus_container():
     m2, _ = covering_mount(spec, ctr("tierd", "tierd"), sock)
     need(m["name"] == m2["name"] == "run", "the bus socket is not on the shared /run/tierd volume")
 
-def liveness():
-    p = ctr("tierd", "tierd").get("livenessProbe", {}).get("exec", {}).get("command", [])
-    need(len(p) == 2 and os.path.basename(p[0]) == "tierctl" and p[1] == "ping", "livenessProbe %s" % p)
+def liveness(probe="livenessProbe"):
+    p = ctr("tierd", "tierd").get(probe, {}).get("exec", {}).get("command", [])
+    need(len(p) == 2 and os.path.basename(p[0]) == "tierctl" and p[1] == "ping", "%s %s" % (probe, p))
+
+def readiness():
+    liveness("readinessProbe")
 
 def holder_socket():
     a = option(ctr("tierd", "tierd"), "--holder")
@@ -274,6 +282,8 @@ def hook_fields():
     need(h.get("version") == "1.0.0", "version %s" % h.get("version"))
     need(h["hook"]["args"][:2] == ["tierctl", "oci-hook"], "args %s" % h["hook"]["args"])
     need(h["hook"]["path"] == "/usr/bin/tierctl", "path %s" % h["hook"]["path"])
+    need(not any(e.startswith(BUS_ADDRESS_ENV + "=") for e in h["hook"].get("env", [])),
+         "it names a bus: on a host, tierd.service is on the host's system bus")
     t = h["hook"].get("timeout")
     need(isinstance(t, int) and not isinstance(t, bool) and 0 < t <= 60, "timeout %s" % t)
     need({"createRuntime", "poststop"} <= set(h.get("stages", [])), "stages %s" % h.get("stages"))
@@ -288,9 +298,13 @@ def hook_when():
          "the hook runs for containers without a tenant")
 
 def init_mounts():
-    """install-hook's /host/X is the host's X."""
+    """install-hook's /host/X is the host's X; /etc/tierd-hook the hook."""
     spec, c = pod_spec("tierd"), ctr("tierd", "install-hook")
+    _, v = mount_at(spec, c, "/etc/tierd-hook")
+    need(v.get("configMap", {}).get("name") == "tierd-hook", "/etc/tierd-hook is not the ConfigMap tierd-hook")
     for m in c.get("volumeMounts", []):
+        if m["mountPath"] == "/etc/tierd-hook":
+            continue
         need(m["mountPath"].startswith("/host/"), "%s is not under /host" % m["mountPath"])
         hp = volume(spec, m["name"]).get("hostPath", {})
         need(hp.get("path") == m["mountPath"][len("/host"):] and hp.get("type") == "DirectoryOrCreate",
@@ -298,24 +312,67 @@ def init_mounts():
     for d in ("/opt/tierd", "/etc/containers/oci/hooks.d", "/run/tierd"):
         mount_at(spec, c, "/host" + d)
 
-def init_script_at(root, dest, out):
-    """The script with /host and /usr moved under scratch directories; it
-    must name no other absolute path (but the hook path it writes)."""
+def init_script_at(root, dest, hookdir, out):
+    """The script with /host, /usr and /etc/tierd-hook moved under scratch
+    directories; it must name no other absolute path."""
     s = init_script()
-    rest = re.sub(r"(?<![\w./-])/(host|usr)/", "", s).replace('"/opt/tierd/bin/tierctl"', "")
+    rest = re.sub(r"(?<![\w./-])/(host|usr|etc/tierd-hook)/", "", s)
     others = re.findall(r"(?<![\w./-])/[\w.-]+", rest)
-    need(not others, "the script names paths outside /host and /usr: %s" % others)
+    need(not others, "the script names paths outside /host, /usr and /etc/tierd-hook: %s" % others)
     s = re.sub(r"(?<![\w./-])/host/", dest.rstrip("/") + "/", s)
     s = re.sub(r"(?<![\w./-])/usr/", root.rstrip("/") + "/usr/", s)
+    s = re.sub(r"(?<![\w./-])/etc/tierd-hook/", hookdir.rstrip("/") + "/", s)
     with open(out, "w") as f:
         f.write(s)
 
 def installed_hook(path):
     with open(path) as f:
-        h = json.load(f)
-    need(h["hook"]["path"] == "/opt/tierd/bin/tierctl", "path %s" % h["hook"]["path"])
+        need(json.load(f) == k8s_hook(), "differs from the ConfigMap tierd-hook")
+
+def k8s_hook_fields():
+    """The DaemonSet's hook is make install's with the host path of tierctl
+    and the pod's bus, nothing else changed."""
+    h = k8s_hook()
+    need(h["hook"].get("path") == "/opt/tierd/bin/tierctl", "path %s" % h["hook"].get("path"))
+    env = h["hook"].get("env", [])
+    need(len(env) == 1 and env[0].startswith(BUS_ADDRESS_ENV + "="), "env %s" % env)
     h["hook"]["path"] = "/usr/bin/tierctl"
-    need(h == hook(), "differs from contrib/oci/tierd-hook.json in more than the path")
+    del h["hook"]["env"]
+    need(h == hook(), "differs from contrib/oci/tierd-hook.json in more than path and env")
+
+def k8s_hook_json(out):
+    with open(out, "w") as f:
+        f.write(obj("ConfigMap", "tierd-hook")["data"]["tierd.json"])
+
+def kernel_affinity(ds):
+    """Scheduled on nodes labelled (by Node Feature Discovery) with a kernel
+    of 6.14 or later, any taint tolerated."""
+    spec = pod_spec(ds)
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    def admits(major, minor):
+        labels = {"feature.node.kubernetes.io/kernel-version.major": str(major),
+                  "feature.node.kubernetes.io/kernel-version.minor": str(minor)}
+        def one(e):
+            v = labels.get(e["key"])
+            if v is None:
+                return False
+            if e["operator"] == "In":
+                return v in e["values"]
+            if e["operator"] == "Gt":
+                return int(v) > int(e["values"][0])
+            raise Fail("operator %s" % e["operator"])
+        return any(all(one(e) for e in t["matchExpressions"]) for t in terms)
+    for k in ((6, 14), (6, 18), (7, 0), (10, 1)):
+        need(admits(*k), "refuses a node with kernel %d.%d" % k)
+    for k in ((6, 13), (6, 1), (5, 19), (4, 20)):
+        need(not admits(*k), "admits a node with kernel %d.%d" % k)
+    need({"operator": "Exists"} in spec.get("tolerations", []), "tolerations %s" % spec.get("tolerations"))
+
+def images(version):
+    """Every tierd image is tagged with the Makefile's version."""
+    for ds in ("tierd", "tierd-holder"):
+        for c in containers(pod_spec(ds)):
+            need(c["image"] == "tierd:" + version, "%s/%s: image %s" % (ds, c["name"], c["image"]))
 
 def bus_conf_at(dest, root, out):
     s = bus_conf().replace("/usr/share/dbus-1/system.d", root.rstrip("/") + "/usr/share/dbus-1/system.d")
@@ -381,6 +438,13 @@ check "bus.conf: a system bus, EXTERNAL auth, default deny, includes /usr/share/
 check "the dbus container runs dbus-daemon on bus.conf from the ConfigMap tierd-bus, socket on /run/tierd" \
 	m dbus-container
 check "tierd's liveness probe runs tierctl ping (answered at once, nothing counted)" m liveness
+check "tierd's readiness probe too" m readiness
+for ds in tierd tierd-holder; do
+	check "DaemonSet $ds: nodes with a 6.14+ kernel (NFD labels: 6.14, 7.0 in; 6.13, 5.19 out), every taint tolerated" \
+		m kernel-affinity "$ds"
+done
+version=$(sed -n 's/^VERSION := //p' "$TL_ROOT/Makefile")
+check "every tierd image is tierd:$version (the Makefile's version, not :latest)" m images "$version"
 
 # Every binary and installed file the manifests and the hook name.
 paths=$(m usr-paths)
@@ -414,17 +478,21 @@ check "dbus-daemon starts on bus.conf (with the installed bus policy) and answer
 check "hook JSON: version 1.0.0, tierctl oci-hook at /usr/bin/tierctl, a timeout, createRuntime and poststop" \
 	m hook-fields
 check "hook JSON: runs for a tierd.io/tenant annotation only" m hook-when
+check "the DaemonSet's hook (ConfigMap tierd-hook): make install's, with /opt/tierd/bin/tierctl and the pod's bus" \
+	m k8s-hook-fields
 
 # The init container's script, run with /host and /usr moved to scratch
 # directories: it installs tierctl and the hook (path /opt/tierd/bin/tierctl).
 check "install-hook: /host/opt/tierd, /host/etc/containers/oci/hooks.d, /host/run/tierd are the host's" m init-mounts
 HOST=$TL_DIR/host
 mkdir -p "$HOST/opt/tierd" "$HOST/etc/containers/oci/hooks.d" "$HOST/run/tierd"
-check "install-hook's script names only /host and installed paths" m init-script-at "$ROOT" "$HOST" "$TL_DIR/init.sh"
+mkdir -p "$TL_DIR/hookcm" && m k8s-hook-json "$TL_DIR/hookcm/tierd.json"
+check "install-hook's script names only /host, installed paths and its hook ConfigMap" \
+	m init-script-at "$ROOT" "$HOST" "$TL_DIR/hookcm" "$TL_DIR/init.sh"
 check "install-hook's script runs" sh "$TL_DIR/init.sh"
 check "... it copies tierctl to the host's /opt/tierd/bin/tierctl" cmp -s "$ROOT/usr/bin/tierctl" "$HOST/opt/tierd/bin/tierctl"
 check "... executable" test -x "$HOST/opt/tierd/bin/tierctl"
-check "... it writes /etc/containers/oci/hooks.d/tierd.json: the hook, path /opt/tierd/bin/tierctl" \
+check "... it writes /etc/containers/oci/hooks.d/tierd.json: the ConfigMap's hook (the pod's bus)" \
 	m installed-hook "$HOST/etc/containers/oci/hooks.d/tierd.json"
 check "... it creates the bus socket's directory" test -d "$HOST/run/tierd/dbus"
 
