@@ -340,9 +340,9 @@ void tfile_fill_done(struct request *req, const struct proto_reply *rep) {
         }
         if (r < 0) {
                 c->fill_errors++;
-                log_error("tenant %s: %s of %s [%llu, %llu) failed: %s", f->tenant->cfg->name,
-                          fl->verify ? "verification" : "fill", req->msg.key, (unsigned long long)fl->start,
-                          (unsigned long long)fl->end, strerror(-r));
+                log_error_errno(r, "tenant %s: %s of %s [%llu, %llu) failed: %m", f->tenant->cfg->name,
+                                fl->verify ? "verification" : "fill", req->msg.key, (unsigned long long)fl->start,
+                                (unsigned long long)fl->end);
                 tenant_set_last_error(f->tenant, "%s of %s [%llu, %llu) failed: %s",
                                       fl->verify ? "verification" : "fill", req->msg.key,
                                       (unsigned long long)fl->start, (unsigned long long)fl->end, strerror(-r));

@@ -37,6 +37,7 @@
 #include "hostmounts.h"
 #include "holder-proto.h"
 #include "journal.h"
+#include "journallog.h"
 #include "keeper.h"
 #include "log.h"
 #include "macro.h"
@@ -516,6 +517,7 @@ int main(int argc, char **argv) {
         int c, r;
 
         log_set_ident("tierd");
+        journallog_start();
         while ((c = getopt_long(argc, argv, "p:dh", options, NULL)) >= 0)
                 switch (c) {
                 case 'p': t.policy_path = optarg; break;

@@ -305,7 +305,9 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdat
 static void __attribute__((noreturn)) worker_exec(const char *path, int sock, pid_t parent, const char *vg_log) {
         static char *const argv[] = { "tierd-worker", NULL };
         (void)vg_log;
-        static char *const envp[] = { NULL }; /* configuration comes over the socket only */
+        /* Configuration comes over the socket only; JOURNAL_STREAM says
+         * what its stderr (tierd's) is, so its lines carry priorities. */
+        char *const envp[] = { (char *)log_stream_env(), NULL };
         sigset_t none;
 
         /* A worker outliving tierd would keep writing fills nobody tracks

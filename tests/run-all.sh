@@ -55,6 +55,7 @@ if [ "$(id -u)" -ne 0 ]; then
 else
 	run_suite "refusals" bash tests/integration/refuse.sh
 	run_suite "make install" bash tests/integration/install.sh
+	run_suite "the journal: priorities and fields, on a journald of the test's own" bash tests/integration/journal.sh
 	run_suite "remote stores (nginx WebDAV, Ceph RGW)" bash tests/integration/remote.sh
 	run_suite "the worker's sandbox" bash tests/integration/sandbox.sh
 	run_suite "the D-Bus API through busctl, dbus-send and dbus-monitor" bash tests/integration/dbus.sh
