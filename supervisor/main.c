@@ -52,6 +52,7 @@
 #include "usegroup.h"
 #include "policywatch.h"
 #include "manager.h"
+#include "sdstatus.h"
 #include "secrets.h"
 #include "url.h"
 #include "views.h"
@@ -419,6 +420,8 @@ static int run(struct tierd *t) {
          * holder's guard now waits guard_after from our death, not from a
          * start that failed. */
         sd_notify(false, "READY=1");
+        if ((r = sdstatus_start(t)) < 0)
+                return r;
         fdstore_ready(&t->store);
         sd_event_set_watchdog(t->event, true);
         return sd_event_loop(t->event);
@@ -478,6 +481,7 @@ static void teardown(struct tierd *t) {
         free(t->tenants);
         t->stop_src = sd_event_source_unref(t->stop_src);
         t->secrets_src = sd_event_source_unref(t->secrets_src);
+        t->status_src = sd_event_source_unref(t->status_src);
         t->event = sd_event_unref(t->event);
         policy_free(t->policy);
         free(t->worker_path);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -84,12 +85,17 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         (void)s;
         (void)si;
 
+        /* systemctl reload (ExecReload= sends SIGHUP) waits from
+         * RELOADING=1 to READY=1: done when the new policy applies, or
+         * when it was refused (the old one stays, the error in the log). */
         log_info("SIGHUP: reloading %s", t->policy_path);
+        sd_notify(false, "RELOADING=1");
         int r = tierd_reload_policy(t, &why);
         if (r < 0)
                 log_error("policy %s not applied: %s", t->policy_path, why ?: strerror(-r));
         else
                 manager_bus_policy_reloaded(t);
+        sd_notify(false, "READY=1");
         return 0;
 }
 

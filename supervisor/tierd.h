@@ -191,6 +191,8 @@ struct tierd {
         int policy_inotify_fd; /* policywatch.c */
         sd_event_source *policy_watch_src, *policy_debounce_src, *sighup_src;
         uint64_t policy_hash; /* of the bytes last applied: the same bytes are not applied twice */
+        sd_event_source *status_src; /* sdstatus.c: systemd's STATUS= */
+        char status[200];            /* the line last sent */
 };
 
 /* A message to a worker and what to do with its reply. fd stays open in

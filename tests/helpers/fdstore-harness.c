@@ -10,7 +10,7 @@
  * stops for good.
  *   fdstore-harness SOCKET PIDFILE COMMAND [ARGS...]
  * Prints one line per event: "ready PID", "stored NAME", "exited PID",
- * "started PID with N fds".
+ * "started PID with N fds", "reloading", "status TEXT".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -106,6 +106,11 @@ static void receive(int sock) {
                 } else
                         close(fds[i]);
         }
+        if (strstr(data, "RELOADING=1"))
+                printf("reloading\n");
+        const char *status = strstr(data, "STATUS=");
+        if (status && (status == data || status[-1] == '\n'))
+                printf("status %.*s\n", (int)strcspn(status + 7, "\n"), status + 7);
         if (strstr(data, "READY=1"))
                 printf("ready\n");
         if (strstr(data, "STOPPING=1"))

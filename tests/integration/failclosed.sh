@@ -187,6 +187,13 @@ harness_ready() {
 }
 check "tierd runs under the fd-store harness, no holder listening" harness_ready
 check "... and stores its groups in systemd's store" grep -q "stored pre-" "$TL_TIERD_LOG"
+check "... tells systemd what it does in one STATUS= line (tenants, containers, workers, fills)" tl_eventually \
+	grep -qE "^status [0-9]+ tenant\(s\), 0 container\(s\), ([0-9]+) of \1 worker\(s\) running, [0-9]+ fill\(s\) in flight, [0-9]+ done, [0-9]+ failed$" \
+	"$TL_TIERD_LOG"
+kill -HUP "$TL_TIERD_PID"
+check "SIGHUP (systemctl reload): RELOADING=1, the policy applied, then READY=1" \
+	tl_eventually bash -c "sed -n '/^reloading\$/,\$p' '$TL_TIERD_LOG' | grep -q 'policy .* reloaded' &&
+		sed -n '/^reloading\$/,\$p' '$TL_TIERD_LOG' | grep -qx ready"
 "$TIERCTL" release "$VIEW/r1" >/dev/null
 kill -INT "$HARNESS"
 check "the unit stopped (SIGINT): the harness exits once tierd has" ends "$HARNESS"
