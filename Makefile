@@ -5,7 +5,8 @@
 #   sudo make bench benchmarks, as ratios against baselines from the same run
 #   make deps       install the Debian packages the build and tests need (only
 #                   demo, check and bench run it; a plain make never installs)
-#   make install    tierd, tierctl, helpers, D-Bus interfaces, bus policy, unit (DESTDIR, PREFIX=/usr)
+#   make install    tierd, tierctl, helpers, D-Bus interfaces, bus policy, unit, man pages,
+#                   bash completion (DESTDIR, PREFIX=/usr)
 
 CC ?= gcc
 BUILD ?= build
@@ -14,13 +15,14 @@ SBINDIR ?= $(PREFIX)/sbin
 BINDIR ?= $(PREFIX)/bin
 LIBEXECDIR ?= $(PREFIX)/libexec/tierd
 DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
 SYSTEMDUNITDIR ?= /lib/systemd/system
 PKGS := mount libsystemd json-c libcrypto libcurl libseccomp
 VERSION := 0.3.0
 BUILD_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
 	libseccomp-dev
 DEB_PKGS := $(BUILD_PKGS) libcmocka-dev btrfs-progs xfsprogs e2fsprogs attr dbus dbus-bin systemd util-linux procps \
-	runc busybox-static python3-yaml clang clang-tidy cppcheck valgrind acl bc
+	runc busybox-static python3-yaml clang clang-tidy cppcheck valgrind acl bc mandoc groff-base
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -167,7 +169,8 @@ bench: all $(TEST_HELPERS)
 	@BUILD=$(abspath $(BUILD)) bash tests/bench/run.sh
 
 # The D-Bus interfaces go where D-Bus tools look for them; the unit and the
-# bus policy where systemd and dbus-daemon do.
+# bus policy where systemd and dbus-daemon do; man pages and completion
+# where man and bash do.
 install: all
 	install -Dm755 $(BUILD)/tierd $(DESTDIR)$(SBINDIR)/tierd
 	install -Dm755 $(BUILD)/tierctl $(DESTDIR)$(BINDIR)/tierctl
@@ -178,6 +181,10 @@ install: all
 	install -Dm644 contrib/oci/tierd-hook.json $(DESTDIR)$(DATADIR)/containers/oci/hooks.d/tierd.json
 	install -Dm644 contrib/dbus/org.tierd1.conf $(DESTDIR)$(DATADIR)/dbus-1/system.d/org.tierd1.conf
 	install -Dm644 contrib/systemd/tierd.service $(DESTDIR)$(SYSTEMDUNITDIR)/tierd.service
+	install -Dm644 man/tierd.8 $(DESTDIR)$(MANDIR)/man8/tierd.8
+	install -Dm644 man/tierctl.1 $(DESTDIR)$(MANDIR)/man1/tierctl.1
+	install -Dm644 man/tierd-policy.5 $(DESTDIR)$(MANDIR)/man5/tierd-policy.5
+	install -Dm644 contrib/bash-completion/tierctl $(DESTDIR)$(DATADIR)/bash-completion/completions/tierctl
 
 clean:
 	rm -rf $(BUILD)

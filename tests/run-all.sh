@@ -49,6 +49,7 @@ for t in "$BUILD"/libfuzzer/fuzz-*; do [ -x "$t" ] && run_suite "libFuzzer $(bas
 
 run_suite "Kubernetes manifests, the OCI hook's config, the image's paths" bash tests/integration/manifests.sh
 run_suite "static analysis: cppcheck and clang-tidy" bash tests/lint.sh
+run_suite "documentation: man pages, the policy table, verbs and options against the code" bash tests/docs.sh
 
 if [ "$(id -u)" -ne 0 ]; then
 	skip_suite "integration" "needs root (loop devices, fanotify pre-content groups): run sudo make check"

@@ -17,6 +17,11 @@ done
 check "... the OCI hook for CRI-O's hooks.d" cmp -s "$ROOT/usr/share/containers/oci/hooks.d/tierd.json" \
 	"$TL_ROOT/contrib/oci/tierd-hook.json"
 check "... the bus policy" test -f "$ROOT/usr/share/dbus-1/system.d/org.tierd1.conf"
+for m in man8/tierd.8 man1/tierctl.1 man5/tierd-policy.5; do
+	check "... usr/share/man/$m, which man renders" bash -c "MANWIDTH=80 man -l '$ROOT/usr/share/man/$m' 2>/dev/null | grep -q ."
+done
+check "... the bash completion, which completes tierctl's verbs" bash -c "source '$ROOT/usr/share/bash-completion/completions/tierctl'
+	COMP_WORDS=(tierctl rel); COMP_CWORD=1; _tierctl; [ \"\${COMPREPLY[*]}\" = 'release reload release-groups' ]"
 check "... the unit, which starts the installed tierd" grep -qx "ExecStart=/usr/sbin/tierd --policy /etc/tierd/policy.json" \
 	"$ROOT/lib/systemd/system/tierd.service"
 version=$(sed -n 's/^VERSION := //p' "$TL_ROOT/Makefile")
