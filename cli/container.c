@@ -114,7 +114,8 @@ static int detach(sd_bus *bus, const char *id, sd_bus_error *e) {
         return r < 0 ? r : sd_bus_call(bus, m, HOOK_CALL_TIMEOUT_USEC, e, NULL);
 }
 
-int verb_oci_hook(int argc, char **argv) {
+int verb_oci_hook(sd_bus *unused, int argc, char **argv) {
+        (void)unused; /* no bus yet: most containers are not ours */
         _cleanup_(oci_hook_done) struct oci_hook h = {};
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_free_ char *state_text = NULL, *config_text = NULL, *config_path = NULL, *object = NULL;

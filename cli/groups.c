@@ -250,7 +250,8 @@ static int match_held(struct fs_walk *fs, size_t n_fs, const uint64_t *held, siz
         return 0;
 }
 
-int verb_release_groups(int argc, char **argv) {
+int verb_release_groups(sd_bus *unused, int argc, char **argv) {
+        (void)unused; /* tierd is stopped: the holder, not the bus */
         const char *holder = HOLDER_DEFAULT_SOCKET;
         uint64_t held[FS_MAX], generation = 0;
         size_t n_held = 0, n_fs = 0;

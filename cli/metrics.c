@@ -208,7 +208,10 @@ static void print_metrics(struct tenant_metrics *ts, size_t n) {
         }
 }
 
-int verb_metrics(sd_bus *bus) {
+int verb_metrics(sd_bus *bus, int argc, char **argv) {
+        (void)argv;
+        if (argc > 0)
+                return verb_no_args("metrics", argc);
         sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
         struct tenant_metrics *ts = NULL;

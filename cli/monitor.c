@@ -23,7 +23,10 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         return 0;
 }
 
-int verb_monitor(sd_bus *bus) {
+int verb_monitor(sd_bus *bus, int argc, char **argv) {
+        (void)argv;
+        if (argc > 0)
+                return verb_no_args("monitor", argc);
         int r = sd_bus_match_signal(bus, NULL, BUS_NAME, NULL, NULL, NULL, on_signal, NULL);
         if (r < 0)
                 return call_failed("AddMatch", NULL, r);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* tierctl tenant set NAME KEY=VALUE...: SetTenantPolicy.
- * tierctl tenant import NAME --from BACKEND [--at TIME] [--keep-setuid]: ImportTenant.
- * tierctl gc NAME [--dry-run]: CollectGarbage.
- * tierctl audit NAME [--repair]: AuditTenant. */
+ * tierctl tenant import NAME --from BACKEND [--at TIME] [--keep-setuid]: StartImport.
+ * tierctl gc NAME [--dry-run]: StartCollectGarbage.
+ * tierctl audit NAME [--repair]: StartAudit.
+ * The last three wait for their job's TaskFinished (task.c). */
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdbool.h>
@@ -60,10 +61,24 @@ static int parse_time(const char *text, uint64_t *usec) {
         return 0;
 }
 
+/* A task's end: 0 if it was done, else says how it ended. */
+static int task_result(const char *verb, const char *result, const char *summary) {
+        if (strcmp(result, "done") == 0)
+                return EXIT_OK;
+        fprintf(stderr, "tierctl: %s %s: %s\n", verb, result, summary);
+        return EXIT_FAILED;
+}
+
+/* The call to METHOD with its arguments (signature SIG), for task_run. */
+#define TASK_CALL(bus, m, method, sig, ...)                                                                      \
+        ({                                                                                                       \
+                int _r = sd_bus_message_new_method_call(bus, &(m), BUS_NAME, BUS_PATH, BUS_MANAGER, method);     \
+                _r >= 0 ? sd_bus_message_append(m, sig, __VA_ARGS__) : _r;                                        \
+        })
+
 static int tenant_import(sd_bus *bus, int argc, char **argv) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        sd_bus_error e = SD_BUS_ERROR_NULL;
-        const char *from = NULL, *summary;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *finished = NULL;
+        const char *from = NULL, *summary, *result;
         uint64_t at = 0, flags = 0;
         int r;
 
@@ -86,16 +101,12 @@ static int tenant_import(sd_bus *bus, int argc, char **argv) {
                 return EXIT_USAGE;
         }
         /* A tree of 100,000 files takes seconds; a slow store, longer. */
-        sd_bus_set_method_call_timeout(bus, 3600ull * 1000000);
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ImportTenant", &e, &reply, "sstt", argv[1], from,
-                               at, flags);
-        if (r < 0) {
-                r = call_failed("import", &e, r);
-                sd_bus_error_free(&e);
+        if ((r = TASK_CALL(bus, call, "StartImport", "sstt", argv[1], from, at, flags)) < 0)
+                return call_failed("import", NULL, r);
+        if ((r = task_run(bus, "import", call, &finished, &result, &summary)) != EXIT_OK)
                 return r;
-        }
-        if (sd_bus_message_read(reply, "s", &summary) < 0)
-                return EXIT_FAILED;
+        if ((r = task_result("import", result, summary)) != EXIT_OK)
+                return r;
         printf("tenant %s imported: %s\n", argv[1], summary);
         return EXIT_OK;
 }
@@ -116,9 +127,8 @@ static const char *name_and_flag(int argc, char **argv, const char *flag, bool *
 }
 
 int verb_gc(sd_bus *bus, int argc, char **argv) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        sd_bus_error e = SD_BUS_ERROR_NULL;
-        const char *summary, *name;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *finished = NULL;
+        const char *summary, *name, *result;
         bool dry_run;
         int r;
 
@@ -127,24 +137,19 @@ int verb_gc(sd_bus *bus, int argc, char **argv) {
                 return EXIT_USAGE;
         }
         /* It lists the whole store and walks the filesystem. */
-        sd_bus_set_method_call_timeout(bus, 24ull * 3600 * 1000000);
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "CollectGarbage", &e, &reply, "sb", name,
-                               (int)dry_run);
-        if (r < 0) {
-                r = call_failed("gc", &e, r);
-                sd_bus_error_free(&e);
+        if ((r = TASK_CALL(bus, call, "StartCollectGarbage", "sb", name, (int)dry_run)) < 0)
+                return call_failed("gc", NULL, r);
+        if ((r = task_run(bus, "gc", call, &finished, &result, &summary)) != EXIT_OK)
                 return r;
-        }
-        if (sd_bus_message_read(reply, "s", &summary) < 0)
-                return EXIT_FAILED;
+        if ((r = task_result("gc", result, summary)) != EXIT_OK)
+                return r;
         printf("tenant %s%s: %s\n", name, dry_run ? " (dry run)" : "", summary);
         return EXIT_OK;
 }
 
 int verb_audit(sd_bus *bus, int argc, char **argv) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        sd_bus_error e = SD_BUS_ERROR_NULL;
-        const char *summary, *name, *kind, *what, *detail;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        const char *summary, *name, *kind, *what, *detail, *result;
         bool repair;
         int r;
 
@@ -152,14 +157,13 @@ int verb_audit(sd_bus *bus, int argc, char **argv) {
                 fprintf(stderr, "tierctl: usage: tierctl audit TENANT [--repair]\n");
                 return EXIT_USAGE;
         }
-        sd_bus_set_method_call_timeout(bus, 24ull * 3600 * 1000000);
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "AuditTenant", &e, &reply, "sb", name, (int)repair);
-        if (r < 0) {
-                r = call_failed("audit", &e, r);
-                sd_bus_error_free(&e);
+        if ((r = TASK_CALL(bus, call, "StartAudit", "sb", name, (int)repair)) < 0)
+                return call_failed("audit", NULL, r);
+        if ((r = task_run(bus, "audit", call, &reply, &result, &summary)) != EXIT_OK)
                 return r;
-        }
-        if (sd_bus_message_read(reply, "s", &summary) < 0 || sd_bus_message_enter_container(reply, 'a', "(sss)") < 0)
+        if ((r = task_result("audit", result, summary)) != EXIT_OK)
+                return r;
+        if (sd_bus_message_enter_container(reply, 'a', "(sss)") < 0)
                 return EXIT_FAILED;
         unsigned problems = 0;
         while ((r = sd_bus_message_read(reply, "(sss)", &kind, &what, &detail)) > 0) {

@@ -270,8 +270,11 @@ static int status_tenants(sd_bus *bus, bool json) {
         return r < 0 ? call_failed("bad reply", NULL, r) : EXIT_OK;
 }
 
-static int verb_reload(sd_bus *bus) {
+static int verb_reload(sd_bus *bus, int argc, char **argv) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
+        (void)argv;
+        if (argc > 0)
+                return verb_no_args("reload", argc);
         int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ReloadPolicy", &e, NULL, "");
         if (r < 0) {
                 r = call_failed("reload", &e, r);
@@ -283,10 +286,13 @@ static int verb_reload(sd_bus *bus) {
 }
 
 /* For liveness probes: tierd's loop answered, within the bus's timeout. */
-static int verb_ping(sd_bus *bus) {
+static int verb_ping(sd_bus *bus, int argc, char **argv) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         uint32_t n = 0;
+        (void)argv;
+        if (argc > 0)
+                return verb_no_args("ping", argc);
         int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "Ping", &e, &reply, "");
         if (r < 0) {
                 r = call_failed("ping", &e, r);
@@ -299,67 +305,138 @@ static int verb_ping(sd_bus *bus) {
         return EXIT_OK;
 }
 
+/* Each verb's line(s) of the usage, as --help shows them. */
+#define U_ARCHIVE "  archive [--rehash] PATH...\n" \
+        "                           upload files to their tenant's store (they stay local);\n" \
+        "                           --rehash: add a chunk manifest to files archived without\n" \
+        "                           one (released ones are restored first)\n"
+#define U_RELEASE "  release PATH...          free the local blocks of archived, unchanged files\n"
+#define U_RESTORE "  restore PATH...          bring released files back whole\n"
+#define U_PIN "  pin PATH...              never release these files (released ones come back)\n"
+#define U_UNPIN "  unpin PATH...            let these files be released again\n"
+#define U_STATUS "  status [--json] [PATH...] per tenant, or per file: resident / partial / released\n"
+#define U_JOBS "  jobs                     tierd's jobs: operation, done, total, failed\n"
+#define U_CANCEL "  cancel JOB               cancel a job (its number, or its object path)\n"
+#define U_RELOAD "  reload                   make tierd read its policy file again\n"
+#define U_PING "  ping                     tierd answers at once (for liveness probes)\n"
+#define U_TENANT "  tenant import NAME --from BACKEND [--at TIME] [--keep-setuid]\n" \
+        "                           make the tree the tenant's catalog (in BACKEND, its\n" \
+        "                           store) holds as released stubs; take the catalog over;\n" \
+        "                           TIME: @SECONDS or YYYY-MM-DDTHH:MM:SSZ\n" \
+        "  tenant set NAME KEY=VALUE...\n" \
+        "                           change a tenant's policy keys (VALUE is JSON, or a\n" \
+        "                           string; null restores the default): written to the\n" \
+        "                           policy file and applied\n"
+#define U_GC "  gc NAME [--dry-run]      delete the objects of the tenant's store that neither its\n" \
+        "                           catalog (within catalog_retention) nor any stub names,\n" \
+        "                           if older than gc_grace; --dry-run: only say what\n"
+#define U_AUDIT "  audit NAME [--repair]    compare the tenant's stubs, catalog and store; --repair\n" \
+        "                           uploads archived files whose object is gone again and\n" \
+        "                           snapshots the catalog from the disk\n"
+#define U_METRICS "  metrics                  every counter, in the Prometheus text format\n"
+#define U_MONITOR "  monitor                  tierd's signals as they come (worker exits and starts,\n" \
+        "                           property changes), until interrupted\n"
+#define U_CONTAINER "  container attach ID --tenant NAME --pid PID [--path /data] [--rootfs DIR]\n" \
+        "            [--namespace NS] [--read-only]\n" \
+        "                           place the tenant's view in a running container (its\n" \
+        "                           own root unless --rootfs) and give it a worker\n" \
+        "  container detach ID      undo it   container list   the attached containers\n"
+#define U_RELEASE_GROUPS "  release-groups [--holder SOCKET] MOUNTPOINT...\n" \
+        "                           the final stop: with tierd stopped for good, make\n" \
+        "                           tierd-holder let go of its groups, once a walk of each\n" \
+        "                           filesystem found no stub that is not whole (else it\n" \
+        "                           names them and changes nothing)\n"
+#define U_OCI_HOOK "  oci-hook [createRuntime|poststop]\n" \
+        "                           the OCI runtime hook: reads the container state on stdin\n" \
+        "                           and the bundle's annotations tierd.io/tenant,\n" \
+        "                           tierd.io/mount-path (default /data), tierd.io/read-only\n"
+
+static int verb_archive(sd_bus *bus, int argc, char **argv);
+static int verb_status(sd_bus *bus, int argc, char **argv);
+#define FILE_VERB(name, method) \
+        static int verb_##name(sd_bus *bus, int argc, char **argv) { \
+                return verb_file_job(bus, method, #name, argc, argv); \
+        }
+FILE_VERB(release, "Release")
+FILE_VERB(restore, "Restore")
+FILE_VERB(pin, "Pin")
+FILE_VERB(unpin, "Unpin")
+
+/* Every verb: what it runs, its usage, and whether it needs the bus (those
+ * that do not run before any connection: the OCI hook for containers
+ * without our annotation, release-groups with tierd stopped). */
+static const struct verb {
+        const char *name;
+        int (*fn)(sd_bus *bus, int argc, char **argv);
+        const char *usage;
+        bool no_bus;
+} verbs[] = {
+        { "archive", verb_archive, U_ARCHIVE, false },
+        { "release", verb_release, U_RELEASE, false },
+        { "restore", verb_restore, U_RESTORE, false },
+        { "pin", verb_pin, U_PIN, false },
+        { "unpin", verb_unpin, U_UNPIN, false },
+        { "status", verb_status, U_STATUS, false },
+        { "jobs", verb_jobs, U_JOBS, false },
+        { "cancel", verb_cancel, U_CANCEL, false },
+        { "reload", verb_reload, U_RELOAD, false },
+        { "ping", verb_ping, U_PING, false },
+        { "tenant", verb_tenant, U_TENANT, false },
+        { "gc", verb_gc, U_GC, false },
+        { "audit", verb_audit, U_AUDIT, false },
+        { "metrics", verb_metrics, U_METRICS, false },
+        { "monitor", verb_monitor, U_MONITOR, false },
+        { "container", verb_container, U_CONTAINER, false },
+        { "release-groups", verb_release_groups, U_RELEASE_GROUPS, true },
+        { "oci-hook", verb_oci_hook, U_OCI_HOOK, true },
+};
+
 static void usage(FILE *f) {
-        fprintf(f, "Usage: tierctl VERB [ARGS]    tierctl --help | --version\n\n"
-                   "  archive [--rehash] PATH...\n"
-                   "                           upload files to their tenant's store (they stay local);\n"
-                   "                           --rehash: add a chunk manifest to files archived without\n"
-                   "                           one (released ones are restored first)\n"
-                   "  release PATH...          free the local blocks of archived, unchanged files\n"
-                   "  restore PATH...          bring released files back whole\n"
-                   "  pin PATH...              never release these files (released ones come back)\n"
-                   "  unpin PATH...            let these files be released again\n"
-                   "  status [--json] [PATH...] per tenant, or per file: resident / partial / released\n"
-                   "  reload                   make tierd read its policy file again\n"
-                   "  ping                     tierd answers at once (for liveness probes)\n"
-                   "  tenant import NAME --from BACKEND [--at TIME] [--keep-setuid]\n"
-                   "                           make the tree the tenant's catalog (in BACKEND, its\n"
-                   "                           store) holds as released stubs; take the catalog over;\n"
-                   "                           TIME: @SECONDS or YYYY-MM-DDTHH:MM:SSZ\n"
-                   "  gc NAME [--dry-run]      delete the objects of the tenant's store that neither its\n"
-                   "                           catalog (within catalog_retention) nor any stub names,\n"
-                   "                           if older than gc_grace; --dry-run: only say what\n"
-                   "  audit NAME [--repair]    compare the tenant's stubs, catalog and store; --repair\n"
-                   "                           uploads archived files whose object is gone again and\n"
-                   "                           snapshots the catalog from the disk\n"
-                   "  tenant set NAME KEY=VALUE...\n"
-                   "                           change a tenant's policy keys (VALUE is JSON, or a\n"
-                   "                           string; null restores the default): written to the\n"
-                   "                           policy file and applied\n"
-                   "  metrics                  every counter, in the Prometheus text format\n"
-                   "  monitor                  tierd's signals as they come (worker exits and starts,\n"
-                   "                           property changes), until interrupted\n"
-                   "  container attach ID --tenant NAME --pid PID [--path /data] [--rootfs DIR]\n"
-                   "            [--namespace NS] [--read-only]\n"
-                   "                           place the tenant's view in a running container (its\n"
-                   "                           own root unless --rootfs) and give it a worker\n"
-                   "  container detach ID      undo it   container list   the attached containers\n"
-                   "  release-groups [--holder SOCKET] MOUNTPOINT...\n"
-                   "                           the final stop: with tierd stopped for good, make\n"
-                   "                           tierd-holder let go of its groups, once a walk of each\n"
-                   "                           filesystem found no stub that is not whole (else it\n"
-                   "                           names them and changes nothing)\n"
-                   "  oci-hook [createRuntime|poststop]\n"
-                   "                           the OCI runtime hook: reads the container state on stdin\n"
-                   "                           and the bundle's annotations tierd.io/tenant,\n"
-                   "                           tierd.io/mount-path (default /data), tierd.io/read-only\n\n"
-                   "File verbs run as tierd jobs; on a terminal they show a progress bar, and\n"
+        fprintf(f, "Usage: tierctl VERB [ARGS]    tierctl --help | --version    tierctl VERB --help\n\n");
+        for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
+                fputs(verbs[i].usage, f);
+        fprintf(f, "\nFile verbs run as tierd jobs; on a terminal they show a progress bar, and\n"
                    "Ctrl-C cancels what has not started.\n"
                    "Talks to tierd over the D-Bus system bus (DBUS_SYSTEM_BUS_ADDRESS).\n"
                    "Exit: 0 ok, 1 failed, 2 usage, 3 access denied.\n");
 }
 
-static const struct {
-        const char *verb, *method;
-} file_verbs[] = {
-        { "archive", "Archive" }, { "release", "Release" }, { "restore", "Restore" },
-        { "pin", "Pin" },         { "unpin", "Unpin" },
-};
+int verb_no_args(const char *verb, int argc) {
+        if (argc == 0)
+                return EXIT_OK;
+        fprintf(stderr, "tierctl: %s takes no arguments\n", verb);
+        return EXIT_USAGE;
+}
+
+/* "--rehash" may stand anywhere among the paths. */
+static int verb_archive(sd_bus *bus, int argc, char **argv) {
+        bool rehash = false;
+        int n = 0;
+        for (int i = 0; i < argc; i++) {
+                if (strcmp(argv[i], "--rehash") == 0)
+                        rehash = true;
+                else
+                        argv[n++] = argv[i];
+        }
+        return verb_file_job(bus, rehash ? "Rehash" : "Archive", "archive", n, argv);
+}
+
+/* "--json" may stand anywhere among the paths. */
+static int verb_status(sd_bus *bus, int argc, char **argv) {
+        bool json = false;
+        int n = 0;
+        for (int i = 0; i < argc; i++) {
+                if (strcmp(argv[i], "--json") == 0)
+                        json = true;
+                else
+                        argv[n++] = argv[i];
+        }
+        return n > 0 ? status_files(bus, n, argv, json) : status_tenants(bus, json);
+}
 
 int main(int argc, char **argv) {
         _cleanup_(bus_unrefp) sd_bus *bus = NULL;
-        bool json = false;
-        const char *verb;
+        const struct verb *v = NULL;
         int r;
 
         if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -370,68 +447,28 @@ int main(int argc, char **argv) {
                 puts("tierctl " TIERD_VERSION);
                 return EXIT_OK;
         }
-        verb = argv[1];
-        argv += 2;
-        argc -= 2;
-        /* Before any bus: a container without our annotation costs nothing. */
-        if (strcmp(verb, "oci-hook") == 0)
-                return verb_oci_hook(argc, argv);
-        /* tierd is stopped: no bus, the holder's socket. */
-        if (strcmp(verb, "release-groups") == 0)
-                return verb_release_groups(argc, argv);
-        /* "--json" (status) and "--rehash" (archive) may stand anywhere
-         * among the arguments. */
-        bool rehash = false;
-        int n = 0;
-        for (int i = 0; i < argc; i++) {
-                if (strcmp(verb, "status") == 0 && strcmp(argv[i], "--json") == 0)
-                        json = true;
-                else if (strcmp(verb, "archive") == 0 && strcmp(argv[i], "--rehash") == 0)
-                        rehash = true;
-                else
-                        argv[n++] = argv[i];
-        }
-        argc = n;
-        bool known = strcmp(verb, "status") == 0 || strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0 ||
-                     strcmp(verb, "reload") == 0 || strcmp(verb, "ping") == 0 || strcmp(verb, "tenant") == 0 || strcmp(verb, "container") == 0 ||
-                     strcmp(verb, "gc") == 0 || strcmp(verb, "audit") == 0;
-        for (size_t i = 0; i < ARRAY_SIZE(file_verbs); i++)
-                known = known || strcmp(verb, file_verbs[i].verb) == 0;
-        if (!known) {
-                fprintf(stderr, "tierctl: unknown verb '%s'\n", verb);
+        for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
+                if (strcmp(argv[1], verbs[i].name) == 0)
+                        v = &verbs[i];
+        if (!v) {
+                fprintf(stderr, "tierctl: unknown verb '%s'\n", argv[1]);
                 usage(stderr);
                 return EXIT_USAGE;
         }
+        argv += 2;
+        argc -= 2;
+        /* Its own usage, whatever else the line says. */
+        for (int i = 0; i < argc; i++)
+                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                        printf("Usage:\n%s", v->usage);
+                        return EXIT_OK;
+                }
+        if (v->no_bus)
+                return v->fn(NULL, argc, argv);
         r = sd_bus_open_system(&bus);
         if (r < 0) {
                 fprintf(stderr, "tierctl: cannot connect to the system bus: %s\n", strerror(-r));
                 return EXIT_FAILED;
         }
-        if ((strcmp(verb, "metrics") == 0 || strcmp(verb, "monitor") == 0 || strcmp(verb, "reload") == 0 ||
-             strcmp(verb, "ping") == 0) && argc > 0) {
-                fprintf(stderr, "tierctl: %s takes no arguments\n", verb);
-                return EXIT_USAGE;
-        }
-        if (strcmp(verb, "metrics") == 0)
-                return verb_metrics(bus);
-        if (strcmp(verb, "tenant") == 0)
-                return verb_tenant(bus, argc, argv);
-        if (strcmp(verb, "gc") == 0)
-                return verb_gc(bus, argc, argv);
-        if (strcmp(verb, "audit") == 0)
-                return verb_audit(bus, argc, argv);
-        if (strcmp(verb, "container") == 0)
-                return verb_container(bus, argc, argv);
-        if (strcmp(verb, "reload") == 0)
-                return verb_reload(bus);
-        if (strcmp(verb, "ping") == 0)
-                return verb_ping(bus);
-        if (strcmp(verb, "monitor") == 0)
-                return verb_monitor(bus);
-        if (rehash)
-                return verb_file_job(bus, "Rehash", verb, argc, argv);
-        for (size_t i = 0; i < ARRAY_SIZE(file_verbs); i++)
-                if (strcmp(verb, file_verbs[i].verb) == 0)
-                        return verb_file_job(bus, file_verbs[i].method, verb, argc, argv);
-        return argc > 0 ? status_files(bus, argc, argv, json) : status_tenants(bus, json);
+        return v->fn(bus, argc, argv);
 }

@@ -32,14 +32,26 @@ int verb_gc(sd_bus *bus, int argc, char **argv);
 /* tierctl audit NAME [--repair]: argv starts after "audit". */
 int verb_audit(sd_bus *bus, int argc, char **argv);
 /* tierctl metrics: every counter in the Prometheus text format. */
-int verb_metrics(sd_bus *bus);
+int verb_metrics(sd_bus *bus, int argc, char **argv);
 /* tierctl oci-hook [STAGE]: the OCI runtime hook (state JSON on stdin);
  * connects to the bus only for containers with a tierd.io/tenant
  * annotation. cli/container.c. */
-int verb_oci_hook(int argc, char **argv);
+int verb_oci_hook(sd_bus *bus, int argc, char **argv);
 /* tierctl release-groups [--holder SOCKET] MOUNTPOINT...: cli/groups.c. */
-int verb_release_groups(int argc, char **argv);
+int verb_release_groups(sd_bus *bus, int argc, char **argv);
 /* tierctl container attach|detach|list: argv starts after "container". */
 int verb_container(sd_bus *bus, int argc, char **argv);
 /* tierctl monitor: tierd's signals as they come, until interrupted. */
-int verb_monitor(sd_bus *bus);
+int verb_monitor(sd_bus *bus, int argc, char **argv);
+/* tierctl jobs, tierctl cancel JOB: cli/joblist.c. */
+int verb_jobs(sd_bus *bus, int argc, char **argv);
+int verb_cancel(sd_bus *bus, int argc, char **argv);
+/* For a verb that takes no arguments: EXIT_OK, or EXIT_USAGE said. */
+int verb_no_args(const char *verb, int argc);
+
+/* Sends call (a Start* method: replies with a Job) and waits for the job's
+ * TaskFinished: EXIT_OK with the signal in *ret_finished (read up to its
+ * findings) and its result and summary; else an exit code, said on stderr.
+ * Ctrl-C cancels the job if it can be. */
+int task_run(sd_bus *bus, const char *verb, sd_bus_message *call, sd_bus_message **ret_finished,
+             const char **ret_result, const char **ret_summary);

@@ -9,10 +9,15 @@
  * catalog and store compared (supervisor/audit.h).
  * The replies come when they are done (an import of 100,000 files takes
  * seconds); meanwhile a Job object shows how far each is.
+ * StartImport, StartCollectGarbage and StartAudit take the same arguments
+ * and reply at once with the Job (a D-Bus call need not wait for hours);
+ * the manager's TaskFinished(u id, o job, s operation, s result, s summary,
+ * a(sss) findings) then says how it ended, just before its JobRemoved.
  */
 #include "catalogbus.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +28,7 @@
 #include "job.h"
 #include "log.h"
 #include "macro.h"
+#include "manager.h"
 #include "tierd.h"
 
 #define ERROR_NO_SUCH_TENANT "org.tierd1.Error.NoSuchTenant"
@@ -41,21 +47,58 @@ static void reply_when_done(sd_bus_message *m, int error, const char *message, c
                 log_debug("%s: cannot reply (the caller left?): %s", sd_bus_message_get_member(m), strerror(-r));
 }
 
-/* An import's or a collection's call: its reply waits, and its job
- * shows the progress. */
+/* An import's, a collection's or an audit's call: its reply waits (or,
+ * detached, went at once with the job), and its job shows the progress. */
 struct task_call {
         struct tierd *t;
         struct tenant *tn;
         sd_bus_message *m;
         uint32_t job;
-        const char *failed; /* the error name of a failure */
+        const char *failed;    /* the error name of a failure */
+        const char *operation; /* its job's */
+        bool detached;         /* Start*: the end is told by TaskFinished */
 };
 
-static struct task_call *task_call_new(struct tierd *t, struct tenant *tn, sd_bus_message *m, const char *failed) {
+/* A detached task's end, for those who did not wait for its reply. */
+static void task_finished_emit(struct task_call *c, int error, const char *message, const struct audit_finding *f,
+                               size_t n) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        const char *path = bus_job_path(c->t, c->job);
+        int r;
+
+        if (!c->t->bus || !path)
+                return;
+        r = sd_bus_message_new_signal(c->t->bus, &s, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "TaskFinished");
+        if (r >= 0)
+                r = sd_bus_message_append(s, "uosss", c->job, path, c->operation,
+                                          error == -ECANCELED ? "canceled" : error < 0 ? "failed" : "done", message);
+        if (r >= 0)
+                r = sd_bus_message_open_container(s, 'a', "(sss)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(s, "(sss)", f[i].kind, f[i].name, f[i].detail);
+        if (r >= 0)
+                r = sd_bus_message_close_container(s);
+        if (r >= 0)
+                r = sd_bus_send(c->t->bus, s, NULL);
+        if (r < 0)
+                log_error_errno(r, "cannot send TaskFinished for job %u: %m", c->job);
+}
+
+static struct task_call *task_call_new(struct tierd *t, struct tenant *tn, sd_bus_message *m, const char *failed,
+                                       const char *operation, bool detached) {
         struct task_call *c = calloc(1, sizeof(*c));
         if (c)
-                *c = (struct task_call){ .t = t, .tn = tn, .m = sd_bus_message_ref(m), .failed = failed };
+                *c = (struct task_call){ .t = t, .tn = tn, .m = sd_bus_message_ref(m), .failed = failed,
+                                         .operation = operation, .detached = detached };
         return c;
+}
+
+/* A Start* method's reply: the job, which may have ended already (its
+ * TaskFinished and JobRemoved then follow this reply). */
+static int reply_job(sd_bus_message *m, uint32_t job) {
+        char path[64];
+        snprintf(path, sizeof(path), "%s/%u", TIERD_BUS_JOB_PREFIX, job);
+        return sd_bus_reply_method_return(m, "o", path);
 }
 
 static void task_call_free(struct task_call *c) {
@@ -65,8 +108,11 @@ static void task_call_free(struct task_call *c) {
 
 static void on_task_done(void *userdata, int error, const char *message) {
         struct task_call *c = userdata;
+        if (c->detached)
+                task_finished_emit(c, error, message, NULL, 0);
         bus_task_job_end(c->t, c->job, error, message);
-        reply_when_done(c->m, error, message, c->failed);
+        if (!c->detached)
+                reply_when_done(c->m, error, message, c->failed);
         task_call_free(c);
 }
 
@@ -96,8 +142,7 @@ static struct tenant *find_tenant_for_root(sd_bus_message *m, struct tierd *t, c
         return tn;
 }
 
-int catalog_bus_method_import(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        struct tierd *t = userdata;
+static int import_call(sd_bus_message *m, struct tierd *t, bool detached, sd_bus_error *error) {
         const char *name, *backend;
         struct tenant *tn;
         uint64_t at, flags;
@@ -122,12 +167,16 @@ int catalog_bus_method_import(sd_bus_message *m, void *userdata, sd_bus_error *e
                 return sd_bus_error_setf(error, ERROR_NO_CATALOG,
                                          "tenant %s keeps no catalog: set \"catalog\": true in its policy first",
                                          tn->cfg->name);
-        struct task_call *c = task_call_new(t, tn, m, ERROR_IMPORT_FAILED);
+        struct task_call *c = task_call_new(t, tn, m, ERROR_IMPORT_FAILED, "import", detached);
         if (!c)
                 return -ENOMEM;
         /* First: the import may end before catalog_import returns. It
          * cannot be stopped half way. */
-        c->job = bus_task_job_start(t, "import", NULL, c);
+        uint32_t job = c->job = bus_task_job_start(t, "import", NULL, c);
+        if (detached && !job) { /* its end could not be told */
+                task_call_free(c);
+                return -ENOMEM;
+        }
         r = catalog_import(tn, at, flags, on_task_done, on_task_progress, c);
         if (r < 0) {
                 bus_task_job_end(t, c->job, r, "refused");
@@ -139,15 +188,24 @@ int catalog_bus_method_import(sd_bus_message *m, void *userdata, sd_bus_error *e
                 return sd_bus_error_set_errno(error, r);
         }
         log_info("tenant %s: import from its catalog in %s started", tn->cfg->name, backend);
-        return 1; /* the reply comes when it is done; the job shows how far it is */
+        /* The reply comes when it is done, or now with the job. */
+        return detached ? reply_job(m, job) : 1;
+}
+
+int catalog_bus_method_import(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return import_call(m, userdata, false, error);
+}
+
+int catalog_bus_method_start_import(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return import_call(m, userdata, true, error);
 }
 
 /* CollectGarbage's and AuditTenant's first steps: the tenant, a root
  * caller, a catalog; the call and its job. NULL with *r and error set if
  * not. */
 static struct task_call *task_call_begin(sd_bus_message *m, struct tierd *t, const char *name, const char *failed,
-                                         const char *operation, void (*cancel)(void *userdata), int *r,
-                                         sd_bus_error *error) {
+                                         const char *operation, bool detached, void (*cancel)(void *userdata),
+                                         int *r, sd_bus_error *error) {
         struct tenant *tn = find_tenant_for_root(m, t, name, r, error);
         struct task_call *c;
 
@@ -160,11 +218,16 @@ static struct task_call *task_call_begin(sd_bus_message *m, struct tierd *t, con
                                        tn->cfg->name);
                 return NULL;
         }
-        if (!(c = task_call_new(t, tn, m, failed))) {
+        if (!(c = task_call_new(t, tn, m, failed, operation, detached))) {
                 *r = -ENOMEM;
                 return NULL;
         }
         c->job = bus_task_job_start(t, operation, cancel, c);
+        if (detached && !c->job) { /* its end could not be told */
+                task_call_free(c);
+                *r = -ENOMEM;
+                return NULL;
+        }
         return c;
 }
 
@@ -178,8 +241,7 @@ static int task_call_refused(struct task_call *c, int r, const char *why, sd_bus
         return r;
 }
 
-int catalog_bus_method_collect(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        struct tierd *t = userdata;
+static int collect_call(sd_bus_message *m, struct tierd *t, bool detached, sd_bus_error *error) {
         const char *name, *why = NULL;
         struct task_call *c;
         int dry_run, r;
@@ -187,13 +249,22 @@ int catalog_bus_method_collect(sd_bus_message *m, void *userdata, sd_bus_error *
         r = sd_bus_message_read(m, "sb", &name, &dry_run);
         if (r < 0)
                 return r;
-        if (!(c = task_call_begin(m, t, name, ERROR_GC_FAILED, dry_run ? "gc-dry-run" : "gc", on_collect_cancel, &r,
-                                  error)))
+        if (!(c = task_call_begin(m, t, name, ERROR_GC_FAILED, dry_run ? "gc-dry-run" : "gc", detached,
+                                  on_collect_cancel, &r, error)))
                 return r;
+        uint32_t job = c->job;
         r = gc_start(c->tn, dry_run, on_task_done, on_task_progress, c, &why);
         if (r < 0)
                 return task_call_refused(c, r, why, error);
-        return 1; /* the reply comes when it is done; the job shows how far it is */
+        return detached ? reply_job(m, job) : 1;
+}
+
+int catalog_bus_method_collect(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return collect_call(m, userdata, false, error);
+}
+
+int catalog_bus_method_start_collect(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return collect_call(m, userdata, true, error);
 }
 
 static void on_audited(void *userdata, int error, const char *message, const struct audit_finding *f, size_t n) {
@@ -201,6 +272,12 @@ static void on_audited(void *userdata, int error, const char *message, const str
         struct task_call *c = userdata;
         int r;
 
+        if (c->detached) {
+                task_finished_emit(c, error, message, f, n);
+                bus_task_job_end(c->t, c->job, error, message);
+                task_call_free(c);
+                return;
+        }
         bus_task_job_end(c->t, c->job, error, message);
         if (error < 0) { /* it could not run */
                 reply_when_done(c->m, error, message, c->failed);
@@ -223,8 +300,7 @@ static void on_audited(void *userdata, int error, const char *message, const str
         task_call_free(c);
 }
 
-int catalog_bus_method_audit(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        struct tierd *t = userdata;
+static int audit_call(sd_bus_message *m, struct tierd *t, bool detached, sd_bus_error *error) {
         const char *name, *why = NULL;
         struct task_call *c;
         int repair, r;
@@ -232,10 +308,20 @@ int catalog_bus_method_audit(sd_bus_message *m, void *userdata, sd_bus_error *er
         r = sd_bus_message_read(m, "sb", &name, &repair);
         if (r < 0)
                 return r;
-        if (!(c = task_call_begin(m, t, name, ERROR_AUDIT_FAILED, repair ? "audit-repair" : "audit", NULL, &r, error)))
+        if (!(c = task_call_begin(m, t, name, ERROR_AUDIT_FAILED, repair ? "audit-repair" : "audit", detached, NULL,
+                                  &r, error)))
                 return r;
+        uint32_t job = c->job;
         r = audit_start(c->tn, repair, on_audited, on_task_progress, c, &why);
         if (r < 0)
                 return task_call_refused(c, r, why, error);
-        return 1; /* the reply comes when it is done; the job shows how far it is */
+        return detached ? reply_job(m, job) : 1;
+}
+
+int catalog_bus_method_audit(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return audit_call(m, userdata, false, error);
+}
+
+int catalog_bus_method_start_audit(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return audit_call(m, userdata, true, error);
 }

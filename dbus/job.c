@@ -374,6 +374,30 @@ void bus_task_job_end(struct tierd *t, uint32_t id, int error, const char *messa
         jobs_schedule(t);
 }
 
+/* ListJobs() -> a(uosuuu): each job's id, object, operation, and its
+ * files (or, for a task, items) total, done and failed: what runs and how
+ * far, without a call per job. Anyone may ask (like the Job objects). */
+int bus_method_list_jobs(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        struct tierd *t = userdata;
+        (void)error;
+        int r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(uosuuu)");
+        for (const struct bus_job *j = t->jobs; r >= 0 && j; j = j->next)
+                r = sd_bus_message_append(reply, "(uosuuu)", j->id, j->path, j->operation,
+                                          (uint32_t)(j->task ? j->task_total : j->n),
+                                          (uint32_t)(j->task ? j->task_done : j->done), (uint32_t)j->failed);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+const char *bus_job_path(struct tierd *t, uint32_t id) {
+        const struct bus_job *j = job_find(t, id);
+        return j ? j->path : NULL;
+}
+
 void bus_jobs_run(struct tierd *t) {
         jobs_schedule(t);
 }

@@ -26,6 +26,10 @@ int bus_job_start(struct tierd *t, const char *operation, file_job_t fn, struct 
 uint32_t bus_task_job_start(struct tierd *t, const char *operation, void (*cancel)(void *userdata), void *userdata);
 void bus_task_job_progress(struct tierd *t, uint32_t id, const char *phase, uint64_t done, uint64_t total);
 void bus_task_job_end(struct tierd *t, uint32_t id, int error, const char *message);
+/* ListJobs(), on the manager. */
+int bus_method_list_jobs(sd_bus_message *m, void *userdata, sd_bus_error *error);
+/* The job's object path, NULL if there is no such job. */
+const char *bus_job_path(struct tierd *t, uint32_t id);
 /* Starts what may start: call after the method's reply is queued, so that
  * JobRemoved always follows the reply. */
 void bus_jobs_run(struct tierd *t);

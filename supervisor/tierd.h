@@ -17,6 +17,7 @@
  *   the catalog is kept       supervisor/catalog.c   (imported: catalogimport.c)
  *   the store is collected    supervisor/gc.c        (audited: supervisor/audit.c)
  *   status is counted         supervisor/tally.c     (trees walked off the loop: treewalk.c)
+ *   systemd and the journal   supervisor/sdstatus.c  (STATUS=), journallog.c (log fields)
  */
 #pragma once
 

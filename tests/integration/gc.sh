@@ -190,6 +190,8 @@ SEEN=$(grep -c "gc: deleting" "$TL_TIERD_LOG")
 gc alpha >/dev/null &
 GC_PID=$!
 for _ in $(seq 200); do [ "$(grep -c "gc: deleting" "$TL_TIERD_LOG")" -gt "$SEEN" ] && break; sleep 0.05; done
+"$TIERCTL" jobs >"$TL_DIR/jobs.out" 2>&1
+check "tierctl jobs, while gc deletes: it lists the gc job" grep -qE '^[0-9]+ +gc ' "$TL_DIR/jobs.out"
 check "the same contents archived again while gc deletes" "$TIERCTL" archive "$V"/d/*
 check "... gc ends" wait $GC_PID
 echo "# gc during the archives: $(cat "$TL_DIR/gc.out")"
@@ -214,7 +216,16 @@ cp "$V/kept" "$TL_DIR/kept.orig"
 check "audit: files archived, one released" bash -c "'$TIERCTL' archive '$V/kept' '$V/gone' '$V/destubbed' && '$TIERCTL' release '$V/gone'"
 check "tierd restarted (a snapshot of the tree as it is)" restart
 check "audit of a sound tenant: no problem found (exit 0)" audit alpha
-check "... nothing but unreferenced objects (the deleted files', for gc)" bash -c "! grep -vqE '^(unreferenced|tenant alpha: )' '$TL_DIR/audit.out'"
+busctl --system call org.tierd1 /org/tierd1 org.tierd1.Manager StartAudit sb alpha false >"$TL_DIR/start.out" 2>&1
+check "StartAudit replies with its job, not its result (busctl)" grep -qE '^o "/org/tierd1/job/[0-9]+"$' "$TL_DIR/start.out"
+JOB=$(cut -d'"' -f2 "$TL_DIR/start.out")
+"$TIERCTL" cancel "$JOB" >"$TL_DIR/cancel.out" 2>&1
+rc=$?
+check "tierctl cancel of that audit: refused, an audit cannot stop half way, or it ended already (exit $rc)" \
+	bash -c "[ $rc = 1 ] && grep -qE 'cannot be canceled|no job' '$TL_DIR/cancel.out'"
+audit_over() { ! "$TIERCTL" jobs | grep -qE '^[0-9]+ +audit '; }
+for _ in $(seq 600); do audit_over && break; sleep 0.1; done
+check "... it ends (tierctl jobs lists it no more)" audit_over
 check "audit as an unprivileged user: refused (exit 3)" exits 3 setpriv --reuid 65534 --regid 65534 --clear-groups "$TIERCTL" audit alpha
 check "audit of a tenant without a catalog: refused (exit 1)" exits 1 "$TIERCTL" audit beta
 # The store loses two objects (an archived file's, a released file's), a

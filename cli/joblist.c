@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tierctl jobs: what tierd's jobs are doing (ListJobs), one line each.
+ * tierctl cancel JOB: cancels one (CancelJob), by number or object path.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "tierctl.h"
+
+int verb_jobs(sd_bus *bus, int argc, char **argv) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        const char *path, *operation;
+        uint32_t id, total, done, failed;
+        int r;
+
+        (void)argv;
+        if (argc > 0) {
+                fprintf(stderr, "tierctl: usage: tierctl jobs\n");
+                return EXIT_USAGE;
+        }
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ListJobs", &e, &reply, "");
+        if (r < 0) {
+                r = call_failed("jobs", &e, r);
+                sd_bus_error_free(&e);
+                return r;
+        }
+        if ((r = sd_bus_message_enter_container(reply, 'a', "(uosuuu)")) < 0)
+                return call_failed("bad reply", NULL, r);
+        printf("%-6s %-14s %10s %10s %8s  %s\n", "JOB", "OPERATION", "DONE", "TOTAL", "FAILED", "OBJECT");
+        while ((r = sd_bus_message_read(reply, "(uosuuu)", &id, &path, &operation, &total, &done, &failed)) > 0)
+                printf("%-6" PRIu32 " %-14s %10" PRIu32 " %10" PRIu32 " %8" PRIu32 "  %s\n", id, operation, done, total,
+                       failed, path);
+        return r < 0 ? call_failed("bad reply", NULL, r) : EXIT_OK;
+}
+
+int verb_cancel(sd_bus *bus, int argc, char **argv) {
+        sd_bus_error e = SD_BUS_ERROR_NULL;
+        char path[64];
+        char *end;
+        int r;
+
+        if (argc != 1) {
+                fprintf(stderr, "tierctl: usage: tierctl cancel JOB (its number, or its object path)\n");
+                return EXIT_USAGE;
+        }
+        errno = 0;
+        unsigned long id = strtoul(argv[0], &end, 10);
+        if (argv[0][0] == '/')
+                snprintf(path, sizeof(path), "%.63s", argv[0]);
+        else if (!errno && end != argv[0] && !*end && id > 0 && id <= UINT32_MAX)
+                snprintf(path, sizeof(path), "%s/%lu", BUS_PATH "/job", id);
+        else {
+                fprintf(stderr, "tierctl: cancel: '%s' is not a job number or object path\n", argv[0]);
+                return EXIT_USAGE;
+        }
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "CancelJob", &e, NULL, "o", path);
+        if (r < 0) {
+                r = call_failed("cancel", &e, r);
+                sd_bus_error_free(&e);
+                return r;
+        }
+        printf("job %s canceled (what runs finishes; the rest does not start)\n", path);
+        return EXIT_OK;
+}
