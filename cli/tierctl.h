@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
 #include <systemd/sd-bus.h>
 
 #define BUS_NAME "org.tierd1"
@@ -22,6 +23,9 @@ const char *path_error(int r);
 /* Prints why a call failed; the exit code it deserves. */
 int call_failed(const char *what, const sd_bus_error *e, int r);
 
+/* tierctl status [--json] [PATH...]: cli/status.c. */
+int status_files(sd_bus *bus, int n, char **argv, bool json);
+int status_tenants(sd_bus *bus, bool json);
 /* tierctl archive/release/restore/pin/unpin PATH...: method is the
  * manager's fd variant ("Archive"...). */
 int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, char **argv);

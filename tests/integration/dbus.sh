@@ -36,6 +36,14 @@ check "the running daemon's org.tierd1.Manager is dbus/org.tierd1.Manager.xml" \
 check "the running daemon's org.tierd1.Tenant is dbus/org.tierd1.Tenant.xml" \
 	same_interface org.tierd1.Tenant "$ALPHA" "$TL_ROOT/dbus/org.tierd1.Tenant.xml"
 
+check "TenantStatus: an a{sv} per tenant, with its name, worker state and counts" \
+	bash -c "$BUSCTL --json=short call org.tierd1 /org/tierd1 org.tierd1.Manager TenantStatus | python3 -c '
+import json, sys
+ts = json.load(sys.stdin)[\"data\"][0]
+keys = {\"Name\", \"Subvolume\", \"Mount\", \"Backend\", \"WorkerState\", \"WorkerPid\", \"ResidentBytes\",
+        \"ReleasedBytes\", \"Fills\", \"FillBytes\", \"FillErrors\", \"Quota\", \"UsedBytes\"}
+assert len(ts) >= 1 and all(keys <= set(t) for t in ts), ts
+assert ts[0][\"WorkerState\"][\"data\"] == \"running\", ts[0]'"
 check "ListTenants: names and escaped object paths" \
 	test "$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ListTenants)" = \
 	"a(so) 2 \"alpha\" \"$ALPHA\" \"b-2.x\" \"$B2X\""
