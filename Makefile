@@ -17,10 +17,10 @@ LIBEXECDIR ?= $(PREFIX)/libexec/tierd
 DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
 SYSTEMDUNITDIR ?= /lib/systemd/system
-PKGS := mount libsystemd json-c libcrypto libcurl libseccomp
+PKGS := mount libsystemd json-c libcrypto libcurl libseccomp expat
 VERSION := 0.3.0
 BUILD_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
-	libseccomp-dev
+	libseccomp-dev libexpat1-dev
 DEB_PKGS := $(BUILD_PKGS) libcmocka-dev btrfs-progs xfsprogs e2fsprogs attr dbus dbus-bin systemd util-linux procps \
 	runc busybox-static python3-yaml clang clang-tidy cppcheck valgrind acl bc mandoc groff-base
 
@@ -105,7 +105,7 @@ $(BUILD)/tests/%: tests/helpers/%.c | $(DEPS)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Unit tests, built plain and with ASan+UBSan.
-UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/credentials.c worker/http-check.c worker/mcache.c
+UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/credentials.c worker/http-check.c worker/mcache.c worker/s3xml.c
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 $(BUILD)/unit/%: tests/unit/%.c $(UNIT_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)
@@ -122,7 +122,7 @@ UNIT_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit
 # ASan+UBSan; make fuzz builds them for libFuzzer, to run for longer.
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz-*.c))
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
-FUZZ_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) worker/http-check.c cli/ocihook.c
+FUZZ_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) worker/http-check.c worker/s3xml.c cli/ocihook.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $(FUZZ_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS)

@@ -19,6 +19,7 @@
 #include "macro.h"
 #include "objkey.h"
 #include "progress.h"
+#include "s3xml.h"
 #include "url.h"
 
 #define MAX_PARTS 10000
@@ -207,8 +208,13 @@ static int multipart_store(struct remote *r, const char *key, int fd, uint64_t s
                 /* libcurl before 8.5 signs "?uploads" wrong: "?uploads=" is right. */
                 struct curl_slist *meta = object_headers(r, sha_hex);
                 ret = post(r, key, "uploads=", "", meta, &q);
-                if (ret == 0)
-                        ret = xml_first_value(q.resp, "UploadId", upload_id, sizeof(upload_id));
+                if (ret == 0) {
+                        struct s3xml_field id = { "UploadId", upload_id, sizeof(upload_id), false };
+                        struct s3xml_spec spec = { .root = "InitiateMultipartUploadResult", .top = &id, .n_top = 1 };
+                        ret = s3xml_parse(q.resp, q.resp_len, &spec);
+                        if (ret == 0 && (!id.seen || !upload_id[0]))
+                                ret = -EIO;
+                }
                 http_req_done(&q);
                 curl_slist_free_all(meta);
         }
@@ -240,7 +246,7 @@ static int multipart_store(struct remote *r, const char *key, int fd, uint64_t s
                         snprintf(query, sizeof(query), "uploadId=%s", id_escaped);
                         ret = post(r, key, query, complete, NULL, &q);
                         /* S3 may answer 200 with an error document. */
-                        if (ret == 0 && strstr(q.resp, "<Error>"))
+                        if (ret == 0 && !s3xml_root_is(q.resp, q.resp_len, "CompleteMultipartUploadResult"))
                                 ret = -EIO;
                         http_req_done(&q);
                 }
@@ -262,46 +268,80 @@ static bool our_object_key(const struct remote *r, const char *key, uint32_t kin
         return strncmp(key, r->prefix, n) == 0 && object_key_parse(key + n, o) == 0 && o->kind == kind;
 }
 
+struct cleanup_ctx {
+        struct remote *r;
+        char before[32]; /* uploads begun before we started: not a live worker's */
+        int aborted;
+};
+
+static int abort_left_behind(void *userdata, const struct s3xml_field *f, size_t n) {
+        struct cleanup_ctx *c = userdata;
+        const char *key = f[0].value, *id = f[1].value, *initiated = f[2].value;
+        char *id_esc;
+        (void)n;
+        if (strncmp(initiated, c->before, strlen(c->before)) >= 0 ||
+            !our_object_key(c->r, key, PROTO_OBJECT_DATA, &(struct proto_object){}))
+                return 0;
+        if (!(id_esc = curl_easy_escape(NULL, id, 0)))
+                return -ENOMEM;
+        multipart_abort(c->r, key + strlen(c->r->prefix), id_esc);
+        curl_free(id_esc);
+        c->aborted++;
+        return 0;
+}
+
+#define LIST_ANSWER_MAX (8u << 20) /* a page of 1,000 keys is about 400 KiB */
+#define CLEANUP_PAGE 200           /* uploads a page: small answers, each page's aborted at once */
+#define CLEANUP_PAGES_MAX 5000     /* a million uploads: then the next start goes on */
+
 /* Multipart uploads a crashed worker left behind cost storage forever:
- * list those under our prefix begun before we started, and abort them. */
+ * list those under our prefix begun before we started (every page), and
+ * abort them. */
 static int s3_cleanup(struct backend *b) {
         struct remote *r = (struct remote *)b;
-        char *prefix = curl_easy_escape(NULL, r->prefix, 0), before[32];
-        int aborted = 0, ret = 0;
+        char *prefix = curl_easy_escape(NULL, r->prefix, 0);
+        char key[STUB_KEY_MAX + 512], id[512], initiated[64], truncated[16], next_key[STUB_KEY_MAX + 512] = "",
+                next_id[512] = "";
+        struct s3xml_field fields[] = { { "Key", key, sizeof(key), false },
+                                        { "UploadId", id, sizeof(id), false },
+                                        { "Initiated", initiated, sizeof(initiated), false } };
+        struct s3xml_field top[] = { { "IsTruncated", truncated, sizeof(truncated), false },
+                                     { "NextKeyMarker", next_key, sizeof(next_key), false },
+                                     { "NextUploadIdMarker", next_id, sizeof(next_id), false } };
+        struct cleanup_ctx c = { .r = r };
+        int ret = 0;
 
         if (!prefix)
                 return -ENOMEM;
-        strftime(before, sizeof(before), "%Y-%m-%dT%H:%M:%S", gmtime(&(time_t){ r->started }));
-        for (int pass = 0; pass < 10 && ret == 0; pass++) {
+        strftime(c.before, sizeof(c.before), "%Y-%m-%dT%H:%M:%S", gmtime(&(time_t){ r->started }));
+        for (int page = 0; page < CLEANUP_PAGES_MAX && ret == 0; page++) {
+                char *key_esc = next_key[0] ? curl_easy_escape(NULL, next_key, 0) : NULL;
+                char *id_esc = next_id[0] ? curl_easy_escape(NULL, next_id, 0) : NULL;
+                struct s3xml_spec spec = { .root = "ListMultipartUploadsResult", .record = "Upload", .fields = fields,
+                                           .n_fields = ARRAY_SIZE(fields), .each = abort_left_behind, .ctx = &c,
+                                           .top = top, .n_top = ARRAY_SIZE(top) };
                 struct http_req q;
-                int found = 0;
                 http_req_init(&q, "GET");
+                q.collect_max = LIST_ANSWER_MAX;
                 /* Query keys in name order, values escaped: curl 7.88 signs
                  * them as given, and RGW checks the canonical form. */
-                snprintf(q.url, sizeof(q.url), "%s?prefix=%s&uploads=", r->bucket_base, prefix);
-                ret = remote_request(r, &q, "?uploads");
-                for (const char *u = q.resp; ret == 0 && (u = strstr(u, "<Upload>")); u += 8) {
-                        char key[STUB_KEY_MAX + 512], id[512], initiated[64], *id_esc;
-                        if (xml_first_value(u, "Key", key, sizeof(key)) < 0 ||
-                            xml_first_value(u, "UploadId", id, sizeof(id)) < 0 ||
-                            xml_first_value(u, "Initiated", initiated, sizeof(initiated)) < 0 ||
-                            strncmp(initiated, before, strlen(before)) >= 0 ||
-                            !our_object_key(r, key, PROTO_OBJECT_DATA, &(struct proto_object){}))
-                                continue;
-                        if (!(id_esc = curl_easy_escape(NULL, id, 0)))
-                                break;
-                        multipart_abort(r, key + strlen(r->prefix), id_esc);
-                        curl_free(id_esc);
-                        found++;
-                }
+                int n = snprintf(q.url, sizeof(q.url), "%s?%s%s%smax-uploads=%d&prefix=%s%s%s&uploads=",
+                                 r->bucket_base, key_esc ? "key-marker=" : "", key_esc ?: "", key_esc ? "&" : "",
+                                 CLEANUP_PAGE, prefix, id_esc ? "&upload-id-marker=" : "", id_esc ?: "");
+                curl_free(key_esc);
+                curl_free(id_esc);
+                ret = n < 0 || (size_t)n >= sizeof(q.url) ? -E2BIG : remote_request(r, &q, "?uploads");
+                if (ret == 0)
+                        ret = q.collect ? s3xml_parse(q.collect, q.collect_len, &spec) : -EIO;
                 http_req_done(&q);
-                aborted += found;
-                if (found == 0)
+                if (ret < 0 || strcmp(truncated, "true") != 0)
                         break;
+                if (!next_key[0] && !next_id[0])
+                        ret = -EIO; /* more, but no marker to go on from */
         }
         curl_free(prefix);
-        if (aborted)
-                log_info("tenant %s: aborted %d multipart upload(s) left behind by a crash", r->tenant, aborted);
+        if (c.aborted)
+                log_info("tenant %s: aborted %d multipart upload(s) left behind by a crash", r->tenant, c.aborted);
         return ret;
 }
 
@@ -357,8 +397,6 @@ static int s3_store(struct backend *b, const char *key, int fd, uint64_t size, c
         return ret;
 }
 
-#define LIST_ANSWER_MAX (8u << 20) /* a page of 1,000 keys is about 400 KiB */
-
 /* "2026-12-04T08:14:36.000Z", in UTC; 0 if not that. */
 static int64_t parse_iso8601(const char *s) {
         struct tm tm = {};
@@ -366,62 +404,31 @@ static int64_t parse_iso8601(const char *s) {
         return end && (*end == '.' || *end == 'Z') ? (int64_t)timegm(&tm) : 0;
 }
 
-/* A continuation token, its XML escapes undone (it is sent back as is). */
-static int xml_unescape(const char *in, char *out, size_t size) {
-        static const struct { const char *esc; char c; } table[] = {
-                { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' }, { "&apos;", '\'' },
-        };
-        size_t n = 0;
-        while (*in) {
-                char c = *in;
-                size_t skip = 1;
-                for (size_t i = 0; c == '&' && i < ARRAY_SIZE(table); i++)
-                        if (strncmp(in, table[i].esc, strlen(table[i].esc)) == 0) {
-                                c = table[i].c;
-                                skip = strlen(table[i].esc);
-                        }
-                if (n + 1 >= size)
-                        return -E2BIG;
-                out[n++] = c;
-                in += skip;
-        }
-        out[n] = 0;
-        return 0;
-}
+struct list_ctx {
+        struct remote *r;
+        uint32_t kind;
+        backend_list_t each;
+        void *ctx;
+};
 
-/* The objects of one page: each <Contents> block read on its own, so a
- * block without a field never borrows the next one's. */
-static int list_page(struct remote *r, const char *xml, uint32_t kind, backend_list_t each, void *ctx) {
-        for (const char *u = xml; (u = strstr(u, "<Contents>"));) {
-                const char *end = strstr(u, "</Contents>");
-                char block[4096], key[STUB_KEY_MAX + 512], size[32], modified[64];
-                struct proto_object o;
-                if (!end)
-                        return -EIO;
-                if ((size_t)(end - u) >= sizeof(block)) {
-                        u = end;
-                        continue; /* not one of ours: their keys are short */
-                }
-                snprintf(block, sizeof(block), "%.*s", (int)(end - u), u);
-                u = end;
-                if (xml_first_value(block, "Key", key, sizeof(key)) < 0 || !our_object_key(r, key, kind, &o) ||
-                    xml_first_value(block, "Size", size, sizeof(size)) < 0 ||
-                    xml_first_value(block, "LastModified", modified, sizeof(modified)) < 0)
-                        continue;
-                char *e;
-                errno = 0;
-                o.size = strtoull(size, &e, 10);
-                o.mtime = parse_iso8601(modified);
-                if (errno || *e || e == size || o.mtime == 0) {
-                        log_error("tenant %s: the store lists %s with size '%s', modified '%s': not understood",
-                                  r->tenant, key, size, modified);
-                        return -EIO;
-                }
-                int k = each(ctx, &o);
-                if (k < 0)
-                        return k;
+/* One <Contents> of a page: ours, of the kind asked for, handed on. */
+static int list_one(void *userdata, const struct s3xml_field *f, size_t n) {
+        struct list_ctx *l = userdata;
+        const char *key = f[0].value, *size = f[1].value, *modified = f[2].value;
+        struct proto_object o;
+        char *e;
+        (void)n;
+        if (!our_object_key(l->r, key, l->kind, &o))
+                return 0;
+        errno = 0;
+        o.size = strtoull(size, &e, 10);
+        o.mtime = parse_iso8601(modified);
+        if (errno || *e || e == size || o.mtime == 0) {
+                log_error("tenant %s: the store lists %s with size '%s', modified '%s': not understood", l->r->tenant,
+                          key, size, modified);
+                return -EIO;
         }
-        return 0;
+        return l->each(l->ctx, &o);
 }
 
 /* ListObjectsV2, a page after the other. */
@@ -429,6 +436,13 @@ static int s3_list(struct backend *b, uint32_t kind, backend_list_t each, void *
         struct remote *r = (struct remote *)b;
         const char *kind_prefix = object_kind_prefix(kind);
         char full[PROTO_URL_MAX], token[1024] = "", truncated[16];
+        char key[STUB_KEY_MAX + 512], size[32], modified[64];
+        struct s3xml_field fields[] = { { "Key", key, sizeof(key), false },
+                                        { "Size", size, sizeof(size), false },
+                                        { "LastModified", modified, sizeof(modified), false } };
+        struct s3xml_field top[] = { { "IsTruncated", truncated, sizeof(truncated), false },
+                                     { "NextContinuationToken", token, sizeof(token), false } };
+        struct list_ctx l = { .r = r, .kind = kind, .each = each, .ctx = ctx };
         char *prefix;
         int ret = 0;
 
@@ -438,6 +452,9 @@ static int s3_list(struct backend *b, uint32_t kind, backend_list_t each, void *
         if (!(prefix = curl_easy_escape(NULL, full, 0)))
                 return -ENOMEM;
         while (ret == 0) {
+                struct s3xml_spec spec = { .root = "ListBucketResult", .record = "Contents", .fields = fields,
+                                           .n_fields = ARRAY_SIZE(fields), .each = list_one, .ctx = &l, .top = top,
+                                           .n_top = ARRAY_SIZE(top) };
                 struct http_req q;
                 char *token_esc = token[0] ? curl_easy_escape(NULL, token, 0) : NULL;
                 if (token[0] && !token_esc) {
@@ -454,18 +471,14 @@ static int s3_list(struct backend *b, uint32_t kind, backend_list_t each, void *
                         ret = -E2BIG;
                 if (ret == 0)
                         ret = remote_request(r, &q, "?list-type=2");
-                if (ret == 0 && (!q.collect || !strstr(q.collect, "<ListBucketResult")))
-                        ret = -EIO; /* a 200 that is no listing */
+                /* A 200 that is no listing, or one cut short: -EIO. */
                 if (ret == 0)
-                        ret = list_page(r, q.collect, kind, each, ctx);
-                bool more = ret == 0 && xml_first_value(q.collect, "IsTruncated", truncated, sizeof(truncated)) == 0 &&
-                            strcmp(truncated, "true") == 0;
-                if (more && (xml_first_value(q.collect, "NextContinuationToken", full, sizeof(full)) < 0 ||
-                             xml_unescape(full, token, sizeof(token)) < 0 || !token[0]))
-                        ret = -EIO;
+                        ret = q.collect ? s3xml_parse(q.collect, q.collect_len, &spec) : -EIO;
                 http_req_done(&q);
-                if (!more)
+                if (ret < 0 || strcmp(truncated, "true") != 0)
                         break;
+                if (!token[0])
+                        ret = -EIO; /* more, but no token to go on from */
         }
         curl_free(prefix);
         return ret;
@@ -506,7 +519,7 @@ static int s3_touch(struct backend *b, const char *key) {
         if (ret == 0)
                 ret = remote_request(r, &q, key);
         /* A copy can fail after its 200: the body then says <Error>. */
-        if (ret == 0 && !strstr(q.resp, "<CopyObjectResult"))
+        if (ret == 0 && !s3xml_root_is(q.resp, q.resp_len, "CopyObjectResult"))
                 ret = -EIO;
         curl_slist_free_all(h);
         http_req_done(&q);

@@ -73,17 +73,6 @@ bool http_range_answer_ok(long status, const struct http_meta *m, uint64_t want_
         return false;
 }
 
-int xml_first_value(const char *xml, const char *tag, char *out, size_t size) {
-        char open[64], close[64];
-        const char *a, *b;
-        snprintf(open, sizeof(open), "<%s>", tag);
-        snprintf(close, sizeof(close), "</%s>", tag);
-        if (!(a = strstr(xml, open)) || !(b = strstr(a += strlen(open), close)) || (size_t)(b - a) >= size)
-                return -EIO;
-        snprintf(out, size, "%.*s", (int)(b - a), a);
-        return 0;
-}
-
 int s3_bucket_url(const char *endpoint, const char *bucket, bool virtual_hosted, char *out, size_t size) {
         const char *host = strstr(endpoint, "://");
         int n;

@@ -30,6 +30,3 @@ bool http_range_answer_ok(long status, const struct http_meta *m, uint64_t want_
 /* S3 URLs: "ENDPOINT/BUCKET/" (path-style) or "SCHEME://BUCKET.HOST/"
  * (virtual-hosted) into out; -E2BIG if it does not fit. */
 int s3_bucket_url(const char *endpoint, const char *bucket, bool virtual_hosted, char *out, size_t size);
-
-/* The text of the first <tag>...</tag> in xml; -EIO if absent or too long. */
-int xml_first_value(const char *xml, const char *tag, char *out, size_t size);

@@ -89,16 +89,6 @@ static void test_s3_urls(void **state) {
         assert_int_equal(s3_bucket_url("http://h", "bkt", false, u, 8), -E2BIG);
 }
 
-static void test_xml(void **state) {
-        char v[16];
-        (void)state;
-        assert_int_equal(xml_first_value("<a><UploadId>2~x.y</UploadId></a>", "UploadId", v, sizeof(v)), 0);
-        assert_string_equal(v, "2~x.y");
-        assert_int_equal(xml_first_value("<UploadId>unterminated", "UploadId", v, sizeof(v)), -EIO);
-        assert_int_equal(xml_first_value("<Other/>", "UploadId", v, sizeof(v)), -EIO);
-        assert_int_equal(xml_first_value("<UploadId>0123456789abcdefXYZ</UploadId>", "UploadId", v, sizeof(v)), -EIO);
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ranged_answer),
@@ -106,7 +96,6 @@ int main(void) {
                 cmocka_unit_test(test_last_modified),
                 cmocka_unit_test(test_hostile_headers),
                 cmocka_unit_test(test_s3_urls),
-                cmocka_unit_test(test_xml),
         };
         return UNIT_RUN("http-check", tests);
 }
