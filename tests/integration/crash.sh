@@ -153,7 +153,8 @@ kill -KILL "$HOLDER" # guarding, it would not close the groups on SIGTERM
 
 # systemd's fd store, played by the harness: tierd is killed and restarted
 # 100 ms later with LISTEN_FDS, as Restart=always would.
-"$BUILD/tests/fdstore-harness" "$TL_DIR/notify.sock" "$TL_DIR/tierd.pid" "$BUILD/tierd" --policy "$TL_DIR/policy.json" \
+"${TL_AS_SERVICE[@]}" "$BUILD/tests/fdstore-harness" "$TL_DIR/notify.sock" "$TL_DIR/tierd.pid" "$BUILD/tierd" \
+	--policy "$TL_DIR/policy.json" \
 	>>"$TL_TIERD_LOG" 2>&1 &
 HARNESS=$!
 TL_PIDS+=("$HARNESS")

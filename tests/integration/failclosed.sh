@@ -173,7 +173,8 @@ check "... the files read their bytes, with no group left" bash -c "$(declare -f
 # 4. systemd's fd store, played by the harness; stopping the unit sends
 # SIGINT, and systemd then empties its store.
 H2=$TL_DIR/h2.sock
-"$BUILD/tests/fdstore-harness" "$TL_DIR/notify.sock" "$TL_DIR/tierd.pid" "$BUILD/tierd" --policy "$TL_DIR/policy.json" \
+"${TL_AS_SERVICE[@]}" "$BUILD/tests/fdstore-harness" "$TL_DIR/notify.sock" "$TL_DIR/tierd.pid" "$BUILD/tierd" \
+	--policy "$TL_DIR/policy.json" \
 	--state-dir "$TL_DIR/state" --holder "$H2" >>"$TL_TIERD_LOG" 2>&1 &
 HARNESS=$!
 TL_PIDS+=("$HARNESS")
