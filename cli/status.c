@@ -180,16 +180,18 @@ static void add_key(json_object *o, const char *key, json_object *v) {
         size_t n = 0;
         for (size_t g = 0; g < ARRAY_SIZE(groups); g++) {
                 size_t len = strlen(groups[g]);
-                if (strncmp(key, groups[g], len) == 0 && isupper((unsigned char)key[len])) {
-                        json_object *sub;
-                        if (!json_object_object_get_ex(o, groups[g][0] == 'W' ? "worker" : "files", &sub)) {
-                                sub = json_object_new_object();
-                                json_object_object_add(o, groups[g][0] == 'W' ? "worker" : "files", sub);
-                        }
-                        o = sub;
-                        key += len;
-                        break;
+                const char *group = groups[g][0] == 'W' ? "worker" : "files";
+                json_object *sub = NULL;
+                if (strncmp(key, groups[g], len) != 0 || !isupper((unsigned char)key[len]) ||
+                    (json_object_object_get_ex(o, group, &sub) && !json_object_is_type(sub, json_type_object)))
+                        continue; /* not of the group (or a plain "Worker" came first) */
+                if (!sub) {
+                        sub = json_object_new_object();
+                        json_object_object_add(o, group, sub);
                 }
+                o = sub;
+                key += len;
+                break;
         }
         for (const char *p = key; *p && n + 2 < sizeof(name); p++) {
                 if (isupper((unsigned char)*p) && p != key)

@@ -22,7 +22,7 @@ struct task_wait {
         char *job;                /* its object, once the call replied */
         char *tierd;              /* tierd's unique name: whether it is still there */
         sd_bus_message *finished; /* its TaskFinished */
-        bool gone, progress;
+        bool gone, removed, progress;
 };
 
 static volatile sig_atomic_t task_interrupted;
@@ -40,6 +40,18 @@ static int on_finished(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         if (!w->job || w->finished || sd_bus_message_read(m, "uo", &id, &path) < 0 || strcmp(path, w->job) != 0)
                 return 0;
         w->finished = sd_bus_message_ref(m);
+        return 0;
+}
+
+/* TaskFinished comes just before; a job removed without it ended in a
+ * way tierd could not tell (say so, do not wait for ever). */
+static int on_removed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct task_wait *w = userdata;
+        const char *path;
+        uint32_t id;
+        (void)error;
+        if (w->job && sd_bus_message_read(m, "uo", &id, &path) >= 0 && strcmp(path, w->job) == 0)
+                w->removed = true;
         return 0;
 }
 
@@ -85,6 +97,8 @@ static int on_progress(sd_bus_message *m, void *userdata, sd_bus_error *error) {
 
 static int subscribe(sd_bus *bus, struct task_wait *w) {
         int r = sd_bus_match_signal(bus, NULL, BUS_NAME, BUS_PATH, BUS_MANAGER, "TaskFinished", on_finished, w);
+        if (r >= 0)
+                r = sd_bus_match_signal(bus, NULL, BUS_NAME, BUS_PATH, BUS_MANAGER, "JobRemoved", on_removed, w);
         if (r >= 0 && w->progress)
                 r = sd_bus_match_signal(bus, NULL, BUS_NAME, NULL, "org.freedesktop.DBus.Properties",
                                         "PropertiesChanged", on_progress, w);
@@ -97,7 +111,7 @@ static int subscribe(sd_bus *bus, struct task_wait *w) {
 /* Until TaskFinished, tierd gone, or the bus fails. */
 static int wait_finished(sd_bus *bus, struct task_wait *w) {
         bool canceling = false;
-        while (!w->finished && !w->gone) {
+        while (!w->finished && !w->gone && !w->removed) {
                 if (task_interrupted && !canceling) {
                         sd_bus_error e = SD_BUS_ERROR_NULL;
                         canceling = true;
@@ -141,9 +155,9 @@ int task_run(sd_bus *bus, const char *verb, sd_bus_message *call, sd_bus_message
                 ret = wait_finished(bus, &w);
         if (w.progress)
                 fputs("\r\033[K", stderr);
-        if (ret == EXIT_OK && w.gone && !w.finished) {
-                fprintf(stderr, "tierctl: %s: tierd stopped or restarted before job %s ended: its result is unknown\n",
-                        verb, w.job);
+        if (ret == EXIT_OK && !w.finished) {
+                fprintf(stderr, "tierctl: %s: %s: its result is unknown (see tierd's log)\n", verb,
+                        w.gone ? "tierd stopped or restarted before the job ended" : "the job ended without a word");
                 ret = EXIT_FAILED;
         }
         if (ret == EXIT_OK && sd_bus_message_read(w.finished, "sss", &operation, ret_result, ret_summary) < 0)

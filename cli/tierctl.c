@@ -224,12 +224,11 @@ int main(int argc, char **argv) {
         }
         argv += 2;
         argc -= 2;
-        /* Its own usage, whatever else the line says. */
-        for (int i = 0; i < argc; i++)
-                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        printf("Usage:\n%s", v->usage);
-                        return EXIT_OK;
-                }
+        /* Its own usage (first after the verb: a file may be named -h). */
+        if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+                printf("Usage:\n%s", v->usage);
+                return EXIT_OK;
+        }
         if (v->no_bus)
                 return v->fn(NULL, argc, argv);
         r = sd_bus_open_system(&bus);

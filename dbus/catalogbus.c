@@ -12,7 +12,8 @@
  * StartImport, StartCollectGarbage and StartAudit take the same arguments
  * and reply at once with the Job (a D-Bus call need not wait for hours);
  * the manager's TaskFinished(u id, o job, s operation, s result, s summary,
- * a(sss) findings) then says how it ended, just before its JobRemoved.
+ * a(sss) findings), sent to the caller alone (findings name the tenant's
+ * files), then says how it ended, just before its JobRemoved.
  */
 #include "catalogbus.h"
 
@@ -59,16 +60,18 @@ struct task_call {
         bool detached;         /* Start*: the end is told by TaskFinished */
 };
 
-/* A detached task's end, for those who did not wait for its reply. */
-static void task_finished_emit(struct task_call *c, int error, const char *message, const struct audit_finding *f,
-                               size_t n) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
-        const char *path = bus_job_path(c->t, c->job);
+/* A detached task's TaskFinished, for its caller only (the findings name
+ * files of the tenant's): n findings, or none. */
+static sd_bus_message *task_finished_new(struct task_call *c, int error, const char *message,
+                                         const struct audit_finding *f, size_t n) {
+        sd_bus_message *s = NULL;
+        char path[64];
         int r;
 
-        if (!c->t->bus || !path)
-                return;
+        snprintf(path, sizeof(path), "%s/%u", TIERD_BUS_JOB_PREFIX, c->job);
         r = sd_bus_message_new_signal(c->t->bus, &s, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "TaskFinished");
+        if (r >= 0)
+                r = sd_bus_message_set_destination(s, sd_bus_message_get_sender(c->m));
         if (r >= 0)
                 r = sd_bus_message_append(s, "uosss", c->job, path, c->operation,
                                           error == -ECANCELED ? "canceled" : error < 0 ? "failed" : "done", message);
@@ -78,10 +81,23 @@ static void task_finished_emit(struct task_call *c, int error, const char *messa
                 r = sd_bus_message_append(s, "(sss)", f[i].kind, f[i].name, f[i].detail);
         if (r >= 0)
                 r = sd_bus_message_close_container(s);
-        if (r >= 0)
-                r = sd_bus_send(c->t->bus, s, NULL);
         if (r < 0)
-                log_error_errno(r, "cannot send TaskFinished for job %u: %m", c->job);
+                s = sd_bus_message_unref(s);
+        return s;
+}
+
+/* Its end: the job sends TaskFinished just before JobRemoved, so both
+ * follow the Start* reply even when the task ended before it. */
+static void task_finished(struct task_call *c, int error, const char *message, const struct audit_finding *f,
+                          size_t n) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *full = NULL, *small = NULL;
+        if (c->t->bus) {
+                full = task_finished_new(c, error, message, f, n);
+                small = n ? task_finished_new(c, error, message, NULL, 0) : NULL;
+                if (!full && !small)
+                        log_error("cannot make TaskFinished for job %u: its caller will not hear how it ended", c->job);
+        }
+        bus_task_job_end_with(c->t, c->job, error, message, full ?: small, full ? small : NULL);
 }
 
 static struct task_call *task_call_new(struct tierd *t, struct tenant *tn, sd_bus_message *m, const char *failed,
@@ -109,10 +125,11 @@ static void task_call_free(struct task_call *c) {
 static void on_task_done(void *userdata, int error, const char *message) {
         struct task_call *c = userdata;
         if (c->detached)
-                task_finished_emit(c, error, message, NULL, 0);
-        bus_task_job_end(c->t, c->job, error, message);
-        if (!c->detached)
+                task_finished(c, error, message, NULL, 0);
+        else {
+                bus_task_job_end(c->t, c->job, error, message);
                 reply_when_done(c->m, error, message, c->failed);
+        }
         task_call_free(c);
 }
 
@@ -273,8 +290,7 @@ static void on_audited(void *userdata, int error, const char *message, const str
         int r;
 
         if (c->detached) {
-                task_finished_emit(c, error, message, f, n);
-                bus_task_job_end(c->t, c->job, error, message);
+                task_finished(c, error, message, f, n);
                 task_call_free(c);
                 return;
         }

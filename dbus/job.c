@@ -49,6 +49,10 @@ struct bus_job {
         uint64_t task_done, task_total; /* its items (n and done count files only) */
         void (*cancel)(void *userdata);
         void *cancel_userdata;
+        /* Sent just before JobRemoved (after the Start* reply): the
+         * task's TaskFinished, and the same without its findings should
+         * the first not go. */
+        sd_bus_message *finished, *finished_small;
 };
 
 /* A file in progress: owns its file_ref, and finds its job by id when done,
@@ -88,6 +92,8 @@ static void job_free(struct bus_job *j) {
         for (size_t i = 0; i < j->n_errors; i++)
                 free(j->errors[i].message);
         free(j->errors);
+        sd_bus_message_unref(j->finished);
+        sd_bus_message_unref(j->finished_small);
         free(j->path);
         free(j);
 }
@@ -129,6 +135,13 @@ static void job_emit_removed(struct bus_job *j, const char *result) {
         if (!j->t->bus)
                 return;
         result = result ?: j->canceled ? "canceled" : j->failed ? "failed" : "done";
+        if (j->finished) {
+                int k = sd_bus_send(j->t->bus, j->finished, NULL);
+                if (k < 0 && j->finished_small)
+                        k = sd_bus_send(j->t->bus, j->finished_small, NULL);
+                if (k < 0)
+                        log_error_errno(k, "cannot send TaskFinished for job %u: %m", j->id);
+        }
         int r = job_send_removed(j, result, true);
         if (r < 0) /* never lost for the sake of one message */
                 r = job_send_removed(j, result, false);
@@ -360,6 +373,16 @@ void bus_task_job_progress(struct tierd *t, uint32_t id, const char *phase, uint
         if (new_phase)
                 j->progress_usec = 0; /* a new phase is told at once */
         job_emit_progress(j);
+}
+
+void bus_task_job_end_with(struct tierd *t, uint32_t id, int error, const char *message, sd_bus_message *finished,
+                           sd_bus_message *finished_small) {
+        struct bus_job *j = job_find(t, id);
+        if (j && !j->finished) {
+                j->finished = sd_bus_message_ref(finished);
+                j->finished_small = sd_bus_message_ref(finished_small);
+        }
+        bus_task_job_end(t, id, error, message);
 }
 
 void bus_task_job_end(struct tierd *t, uint32_t id, int error, const char *message) {

@@ -26,6 +26,10 @@ int bus_job_start(struct tierd *t, const char *operation, file_job_t fn, struct 
 uint32_t bus_task_job_start(struct tierd *t, const char *operation, void (*cancel)(void *userdata), void *userdata);
 void bus_task_job_progress(struct tierd *t, uint32_t id, const char *phase, uint64_t done, uint64_t total);
 void bus_task_job_end(struct tierd *t, uint32_t id, int error, const char *message);
+/* The same, with a signal to send just before its JobRemoved (and one to
+ * send instead should that fail; both may be NULL). */
+void bus_task_job_end_with(struct tierd *t, uint32_t id, int error, const char *message, sd_bus_message *finished,
+                           sd_bus_message *finished_small);
 /* ListJobs(), on the manager. */
 int bus_method_list_jobs(sd_bus_message *m, void *userdata, sd_bus_error *error);
 /* The job's object path, NULL if there is no such job. */

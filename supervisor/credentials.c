@@ -97,7 +97,7 @@ int credentials_parse(const char *text, struct proto_credentials *ret, const cha
  * stays inside its directory: kubelet lays a Secret volume out as
  * KEY -> ..data/KEY, ..data -> ..TIMESTAMP/, and renames a new ..data over
  * the old one to change every key at once. A link out of the directory (to
- * /etc/shadow, through /proc, onto another mount) is refused: whoever can
+ * /etc/shadow, through /proc) is refused: whoever can
  * write that directory must not read other files through tierd.
  * O_NONBLOCK: a FIFO in the file's place fails the S_ISREG check below
  * instead of stalling tierd. */
@@ -114,8 +114,10 @@ static int open_beneath(const char *path) {
         _cleanup_close_ int dfd = open(!slash ? "." : slash == dir ? "/" : dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return -errno;
+        /* Not RESOLVE_NO_XDEV: the file may be a bind mount of its own (a
+         * subPath Secret, a container's -v FILE:FILE). */
         struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
         long fd = syscall(SYS_openat2, dfd, name, &how, sizeof(how));
         return fd < 0 ? -errno : (int)fd;
 }

@@ -54,10 +54,17 @@ struct datagram {
         bool full;
 };
 
-/* NAME=VALUE\n, for a value without a newline; nothing if VALUE is "". */
+static void put_binary(struct datagram *d, const char *name, const char *value);
+
+/* NAME=VALUE\n; nothing if VALUE is "" (one with a newline goes in the
+ * binary form: a newline would end the field). */
 static void put(struct datagram *d, const char *name, const char *value) {
         if (!value[0])
                 return;
+        if (strchr(value, '\n')) {
+                put_binary(d, name, value);
+                return;
+        }
         int k = snprintf(d->buf + d->len, sizeof(d->buf) - d->len, "%s=%s\n", name, value);
         if (k < 0 || (size_t)k >= sizeof(d->buf) - d->len)
                 d->full = true;
@@ -101,6 +108,11 @@ static int journal_sink(int level, int err, const char *ident, const char *line)
         char num[32], tenant[80], container[80], object[160], path[512], message[2300];
         struct datagram d = { .len = 0 };
 
+        /* The loop's thread only: offthread.c's threads have fd tables of
+         * their own (unshare(CLONE_FILES)), where journal_fd is not the
+         * socket; their lines go on the stream. */
+        if (gettid() != getpid())
+                return -1;
         if (journal_fd < 0 && journal_connect() < 0)
                 return -1; /* no journald to talk to: the stream has the line */
         if (dropped)

@@ -34,7 +34,8 @@ static int load_credentials(struct tenant *tn) {
         tn->cred = c;
         explicit_bzero(&c, sizeof(c));
         tn->have_cred = true;
-        tn->cred_mtime = st.st_mtim;
+        tn->cred_ctime = st.st_ctim;
+        tn->cred_size = st.st_size;
         tn->cred_ino = st.st_ino;
         return 0;
 }
@@ -115,15 +116,20 @@ static int on_secrets_check(sd_event_source *s, uint64_t usec, void *userdata) {
                 struct stat st;
                 if (!tn->cfg->credentials || stat(tn->cfg->credentials, &st) < 0)
                         continue;
-                if (st.st_ino == tn->cred_ino && st.st_mtim.tv_sec == tn->cred_mtime.tv_sec &&
-                    st.st_mtim.tv_nsec == tn->cred_mtime.tv_nsec)
+                if (st.st_ino == tn->cred_ino && st.st_size == tn->cred_size &&
+                    st.st_ctim.tv_sec == tn->cred_ctime.tv_sec && st.st_ctim.tv_nsec == tn->cred_ctime.tv_nsec)
                         continue;
                 /* Each version is tried once (a bad one is logged once, not
-                 * every turn). A bad new file keeps the old keys: better
-                 * than none. */
+                 * every turn); one that could not be read for a passing
+                 * reason (out of fds, a rename under the read) again next
+                 * turn. A bad new file keeps the old keys: better than none. */
                 tn->cred_ino = st.st_ino;
-                tn->cred_mtime = st.st_mtim;
-                if (load_credentials(tn) < 0)
+                tn->cred_size = st.st_size;
+                tn->cred_ctime = st.st_ctim;
+                int r = load_credentials(tn);
+                if (r < 0 && r != -EINVAL && r != -EPERM && r != -EFBIG)
+                        tn->cred_ino = 0;
+                if (r < 0)
                         continue;
                 log_info("tenant %s: credentials changed, handing them to the worker", tn->cfg->name);
                 worker_send_credentials(&tn->worker);

@@ -104,7 +104,8 @@ struct tenant {
         bool view_mounted;
         struct proto_credentials cred; /* s3: from the credentials file */
         bool have_cred;
-        struct timespec cred_mtime; /* the credentials file last tried */
+        struct timespec cred_ctime; /* the credentials file last tried */
+        off_t cred_size;
         ino_t cred_ino;
         char headers[PROTO_HEADERS_MAX]; /* http: configured headers, files read */
         struct catalog_key catalog_key;  /* "catalog_key": authenticates its catalog objects */

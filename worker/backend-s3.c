@@ -98,10 +98,13 @@ static struct curl_slist *object_headers(struct remote *r, const char *sha_hex) 
 }
 
 /* A POST with a small body in memory (multipart start and completion). */
+#define ANSWER_MAX (1u << 20) /* an XML answer with the whitespace S3 keeps a long one alive with */
+
 static int post(struct remote *r, const char *key, const char *query, const char *body, struct curl_slist *headers,
                 struct http_req *q) {
         uint8_t sha[32];
         http_req_init(q, "POST");
+        q->collect_max = ANSWER_MAX; /* its XML answer, whole */
         remote_object_url(r, q, key, query);
         for (struct curl_slist *h = headers; h; h = h->next)
                 http_req_header(q, "%s", h->data);
@@ -211,7 +214,7 @@ static int multipart_store(struct remote *r, const char *key, int fd, uint64_t s
                 if (ret == 0) {
                         struct s3xml_field id = { "UploadId", upload_id, sizeof(upload_id), false };
                         struct s3xml_spec spec = { .root = "InitiateMultipartUploadResult", .top = &id, .n_top = 1 };
-                        ret = s3xml_parse(q.resp, q.resp_len, &spec);
+                        ret = q.collect ? s3xml_parse(q.collect, q.collect_len, &spec) : -EIO;
                         if (ret == 0 && (!id.seen || !upload_id[0]))
                                 ret = -EIO;
                 }
@@ -246,7 +249,8 @@ static int multipart_store(struct remote *r, const char *key, int fd, uint64_t s
                         snprintf(query, sizeof(query), "uploadId=%s", id_escaped);
                         ret = post(r, key, query, complete, NULL, &q);
                         /* S3 may answer 200 with an error document. */
-                        if (ret == 0 && !s3xml_root_is(q.resp, q.resp_len, "CompleteMultipartUploadResult"))
+                        if (ret == 0 && (!q.collect || !s3xml_root_is(q.collect, q.collect_len,
+                                                                      "CompleteMultipartUploadResult")))
                                 ret = -EIO;
                         http_req_done(&q);
                 }
@@ -292,6 +296,7 @@ static int abort_left_behind(void *userdata, const struct s3xml_field *f, size_t
 
 #define LIST_ANSWER_MAX (8u << 20) /* a page of 1,000 keys is about 400 KiB */
 #define CLEANUP_PAGE 200           /* uploads a page: small answers, each page's aborted at once */
+#define LIST_PAGES_MAX 1000000     /* of 1,000 keys: a guard, not a limit met */
 #define CLEANUP_PAGES_MAX 5000     /* a million uploads: then the next start goes on */
 
 /* Multipart uploads a crashed worker left behind cost storage forever:
@@ -301,7 +306,7 @@ static int s3_cleanup(struct backend *b) {
         struct remote *r = (struct remote *)b;
         char *prefix = curl_easy_escape(NULL, r->prefix, 0);
         char key[STUB_KEY_MAX + 512], id[512], initiated[64], truncated[16], next_key[STUB_KEY_MAX + 512] = "",
-                next_id[512] = "";
+                next_id[512] = "", sent_key[STUB_KEY_MAX + 512], sent_id[512];
         struct s3xml_field fields[] = { { "Key", key, sizeof(key), false },
                                         { "UploadId", id, sizeof(id), false },
                                         { "Initiated", initiated, sizeof(initiated), false } };
@@ -317,6 +322,14 @@ static int s3_cleanup(struct backend *b) {
         for (int page = 0; page < CLEANUP_PAGES_MAX && ret == 0; page++) {
                 char *key_esc = next_key[0] ? curl_easy_escape(NULL, next_key, 0) : NULL;
                 char *id_esc = next_id[0] ? curl_easy_escape(NULL, next_id, 0) : NULL;
+                if ((next_key[0] && !key_esc) || (next_id[0] && !id_esc)) {
+                        curl_free(key_esc);
+                        curl_free(id_esc);
+                        ret = -ENOMEM;
+                        break;
+                }
+                memcpy(sent_key, next_key, sizeof(sent_key));
+                memcpy(sent_id, next_id, sizeof(sent_id));
                 struct s3xml_spec spec = { .root = "ListMultipartUploadsResult", .record = "Upload", .fields = fields,
                                            .n_fields = ARRAY_SIZE(fields), .each = abort_left_behind, .ctx = &c,
                                            .top = top, .n_top = ARRAY_SIZE(top) };
@@ -336,8 +349,9 @@ static int s3_cleanup(struct backend *b) {
                 http_req_done(&q);
                 if (ret < 0 || strcmp(truncated, "true") != 0)
                         break;
-                if (!next_key[0] && !next_id[0])
-                        ret = -EIO; /* more, but no marker to go on from */
+                if ((!next_key[0] && !next_id[0]) ||
+                    (strcmp(next_key, sent_key) == 0 && strcmp(next_id, sent_id) == 0))
+                        ret = -EIO; /* more, but no new marker to go on from */
         }
         curl_free(prefix);
         if (c.aborted)
@@ -435,7 +449,7 @@ static int list_one(void *userdata, const struct s3xml_field *f, size_t n) {
 static int s3_list(struct backend *b, uint32_t kind, backend_list_t each, void *ctx) {
         struct remote *r = (struct remote *)b;
         const char *kind_prefix = object_kind_prefix(kind);
-        char full[PROTO_URL_MAX], token[1024] = "", truncated[16];
+        char full[PROTO_URL_MAX], token[1024] = "", sent[1024], truncated[16];
         char key[STUB_KEY_MAX + 512], size[32], modified[64];
         struct s3xml_field fields[] = { { "Key", key, sizeof(key), false },
                                         { "Size", size, sizeof(size), false },
@@ -451,7 +465,7 @@ static int s3_list(struct backend *b, uint32_t kind, backend_list_t each, void *
         snprintf(full, sizeof(full), "%s%s", r->prefix, kind_prefix);
         if (!(prefix = curl_easy_escape(NULL, full, 0)))
                 return -ENOMEM;
-        while (ret == 0) {
+        for (unsigned page = 0; ret == 0; page++) {
                 struct s3xml_spec spec = { .root = "ListBucketResult", .record = "Contents", .fields = fields,
                                            .n_fields = ARRAY_SIZE(fields), .each = list_one, .ctx = &l, .top = top,
                                            .n_top = ARRAY_SIZE(top) };
@@ -461,6 +475,12 @@ static int s3_list(struct backend *b, uint32_t kind, backend_list_t each, void *
                         ret = -ENOMEM;
                         break;
                 }
+                if (page == LIST_PAGES_MAX) {
+                        curl_free(token_esc);
+                        ret = -E2BIG;
+                        break;
+                }
+                memcpy(sent, token, sizeof(sent));
                 http_req_init(&q, "GET");
                 q.collect_max = LIST_ANSWER_MAX;
                 /* Query keys in name order, values escaped (see s3_cleanup). */
@@ -477,8 +497,11 @@ static int s3_list(struct backend *b, uint32_t kind, backend_list_t each, void *
                 http_req_done(&q);
                 if (ret < 0 || strcmp(truncated, "true") != 0)
                         break;
-                if (!token[0])
-                        ret = -EIO; /* more, but no token to go on from */
+                if (!token[0] || strcmp(token, sent) == 0) {
+                        log_error("tenant %s: the store's listing says there is more but gives no new token to go on "
+                                  "from", r->tenant);
+                        ret = -EIO;
+                }
         }
         curl_free(prefix);
         return ret;
@@ -509,6 +532,7 @@ static int s3_touch(struct backend *b, const char *key) {
                 return -EFBIG; /* past a single copy's limit: uploaded again instead */
         }
         http_req_init(&q, "PUT");
+        q.collect_max = ANSWER_MAX;
         remote_object_url(r, &q, key, NULL);
         for (struct curl_slist *l = h; l && ret == 0; l = l->next)
                 ret = http_req_header(&q, "%s", l->data);
@@ -519,7 +543,7 @@ static int s3_touch(struct backend *b, const char *key) {
         if (ret == 0)
                 ret = remote_request(r, &q, key);
         /* A copy can fail after its 200: the body then says <Error>. */
-        if (ret == 0 && !s3xml_root_is(q.resp, q.resp_len, "CopyObjectResult"))
+        if (ret == 0 && (!q.collect || !s3xml_root_is(q.collect, q.collect_len, "CopyObjectResult")))
                 ret = -EIO;
         curl_slist_free_all(h);
         http_req_done(&q);

@@ -113,6 +113,13 @@ int s3xml_parse(const char *xml, size_t len, struct s3xml_spec *spec) {
 
         spec->root_seen[0] = 0;
         clear(spec->top, spec->n_top);
+        /* S3 keeps a long CompleteMultipartUpload alive with whitespace
+         * before the document, which XML does not allow before its
+         * declaration. */
+        while (len > 0 && (*xml == ' ' || *xml == '\t' || *xml == '\r' || *xml == '\n')) {
+                xml++;
+                len--;
+        }
         if (len > (size_t)INT32_MAX)
                 return -E2BIG;
         if (!(s.p = XML_ParserCreate("UTF-8")))

@@ -101,6 +101,9 @@ static void test_root(void **state) {
         assert_true(s3xml_root_is(ok, strlen(ok), "CompleteMultipartUploadResult"));
         assert_false(s3xml_root_is(err, strlen(err), "CompleteMultipartUploadResult"));
         assert_false(s3xml_root_is(ok, strlen(ok) - 3, "CompleteMultipartUploadResult"));
+        /* The whitespace S3 sends to keep a long completion alive. */
+        const char *padded = "\n  \n <?xml version=\"1.0\"?>\n<CompleteMultipartUploadResult/>";
+        assert_true(s3xml_root_is(padded, strlen(padded), "CompleteMultipartUploadResult"));
 }
 
 int main(void) {
