@@ -89,7 +89,8 @@ rgw_curl() {
 	for a in "$@"; do
 		case ${a,,} in x-amz-content-sha256:*) hdr=() ;; esac
 	done
-	curl -sS --aws-sigv4 "aws:amz:${RGW_REGION:-us-east-1}:s3" \
+	# --max-time: a gateway that hangs fails the check, never stalls it.
+	curl -sS --max-time 120 --aws-sigv4 "aws:amz:${RGW_REGION:-us-east-1}:s3" \
 		--user "${RGW_ACCESS_KEY:?}:${RGW_SECRET_KEY:?}" "${hdr[@]}" "$@"
 }
 

@@ -10,7 +10,10 @@
 #    that runs on threads (offthread.h, treewalk.h) or in the worker.
 #    tierd-holder's guard (holder/guard.c) answers events too;
 # 3. nor sleeps or yields to let another process run: a reader not asleep
-#    yet is looked at again later (supervisor/settle.c), never polled for.
+#    yet is looked at again later (supervisor/settle.c), never polled for;
+# 5. a log line (written from anywhere, the event path too) never waits
+#    for journald: the journal sink sends with MSG_DONTWAIT only, and no
+#    sd_journal_* call (which blocks while journald is behind) is made.
 # tests/integration/isolation.sh checks the same rule on a real kernel.
 set -u
 cd "$(dirname "$0")/../.."
@@ -31,7 +34,7 @@ else echo "not ok - event path: an open by handle that may wait (use fsgroup_ope
 # 2. No tree walk, directory read or whole-file hash where events are served
 # or the bus is answered.
 EVENT_FILES="supervisor/dispatch.c supervisor/fillrecord.c supervisor/preevent.c supervisor/fsgroup.c supervisor/settle.c common/readeraccess.c common/journal.c common/fanevent.c
-	supervisor/usegroup.c supervisor/reload.c dbus/*.c holder/*.c"
+	supervisor/usegroup.c supervisor/reload.c supervisor/sdstatus.c supervisor/journallog.c common/log.c dbus/*.c holder/*.c"
 bad=$(grep -nE '\b(treewalk|opendir|fdopendir|readdir|nftw|fts_open|scandir|sha256_fd|hash_file|qsort)\(' $EVENT_FILES)
 if [ -z "$bad" ]; then echo "ok - event path: no tree walk, directory read, whole-file hash or sort in $(echo $EVENT_FILES | wc -w) files"
 else echo "not ok - event path: work that grows with a tenant's tree where events are answered:"; echo "$bad" | sed 's/^/# /'; status=1; fi
@@ -53,4 +56,9 @@ bad=$(awk '
 ' $(ls supervisor/*.c dbus/*.c | grep -v supervisor/catalogtree.c))
 if [ -z "$bad" ]; then echo "ok - event path: the catalog's tree work runs on threads only"
 else echo "not ok - event path: the catalog's tree work called on the event loop (give it an offthread job):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 5. The journal sink: every send non-blocking, no sd_journal_*.
+bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
+	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
+if [ -z "$bad" ]; then echo "ok - event path: a log line never waits for journald (MSG_DONTWAIT, no sd_journal_*)"
+else echo "not ok - event path: a log line that may wait for journald:"; echo "$bad" | sed 's/^/# /'; status=1; fi
 exit $status
