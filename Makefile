@@ -43,7 +43,7 @@ HOLDER_SRC := holder/holder.c holder/guard.c common/log.c common/proto.c common/
 TIERCTL_SRC := $(wildcard cli/*.c)
 # release-groups reads stubs and talks to tierd-holder.
 TIERCTL_COMMON_SRC := common/treewalk.c common/stub.c common/ranges.c common/hex.c common/objkey.c common/proto.c \
-	common/log.c
+	common/log.c common/fdio.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 

@@ -27,11 +27,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/time.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "holder-proto.h"
+#include "fdio.h"
 #include "macro.h"
 #include "proto.h"
 #include "stub.h"
@@ -52,27 +51,6 @@ struct fs_walk {
         unsigned n_shown;
         char xattr[STUB_TEXT_MAX];
 };
-
-static int holder_connect(const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        struct timeval tv = { .tv_sec = REPLY_TIMEOUT_SEC };
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
-        int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (sock < 0)
-                return -errno;
-        /* SO_SNDTIMEO bounds the connect too: a holder that does not
-         * accept (its backlog full) fails it with EAGAIN. */
-        if (setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-            setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
-            connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                int r = -errno;
-                close(sock);
-                return r;
-        }
-        return sock;
-}
 
 /* One reply. -EAGAIN: none in time; -EOPNOTSUPP: "ERR ..." (a holder
  * older than this tierctl knows neither LIST nor RELEASE). */
@@ -282,7 +260,7 @@ int verb_release_groups(sd_bus *unused, int argc, char **argv) {
                 if (fs_root_check(argv[i], &fs[i].fsid) < 0)
                         return EXIT_FAILED;
         }
-        int sock = holder_connect(holder);
+        int sock = unix_connect(holder, SOCK_SEQPACKET, REPLY_TIMEOUT_SEC);
         r = sock < 0 ? sock : holder_list(sock, held, &n_held, &generation, &guarding);
         safe_close(sock);
         if (r < 0)
@@ -315,7 +293,7 @@ int verb_release_groups(sd_bus *unused, int argc, char **argv) {
          * the generation the check began with, or if its guard stopped. */
         char request[64];
         snprintf(request, sizeof(request), "RELEASE %" PRIu64, generation);
-        _cleanup_close_ int last = holder_connect(holder);
+        _cleanup_close_ int last = unix_connect(holder, SOCK_SEQPACKET, REPLY_TIMEOUT_SEC);
         r = last < 0 ? last : holder_request(last, request, line, sizeof(line));
         if (r < 0 || strcmp(line, "OK") != 0)
                 return holder_failed(holder, r < 0 ? r : -EPROTO);

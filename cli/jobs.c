@@ -109,24 +109,36 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
         return 0;
 }
 
-static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        struct file_jobs *fj = userdata;
-        struct pending_job *j = find_job(fj, sd_bus_message_get_path(m));
+int job_progress_read(sd_bus_message *m, const char **phase, uint32_t *done, uint32_t *total) {
         const char *interface, *property;
-        (void)error;
-
-        if (!j || sd_bus_message_read(m, "s", &interface) < 0 || strcmp(interface, BUS_JOB) != 0 ||
+        if (sd_bus_message_read(m, "s", &interface) < 0 || strcmp(interface, BUS_JOB) != 0 ||
             sd_bus_message_enter_container(m, 'a', "{sv}") < 0)
                 return 0;
         while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
                 if (sd_bus_message_read(m, "s", &property) < 0)
                         break;
-                if (strcmp(property, "FilesDone") == 0)
-                        sd_bus_message_read(m, "v", "u", &j->done);
+                if (strcmp(property, "Phase") == 0)
+                        sd_bus_message_read(m, "v", "s", phase);
+                else if (strcmp(property, "FilesDone") == 0)
+                        sd_bus_message_read(m, "v", "u", done);
+                else if (strcmp(property, "FilesTotal") == 0)
+                        sd_bus_message_read(m, "v", "u", total);
                 else
                         sd_bus_message_skip(m, "v");
                 sd_bus_message_exit_container(m);
         }
+        return 1;
+}
+
+static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct file_jobs *fj = userdata;
+        struct pending_job *j = find_job(fj, sd_bus_message_get_path(m));
+        const char *phase = NULL;
+        uint32_t total = j ? j->total : 0;
+        (void)error;
+
+        if (!j || job_progress_read(m, &phase, &j->done, &total) <= 0)
+                return 0;
         draw_progress(fj);
         return 0;
 }

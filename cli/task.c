@@ -68,26 +68,12 @@ static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *err
 /* The job's Phase and FilesDone/FilesTotal (its items) as they change. */
 static int on_progress(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         struct task_wait *w = userdata;
-        const char *interface, *property, *phase = NULL;
+        const char *phase = NULL;
         uint32_t done = 0, total = 0;
         (void)error;
         if (!w->job || strcmp(sd_bus_message_get_path(m) ?: "", w->job) != 0 ||
-            sd_bus_message_read(m, "s", &interface) < 0 || strcmp(interface, BUS_JOB) != 0 ||
-            sd_bus_message_enter_container(m, 'a', "{sv}") < 0)
+            job_progress_read(m, &phase, &done, &total) <= 0)
                 return 0;
-        while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
-                if (sd_bus_message_read(m, "s", &property) < 0)
-                        break;
-                if (strcmp(property, "Phase") == 0)
-                        sd_bus_message_read(m, "v", "s", &phase);
-                else if (strcmp(property, "FilesDone") == 0)
-                        sd_bus_message_read(m, "v", "u", &done);
-                else if (strcmp(property, "FilesTotal") == 0)
-                        sd_bus_message_read(m, "v", "u", &total);
-                else
-                        sd_bus_message_skip(m, "v");
-                sd_bus_message_exit_container(m);
-        }
         if (phase && total)
                 fprintf(stderr, "\r\033[K%s: %s %u/%u", w->verb, phase, done, total);
         else if (phase)

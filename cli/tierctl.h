@@ -29,6 +29,10 @@ int status_tenants(sd_bus *bus, bool json);
 /* tierctl archive/release/restore/pin/unpin PATH...: method is the
  * manager's fd variant ("Archive"...). */
 int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, char **argv);
+/* A job's PropertiesChanged read into phase (NULL if it did not change),
+ * done and total (left as they are if they did not): 1, or 0 if m is
+ * about another interface. cli/jobs.c. */
+int job_progress_read(sd_bus_message *m, const char **phase, uint32_t *done, uint32_t *total);
 /* tierctl tenant set NAME KEY=VALUE...: argv starts after "tenant". */
 int verb_tenant(sd_bus *bus, int argc, char **argv);
 /* tierctl gc NAME [--dry-run]: argv starts after "gc". */

@@ -16,3 +16,10 @@ unsigned fd_numbers_in_use(int pidfd, unsigned fallback);
  * is an entry of that directory, which a power cut can lose until it is
  * synced, although the file itself was. 0, or a negative errno. */
 int fsync_dir_of(const char *path);
+
+/* A socket of type (SOCK_SEQPACKET, SOCK_DGRAM, with SOCK_NONBLOCK if
+ * wanted; SOCK_CLOEXEC is added) connected to the unix socket at path.
+ * timeout_sec > 0 bounds the connect and every later send and receive
+ * (SO_SNDTIMEO, SO_RCVTIMEO): a peer whose backlog is full fails it with
+ * EAGAIN. The fd, or a negative errno. */
+int unix_connect(const char *path, int type, unsigned timeout_sec);

@@ -60,6 +60,19 @@ struct task_call {
         bool detached;         /* Start*: the end is told by TaskFinished */
 };
 
+/* AuditTenant's findings, in its reply and in TaskFinished. */
+static int append_findings(sd_bus_message *m, const struct audit_finding *f, size_t n) {
+        int r = sd_bus_message_open_container(m, 'a', "(sss)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(m, "(sss)", f[i].kind, f[i].name, f[i].detail);
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+/* A task's job, by its object path. */
+static void job_path(uint32_t job, char path[64]) {
+        snprintf(path, 64, "%s/%u", TIERD_BUS_JOB_PREFIX, job);
+}
+
 /* A detached task's TaskFinished, for its caller only (the findings name
  * files of the tenant's): n findings, or none. */
 static sd_bus_message *task_finished_new(struct task_call *c, int error, const char *message,
@@ -68,7 +81,7 @@ static sd_bus_message *task_finished_new(struct task_call *c, int error, const c
         char path[64];
         int r;
 
-        snprintf(path, sizeof(path), "%s/%u", TIERD_BUS_JOB_PREFIX, c->job);
+        job_path(c->job, path);
         r = sd_bus_message_new_signal(c->t->bus, &s, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "TaskFinished");
         if (r >= 0)
                 r = sd_bus_message_set_destination(s, sd_bus_message_get_sender(c->m));
@@ -76,11 +89,7 @@ static sd_bus_message *task_finished_new(struct task_call *c, int error, const c
                 r = sd_bus_message_append(s, "uosss", c->job, path, c->operation,
                                           error == -ECANCELED ? "canceled" : error < 0 ? "failed" : "done", message);
         if (r >= 0)
-                r = sd_bus_message_open_container(s, 'a', "(sss)");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(s, "(sss)", f[i].kind, f[i].name, f[i].detail);
-        if (r >= 0)
-                r = sd_bus_message_close_container(s);
+                r = append_findings(s, f, n);
         if (r < 0)
                 s = sd_bus_message_unref(s);
         return s;
@@ -113,7 +122,7 @@ static struct task_call *task_call_new(struct tierd *t, struct tenant *tn, sd_bu
  * TaskFinished and JobRemoved then follow this reply). */
 static int reply_job(sd_bus_message *m, uint32_t job) {
         char path[64];
-        snprintf(path, sizeof(path), "%s/%u", TIERD_BUS_JOB_PREFIX, job);
+        job_path(job, path);
         return sd_bus_reply_method_return(m, "o", path);
 }
 
@@ -304,11 +313,7 @@ static void on_audited(void *userdata, int error, const char *message, const str
         if (r >= 0)
                 r = sd_bus_message_append(reply, "s", message);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(sss)");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(reply, "(sss)", f[i].kind, f[i].name, f[i].detail);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+                r = append_findings(reply, f, n);
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
         if (r < 0)

@@ -416,11 +416,6 @@ int bus_method_list_jobs(sd_bus_message *m, void *userdata, sd_bus_error *error)
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
-const char *bus_job_path(struct tierd *t, uint32_t id) {
-        const struct bus_job *j = job_find(t, id);
-        return j ? j->path : NULL;
-}
-
 void bus_jobs_run(struct tierd *t) {
         jobs_schedule(t);
 }

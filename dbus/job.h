@@ -32,8 +32,6 @@ void bus_task_job_end_with(struct tierd *t, uint32_t id, int error, const char *
                            sd_bus_message *finished_small);
 /* ListJobs(), on the manager. */
 int bus_method_list_jobs(sd_bus_message *m, void *userdata, sd_bus_error *error);
-/* The job's object path, NULL if there is no such job. */
-const char *bus_job_path(struct tierd *t, uint32_t id);
 /* Starts what may start: call after the method's reply is queued, so that
  * JobRemoved always follows the reply. */
 void bus_jobs_run(struct tierd *t);

@@ -9,13 +9,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "holder-proto.h"
+#include "fdio.h"
 #include "log.h"
 #include "macro.h"
 #include "proto.h"
@@ -71,24 +71,6 @@ static void systemd_drop(struct fdstore *s) {
         s->n_inherited = 0;
 }
 
-static int holder_connect(const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd;
-
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, path);
-        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        return fd;
-}
-
 /* Started in its own session, so it outlives tierd and its process group;
  * it exits by itself once tierd has taken everything back for good. */
 static int holder_spawn(const char *binary, const char *path) {
@@ -113,7 +95,7 @@ static int holder_spawn(const char *binary, const char *path) {
 }
 
 static int holder_open(struct fdstore *s, const char *path, const char *binary) {
-        int fd = holder_connect(path);
+        int fd = unix_connect(path, SOCK_SEQPACKET, 0);
 
         if (fd == -ENOENT || fd == -ECONNREFUSED) {
                 log_info("no holder on %s: starting %s", path, binary);
@@ -121,7 +103,7 @@ static int holder_open(struct fdstore *s, const char *path, const char *binary) 
                 if (r < 0)
                         return log_error_errno(r, "cannot start tierd-holder: %m");
                 for (int waited = 0; waited < HOLDER_START_TIMEOUT_MS; waited += 10) {
-                        fd = holder_connect(path);
+                        fd = unix_connect(path, SOCK_SEQPACKET, 0);
                         if (fd >= 0 || (fd != -ENOENT && fd != -ECONNREFUSED))
                                 break;
                         nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
@@ -202,7 +184,7 @@ int fdstore_open(struct fdstore *s, const char *holder_path, const char *holder_
         *s = (struct fdstore){ .holder_sock = -1, .holder_path = holder_path, .holder_binary = holder_binary };
         /* A holder that listens comes first, even under systemd: it may
          * guard the groups a stopped tierd left it (holder/guard.c). */
-        if (holder_path && (r = holder_connect(holder_path)) >= 0) {
+        if (holder_path && (r = unix_connect(holder_path, SOCK_SEQPACKET, 0)) >= 0) {
                 s->kind = FDSTORE_HOLDER;
                 s->holder_sock = r;
                 if (systemd_fd_store_usable())

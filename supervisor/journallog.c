@@ -21,9 +21,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "log.h"
 
 #define JOURNAL_SOCKET "/run/systemd/journal/socket"
@@ -90,20 +90,6 @@ static void put_binary(struct datagram *d, const char *name, const char *value) 
         d->buf[d->len++] = '\n';
 }
 
-static int journal_connect(void) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
-        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        journal_fd = fd;
-        return 0;
-}
-
 static int journal_sink(int level, int err, const char *ident, const char *line) {
         char num[32], tenant[80], container[80], object[160], path[512], message[2300];
         struct datagram d = { .len = 0 };
@@ -113,8 +99,10 @@ static int journal_sink(int level, int err, const char *ident, const char *line)
          * socket; their lines go on the stream. */
         if (gettid() != getpid())
                 return -1;
-        if (journal_fd < 0 && journal_connect() < 0)
+        if (journal_fd < 0 && (journal_fd = unix_connect(JOURNAL_SOCKET, SOCK_DGRAM | SOCK_NONBLOCK, 0)) < 0) {
+                journal_fd = -1;
                 return -1; /* no journald to talk to: the stream has the line */
+        }
         if (dropped)
                 snprintf(message, sizeof(message), "%s (%llu earlier line(s) dropped: the journal was behind)", line,
                          dropped);
