@@ -100,7 +100,10 @@ static int verb_ping(sd_bus *bus, int argc, char **argv) {
 #define U_AUDIT "  audit NAME [--repair]    compare the tenant's stubs, catalog and store; --repair\n" \
         "                           uploads archived files whose object is gone again and\n" \
         "                           snapshots the catalog from the disk\n"
-#define U_METRICS "  metrics                  every counter, in the Prometheus text format\n"
+#define U_METRICS "  metrics [--listen ADDRESS]\n" \
+        "                           every counter, in the Prometheus text format; --listen:\n" \
+        "                           serve them over HTTP at /metrics (ADDRESS: HOST:PORT,\n" \
+        "                           [V6]:PORT or :PORT), as nobody if started as root\n"
 #define U_MONITOR "  monitor                  tierd's signals as they come (worker exits and starts,\n" \
         "                           property changes), until interrupted\n"
 #define U_CONTAINER "  container attach ID --tenant NAME --pid PID [--path /data] [--rootfs DIR]\n" \
@@ -131,7 +134,8 @@ FILE_VERB(unpin, "Unpin")
 
 /* Every verb: what it runs, its usage, and whether it needs the bus (those
  * that do not run before any connection: the OCI hook for containers
- * without our annotation, release-groups with tierd stopped). */
+ * without our annotation, release-groups with tierd stopped, metrics,
+ * which connects again after a failure when it serves). */
 static const struct verb {
         const char *name;
         int (*fn)(sd_bus *bus, int argc, char **argv);
@@ -151,7 +155,7 @@ static const struct verb {
         { "tenant", verb_tenant, U_TENANT, false },
         { "gc", verb_gc, U_GC, false },
         { "audit", verb_audit, U_AUDIT, false },
-        { "metrics", verb_metrics, U_METRICS, false },
+        { "metrics", verb_metrics, U_METRICS, true },
         { "monitor", verb_monitor, U_MONITOR, false },
         { "container", verb_container, U_CONTAINER, false },
         { "release-groups", verb_release_groups, U_RELEASE_GROUPS, true },

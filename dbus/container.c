@@ -99,9 +99,15 @@ GETTER(get_u64) {
                      : strcmp(property, "AttachMicroseconds") == 0 ? c->attach_took_usec
                      : strcmp(property, "Fills") == 0              ? c->fills
                      : strcmp(property, "BytesFetched") == 0       ? c->fill_bytes
+                     : strcmp(property, "WorkerRestartsTotal") == 0 ? c->worker.restarts_total
                                                                    : c->fill_errors;
         (void)bus, (void)path, (void)interface, (void)error;
         return sd_bus_message_append(reply, "t", v);
+}
+
+GETTER(get_wait) {
+        (void)bus, (void)path, (void)interface, (void)error;
+        return bus_append_wait_property(reply, property, &((const struct container *)userdata)->wait);
 }
 
 GETTER(get_bool) {
@@ -133,6 +139,10 @@ static const sd_bus_vtable container_vtable[] = {
         SD_BUS_PROPERTY("Fills", "t", get_u64, 0, 0),
         SD_BUS_PROPERTY("BytesFetched", "t", get_u64, 0, 0),
         SD_BUS_PROPERTY("FillErrors", "t", get_u64, 0, 0),
+        SD_BUS_PROPERTY("WorkerRestartsTotal", "t", get_u64, 0, 0),
+        SD_BUS_PROPERTY("ReaderWaitBuckets", "a(dt)", get_wait, 0, 0),
+        SD_BUS_PROPERTY("ReaderWaitSeconds", "d", get_wait, 0, 0),
+        SD_BUS_PROPERTY("ReaderWaitPercentiles", "a{sd}", get_wait, 0, 0),
         SD_BUS_VTABLE_END,
 };
 

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "workers.h"
 #include "macro.h"
+#include "property.h"
 
 #define ERROR_SHUTTING_DOWN "org.tierd1.Error.ShuttingDown"
 #define ERROR_NO_SUCH_TENANT "org.tierd1.Error.NoSuchTenant"
@@ -431,8 +432,14 @@ static int method_set_tenant_policy(sd_bus_message *m, void *userdata, sd_bus_er
         SD_BUS_METHOD_WITH_ARGS(paths_name, SD_BUS_ARGS("as", paths), SD_BUS_RESULT("o", job), method_##op##_paths, \
                                 SD_BUS_VTABLE_UNPRIVILEGED)
 
+GETTER(get_version) {
+        (void)bus, (void)path, (void)interface, (void)property, (void)userdata, (void)error;
+        return sd_bus_message_append(reply, "s", TIERD_VERSION);
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         FILE_JOB_VTABLE("Archive", "ArchivePaths", archive),
         FILE_JOB_VTABLE("Release", "ReleasePaths", release),
         FILE_JOB_VTABLE("Restore", "RestorePaths", restore),

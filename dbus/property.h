@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* A property getter's signature, as sd-bus calls it. */
+/* A property getter's signature, as sd-bus calls it, and the shapes
+ * tenants and containers share. */
 #pragma once
 
 #include <systemd/sd-bus.h>
+
+#include "tierd.h"
+
+/* ReaderWaitBuckets (a(dt): cumulative, as Prometheus histograms are:
+ * upper bound, count <= it, the last bound +Inf), ReaderWaitSeconds (d) or
+ * ReaderWaitPercentiles (a{sd}: p50, p90, p99, each the upper bound of the
+ * bucket holding it) of h. */
+int bus_append_wait_property(sd_bus_message *reply, const char *property, const struct wait_histogram *h);
 
 #define GETTER(fn) \
         static int fn(sd_bus *bus, const char *path, const char *interface, const char *property, \

@@ -97,6 +97,7 @@ GETTER(get_counter) {
                      : strcmp(property, "QuotaReleases") == 0 ? c->quota_releases
                      : strcmp(property, "QuotaDenials") == 0 ? c->quota_denials
                      : strcmp(property, "AutoArchives") == 0 ? c->auto_archives
+                     : strcmp(property, "ReadsDenied") == 0  ? c->reads_denied
                                                              : c->releases;
         (void)bus, (void)path, (void)interface, (void)error;
         return sd_bus_message_append(reply, "t", v);
@@ -147,42 +148,15 @@ GETTER(get_last_error) {
         return sd_bus_message_append(reply, "s", tn->counters.last_error);
 }
 
-/* Cumulative, as Prometheus histograms are: (upper bound, count <= it). */
-GETTER(get_wait_buckets) {
-        const struct tenant_counters *c = &((const struct tenant *)userdata)->counters;
-        uint64_t sum = 0;
-        (void)bus, (void)path, (void)interface, (void)property, (void)error;
-        int r = sd_bus_message_open_container(reply, 'a', "(dt)");
-        for (size_t i = 0; r >= 0 && i < LATENCY_BUCKETS; i++) {
-                sum += c->wait_buckets[i];
-                r = sd_bus_message_append(reply, "(dt)", latency_bounds[i], sum);
-        }
-        return r < 0 ? r : sd_bus_message_close_container(reply);
+GETTER(get_wait) {
+        (void)bus, (void)path, (void)interface, (void)error;
+        return bus_append_wait_property(reply, property, &((const struct tenant *)userdata)->counters.wait);
 }
 
-GETTER(get_wait_sum) {
-        const struct tenant_counters *c = &((const struct tenant *)userdata)->counters;
+GETTER(get_worker_restarts_total) {
+        const struct tenant *tn = userdata;
         (void)bus, (void)path, (void)interface, (void)property, (void)error;
-        return sd_bus_message_append(reply, "d", c->wait_seconds);
-}
-
-/* From the histogram: the upper bound of the bucket holding each rank. */
-GETTER(get_wait_percentiles) {
-        const struct tenant_counters *c = &((const struct tenant *)userdata)->counters;
-        static const struct { const char *name; double q; } ps[] = { { "p50", 0.5 }, { "p90", 0.9 }, { "p99", 0.99 } };
-        (void)bus, (void)path, (void)interface, (void)property, (void)error;
-        int r = sd_bus_message_open_container(reply, 'a', "{sd}");
-        for (size_t k = 0; r >= 0 && k < ARRAY_SIZE(ps); k++) {
-                uint64_t rank = (uint64_t)(ps[k].q * (double)c->waits + 0.999999), seen = 0;
-                double v = 0;
-                for (size_t i = 0; c->waits && i < LATENCY_BUCKETS; i++)
-                        if ((seen += c->wait_buckets[i]) >= rank) {
-                                v = latency_bounds[i];
-                                break;
-                        }
-                r = sd_bus_message_append(reply, "{sd}", ps[k].name, v);
-        }
-        return r < 0 ? r : sd_bus_message_close_container(reply);
+        return sd_bus_message_append(reply, "t", tn->worker.restarts_total);
 }
 
 static const sd_bus_vtable tenant_vtable[] = {
@@ -210,9 +184,11 @@ static const sd_bus_vtable tenant_vtable[] = {
         SD_BUS_PROPERTY("QuotaReleases", "t", get_counter, 0, 0),
         SD_BUS_PROPERTY("QuotaDenials", "t", get_counter, 0, 0),
         SD_BUS_PROPERTY("AutoArchives", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("ReaderWaitBuckets", "a(dt)", get_wait_buckets, 0, 0),
-        SD_BUS_PROPERTY("ReaderWaitSeconds", "d", get_wait_sum, 0, 0),
-        SD_BUS_PROPERTY("ReaderWaitPercentiles", "a{sd}", get_wait_percentiles, 0, 0),
+        SD_BUS_PROPERTY("ReadsDenied", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("ReaderWaitBuckets", "a(dt)", get_wait, 0, 0),
+        SD_BUS_PROPERTY("ReaderWaitSeconds", "d", get_wait, 0, 0),
+        SD_BUS_PROPERTY("ReaderWaitPercentiles", "a{sd}", get_wait, 0, 0),
+        SD_BUS_PROPERTY("WorkerRestartsTotal", "t", get_worker_restarts_total, 0, 0),
         SD_BUS_VTABLE_END,
 };
 

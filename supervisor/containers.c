@@ -450,6 +450,12 @@ void container_count_fill(struct tenant *tn, uint64_t serial, uint64_t bytes, bo
                 c->fill_errors++;
 }
 
+void container_count_wait(struct tenant *tn, uint64_t serial, double seconds) {
+        struct container *c = container_by_serial(tn, serial);
+        if (c)
+                wait_histogram_add(&c->wait, seconds);
+}
+
 void containers_restart_workers(struct tenant *tn) {
         for (struct container *c = tn->t->containers; c; c = c->next)
                 if (c->tenant == tn)

@@ -48,6 +48,7 @@ uint64_t container_of_thread(struct tenant *tn, pid_t tid);
  * worker if it is gone. */
 struct worker *container_worker(struct tenant *tn, uint64_t serial);
 void container_count_fill(struct tenant *tn, uint64_t serial, uint64_t bytes, bool ok);
+void container_count_wait(struct tenant *tn, uint64_t serial, double seconds);
 
 /* Every container worker of the tenant: new settings, new credentials. */
 void containers_restart_workers(struct tenant *tn);

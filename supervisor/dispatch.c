@@ -66,7 +66,8 @@ void dispatch_answer(struct tiered_fs *fs, int event_fd, int error) {
 
 static void waiter_finish(struct tfile *f, struct waiter *w, int error) {
         if (w->event_fd >= 0) {
-                tenant_record_wait(f->tenant, (double)(tierd_now_usec(f->tenant->t) - w->parked_usec) / 1e6);
+                tenant_record_wait(f->tenant, w->route, (double)(tierd_now_usec(f->tenant->t) - w->parked_usec) / 1e6,
+                                   error);
                 dispatch_answer(w->event_fs, w->event_fd, error);
         } else
                 w->callback(w->userdata, error ? -error : 0);

@@ -60,26 +60,6 @@
 
 #define STOP_TIMEOUT_USEC (30 * 1000 * 1000ull)
 
-const double latency_bounds[LATENCY_BUCKETS] = { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                                  0.5,   1,     2.5,  5,     10,   INFINITY };
-
-void tenant_record_wait(struct tenant *tn, double seconds) {
-        struct tenant_counters *c = &tn->counters;
-        size_t i = 0;
-        while (i + 1 < LATENCY_BUCKETS && seconds > latency_bounds[i])
-                i++;
-        c->wait_buckets[i]++;
-        c->waits++;
-        c->wait_seconds += seconds;
-}
-
-void tenant_set_last_error(struct tenant *tn, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(tn->counters.last_error, sizeof(tn->counters.last_error), fmt, ap);
-        va_end(ap);
-}
-
 struct tenant *tierd_find_tenant(struct tierd *t, const char *name) {
         for (size_t i = 0; i < t->n_tenants; i++)
                 if (strcmp(t->tenants[i].cfg->name, name) == 0)

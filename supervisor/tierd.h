@@ -69,6 +69,7 @@ struct worker {
         sd_event_source *io_src, *child_src, *restart_src, *fail_src, *stall_src;
         struct request *requests; /* in flight: re-sent to a replacement */
         unsigned restarts;        /* recent, for crash-loop detection */
+        uint64_t restarts_total;  /* every death not of our doing */
         bool serial;              /* suspects run one at a time: workers.c */
         bool planned_restart;     /* killed by us for new settings */
         uint64_t started_usec;
@@ -81,16 +82,24 @@ struct worker {
 #define LATENCY_BUCKETS 13
 extern const double latency_bounds[LATENCY_BUCKETS];
 
+struct wait_histogram {
+        uint64_t buckets[LATENCY_BUCKETS]; /* not cumulative: one count per bucket */
+        uint64_t count;
+        double seconds;
+};
+void wait_histogram_add(struct wait_histogram *h, double seconds);
+
 struct tenant_counters {
         uint64_t fills, fill_bytes, fill_errors, archives, releases;
         uint64_t quota_releases, quota_denials, auto_archives;
-        uint64_t wait_buckets[LATENCY_BUCKETS]; /* not cumulative: one count per bucket */
-        uint64_t waits;
-        double wait_seconds;
+        uint64_t reads_denied; /* readers answered with an error */
+        struct wait_histogram wait;
         char last_error[256];
 };
 
-void tenant_record_wait(struct tenant *tn, double seconds);
+/* A reader let go after seconds, with error (0: its bytes) or not: counted
+ * for its tenant and, if route names one, its container. */
+void tenant_record_wait(struct tenant *tn, uint64_t route, double seconds, int error);
 void tenant_set_last_error(struct tenant *tn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct tenant {
@@ -149,6 +158,7 @@ struct container {
         uint64_t attached_usec;     /* CLOCK_REALTIME */
         uint64_t attach_took_usec;  /* from the request to the view served */
         uint64_t fills, fill_bytes, fill_errors;
+        struct wait_histogram wait; /* its readers' */
         struct worker worker;
 };
 

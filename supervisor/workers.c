@@ -265,6 +265,7 @@ static void worker_handle_exit(struct worker *w, const siginfo_t *si) {
                 return;
         }
         worker_blame(w);
+        w->restarts_total++;
         if (w->tenant->t->stopping && !w->requests) {
                 w->state = WORKER_STOPPED;
                 return;

@@ -145,6 +145,15 @@ check "container a2 too" reads_right $P-a2 f2
 check "... the fills ran on each container's own worker" bash -c "
 	[ \$($BUSCTL get-property org.tierd1 $(cobj $P-a1) org.tierd1.Container Fills | cut -d' ' -f2) -gt 0 ] &&
 	[ \$($BUSCTL get-property org.tierd1 $(cobj $P-a2) org.tierd1.Container Fills | cut -d' ' -f2) -gt 0 ]"
+container_metrics_ok() { # CONTAINER: its fills and reader waits in tierctl metrics
+	local m
+	m=$("$TIERCTL" metrics) || return 1
+	grep -Eq "^tierd_container_fills_total\{tenant=\"alpha\",container=\"$1\"\} [1-9]" <<<"$m" &&
+		grep -Eq "^tierd_container_reader_wait_seconds_count\{tenant=\"alpha\",container=\"$1\"\} [1-9]" <<<"$m" &&
+		grep -q "^tierd_container_reader_wait_seconds_bucket{tenant=\"alpha\",container=\"$1\",le=\"+Inf\"} " <<<"$m"
+}
+check "tierctl metrics: the container's fills and its readers' waits, labelled tenant and container" \
+	container_metrics_ok $P-a1
 check "the view in the container is nosuid,nodev" bash -c "runc exec $P-a1 cat /proc/self/mountinfo | grep ' /data ' | grep -q 'nosuid,nodev'"
 check "container b1 sees beta's files" test "$(in_c $P-b1 cat /data/only-beta)" = "beta's own"
 check "... and none of alpha's" test "$(in_c $P-b1 ls /data | sort | tr '\n' ' ')" = "b1 only-beta "

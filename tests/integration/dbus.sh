@@ -122,6 +122,47 @@ check "... no timestamps: every sample is a name and a value" \
 	bash -c "grep -v '^#' '$TL_DIR/metrics' | awk 'NF != 2 { exit 1 }'"
 check "ReaderWaitPercentiles reads" bash -c "$BUSCTL get-property org.tierd1 $ALPHA org.tierd1.Tenant ReaderWaitPercentiles | grep -q p99"
 
+# The same over HTTP: tierctl metrics --listen, started as root, serves as
+# nobody; promtool (Debian's, make deps) checks the format and its lints.
+"$TIERCTL" metrics --listen 127.0.0.1:0 2>"$TL_DIR/exporter.err" &
+EXPORTER=$!
+TL_PIDS+=("$EXPORTER")
+for _ in $(seq 50); do grep -q 'serving http' "$TL_DIR/exporter.err" && break; sleep 0.1; done
+MPORT=$(sed -n 's|^tierctl metrics: serving http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' "$TL_DIR/exporter.err")
+MURL="http://127.0.0.1:$MPORT/metrics"
+check "tierctl metrics --listen 127.0.0.1:0 says where it serves" test -n "$MPORT"
+check "... and, started as root, runs as nobody" grep -Eq '^Uid:\s+65534\s+65534\s+65534' "/proc/$EXPORTER/status"
+# PATH [curl options]: the HTTP status; the body in scrape, headers in scrape.h
+http_get() { local p=$1; shift; curl -s --max-time 10 -o "$TL_DIR/scrape" -D "$TL_DIR/scrape.h" -w '%{http_code}' "$@" "http://127.0.0.1:$MPORT$p"; }
+scrape_ok() { # a 200 for /metrics, with these exact lines
+	local line
+	[ "$(http_get /metrics)" = 200 ] || return 1
+	for line in "$@"; do grep -qxF -- "$line" "$TL_DIR/scrape" || return 1; done
+}
+check "GET /metrics: 200, the same counters as tierctl metrics, tierd_up 1 and tierd_build_info" \
+	scrape_ok 'tierd_archives_total{tenant="alpha"} 1' 'tierd_up 1' \
+	"tierd_build_info{version=\"$("$BUILD/tierd" --version | cut -d' ' -f2)\"} 1"
+check "... in the text format 0.0.4" grep -qi '^Content-Type: text/plain; version=0.0.4' "$TL_DIR/scrape.h"
+has_tenant_samples() { local m; for m; do grep -Eq "^$m\{tenant=\"alpha\"\} [0-9]" "$TL_DIR/scrape" || return 1; done; }
+check "... quota and usage gauges, denials and worker restarts as counters" has_tenant_samples tierd_quota_bytes \
+	tierd_used_bytes tierd_reads_denied_total tierd_quota_denials_total tierd_auto_archives_total tierd_worker_restarts_total
+PROMTOOL=$(command -v promtool || echo "$BUILD/tools/promtool")
+if [ -x "$PROMTOOL" ]; then
+	"$PROMTOOL" check metrics <"$TL_DIR/scrape" >"$TL_DIR/promtool.out" 2>&1
+	rc=$?
+	check "promtool check metrics: exit 0 and no lint (exit $rc)" test "$rc" = 0 -a ! -s "$TL_DIR/promtool.out"
+else
+	skip "promtool check metrics: no promtool (make deps takes it from Debian's prometheus package)"
+fi
+check "POST: 405" test "$(http_get /metrics -X POST)" = 405
+check "another path: 404" test "$(http_get /nope)" = 404
+check "a request line over 8 KiB: 431" test "$(http_get "/$(head -c 9000 /dev/zero | tr '\0' a)")" = 431
+# A client that connects and says nothing holds one connection, not the
+# server: the next scrape is answered (curl --max-time: a hang fails).
+exec 7<>"/dev/tcp/127.0.0.1/$MPORT"
+check "a silent client does not hold up a scrape" test "$(http_get /metrics)" = 200
+exec 7<&-
+
 # A worker killed: signals and PropertiesChanged, seen by dbus-monitor and
 # tierctl monitor.
 dbus-monitor --system "type='signal',sender='org.tierd1'" >"$TL_DIR/monitor" 2>&1 &
@@ -140,6 +181,7 @@ check "PropertiesChanged on the tenant carries WorkerPid" \
 check "tierctl monitor shows both" bash -c "grep -q 'org.tierd1.Manager.WorkerExited' '$TL_DIR/tierctl-monitor' &&
 	grep -q 'org.tierd1.Manager.WorkerStarted' '$TL_DIR/tierctl-monitor'"
 check "tierd is still up" kill -0 "$TL_TIERD_PID"
+check "the worker's death counts in tierd_worker_restarts_total" scrape_ok 'tierd_worker_restarts_total{tenant="alpha"} 1'
 
 # ReloadPolicy: fill settings at once, worker settings by a new worker.
 pid_of() { $BUSCTL get-property org.tierd1 "$1" org.tierd1.Tenant WorkerPid | cut -d' ' -f2; }
@@ -354,4 +396,11 @@ for _ in $(seq 50); do kill -0 "$CTL" 2>/dev/null || break; sleep 0.1; done
 check "... a tierctl waiting on its jobs ends too" bash -c "! kill -0 $CTL 2>/dev/null"
 wait "$CTL"; rc=$?
 check "... with exit 1, saying what was not done" bash -c "[ $rc = 1 ] && grep -Eq 'canceled|aborted|stopped' '$TL_DIR/stopped.out'"
+check "tierd stopped: the exporter still answers 200, with tierd_up 0" scrape_ok 'tierd_up 0'
+check "... and says so once on stderr" test "$(grep -c 'tierd does not answer' "$TL_DIR/exporter.err")" = 1
+kill -TERM "$EXPORTER"
+for _ in $(seq 50); do kill -0 "$EXPORTER" 2>/dev/null || break; sleep 0.1; done
+check "SIGTERM: the exporter ends" bash -c "! kill -0 $EXPORTER 2>/dev/null"
+wait "$EXPORTER"; rc=$?
+check "... with exit 0 (exit $rc)" test "$rc" = 0
 tl_summary

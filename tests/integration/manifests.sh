@@ -244,6 +244,31 @@ def liveness(probe="livenessProbe"):
 def readiness():
     liveness("readinessProbe")
 
+def metrics_endpoint():
+    c, spec = ctr("tierd", "metrics"), pod_spec("tierd")
+    a = argv(c)
+    need(len(a) == 4 and os.path.basename(a[0]) == "tierctl" and a[1:3] == ["metrics", "--listen"],
+         "command %s is not tierctl metrics --listen ADDRESS" % a)
+    port = int(a[3].rsplit(":", 1)[1])
+    ports = [p for p in c.get("ports", []) if p.get("name") == "metrics"]
+    need(len(ports) == 1 and ports[0]["containerPort"] == port, "port metrics %s, --listen %s" % (ports, a[3]))
+    sc = c.get("securityContext", {})
+    need(sc.get("runAsUser") not in (None, 0) and sc.get("runAsNonRoot") is True, "it runs as root")
+    need(sc.get("capabilities", {}).get("drop") == ["ALL"] and sc.get("allowPrivilegeEscalation") is False,
+         "capabilities %s" % sc.get("capabilities"))
+    need(not sc.get("privileged"), "privileged")
+    need(env(c, BUS_ADDRESS_ENV) == env(ctr("tierd", "tierd"), BUS_ADDRESS_ENV), "not tierd's bus")
+    sock = env(c, BUS_ADDRESS_ENV).split("=", 1)[1]
+    m, _ = covering_mount(spec, c, sock)
+    need(m["name"] == "run", "the bus socket is not on the shared /run/tierd volume")
+    pm = obj("PodMonitor", "tierd")["spec"]
+    labels = obj("DaemonSet", "tierd")["spec"]["template"]["metadata"]["labels"]
+    need(all(labels.get(k) == v for k, v in pm["selector"]["matchLabels"].items()),
+         "the PodMonitor's selector %s does not match the pods' labels %s" % (pm["selector"], labels))
+    eps = pm["podMetricsEndpoints"]
+    need(len(eps) == 1 and eps[0]["port"] == "metrics" and eps[0].get("path", "/metrics") == "/metrics",
+         "podMetricsEndpoints %s" % eps)
+
 def holder_socket():
     a = option(ctr("tierd", "tierd"), "--holder")
     b = option(ctr("tierd-holder", "holder"), "--socket")
@@ -439,6 +464,8 @@ check "the dbus container runs dbus-daemon on bus.conf from the ConfigMap tierd-
 	m dbus-container
 check "tierd's liveness probe runs tierctl ping (answered at once, nothing counted)" m liveness
 check "tierd's readiness probe too" m readiness
+check "the metrics container: tierctl metrics --listen on its port metrics, non-root, no capabilities, tierd's bus; the PodMonitor selects the pods and that port" \
+	m metrics-endpoint
 for ds in tierd tierd-holder; do
 	check "DaemonSet $ds: nodes with a 6.14+ kernel (NFD labels: 6.14, 7.0 in; 6.13, 5.19 out), every taint tolerated" \
 		m kernel-affinity "$ds"

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* Property shapes the tenant and container objects share. */
+#include "property.h"
+
+#include <string.h>
+
+#include "macro.h"
+
+static int bus_append_wait_buckets(sd_bus_message *reply, const struct wait_histogram *h) {
+        uint64_t sum = 0;
+        int r = sd_bus_message_open_container(reply, 'a', "(dt)");
+        for (size_t i = 0; r >= 0 && i < LATENCY_BUCKETS; i++) {
+                sum += h->buckets[i];
+                r = sd_bus_message_append(reply, "(dt)", latency_bounds[i], sum);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int bus_append_wait_percentiles(sd_bus_message *reply, const struct wait_histogram *h) {
+        static const struct { const char *name; double q; } ps[] = { { "p50", 0.5 }, { "p90", 0.9 }, { "p99", 0.99 } };
+        int r = sd_bus_message_open_container(reply, 'a', "{sd}");
+        for (size_t k = 0; r >= 0 && k < ARRAY_SIZE(ps); k++) {
+                uint64_t rank = (uint64_t)(ps[k].q * (double)h->count + 0.999999), seen = 0;
+                double v = 0;
+                for (size_t i = 0; h->count && i < LATENCY_BUCKETS; i++)
+                        if ((seen += h->buckets[i]) >= rank) {
+                                v = latency_bounds[i];
+                                break;
+                        }
+                r = sd_bus_message_append(reply, "{sd}", ps[k].name, v);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+int bus_append_wait_property(sd_bus_message *reply, const char *property, const struct wait_histogram *h) {
+        if (strcmp(property, "ReaderWaitSeconds") == 0)
+                return sd_bus_message_append(reply, "d", h->seconds);
+        if (strcmp(property, "ReaderWaitBuckets") == 0)
+                return bus_append_wait_buckets(reply, h);
+        return bus_append_wait_percentiles(reply, h);
+}
