@@ -33,6 +33,8 @@ enum proto_type {
                             * the epoch, the store's clock) or not of `size` bytes: -EBUSY */
         PROTO_SYNC = 11,   /* fdatasync fd: what fills wrote through it is durable before
                             * tierd records it (fills themselves do not sync) */
+        PROTO_HEADERS = 12, /* the configured headers again, "@FILE"s read anew: whenever
+                             * one of those files changes (a rotated token) */
 };
 
 /* What tierd keeps in a store, by key: a listing names only these. */
@@ -104,6 +106,12 @@ struct proto_credentials {
         char access_key[128];
         char secret_key[256];
         char session_token[4096];
+};
+
+/* PROTO_HEADERS: replaces the config's headers for every later request. */
+struct proto_headers {
+        uint32_t type;
+        char headers[PROTO_HEADERS_MAX]; /* "Name: value" lines */
 };
 
 struct proto_request {

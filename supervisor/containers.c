@@ -462,10 +462,10 @@ void containers_restart_workers(struct tenant *tn) {
                         worker_restart_planned(&c->worker);
 }
 
-void containers_send_credentials(struct tenant *tn) {
+void containers_send_secrets(struct tenant *tn, bool credentials, bool headers) {
         for (struct container *c = tn->t->containers; c; c = c->next)
                 if (c->tenant == tn)
-                        worker_send_credentials(&c->worker);
+                        worker_send_secrets(&c->worker, credentials, headers);
 }
 
 bool containers_idle(struct tierd *t) {

@@ -40,10 +40,11 @@ static int load_credentials(struct tenant *tn) {
         return 0;
 }
 
-/* "Name: @FILE" reads the value from FILE (a bearer token, say). */
-static int load_headers(struct tenant *tn) {
+/* "Name: @FILE" reads the value from FILE (a bearer token, say): the
+ * header lines into out. */
+static int load_headers(struct tenant *tn, char *out, size_t size) {
         size_t n = 0;
-        tn->headers[0] = 0;
+        out[0] = 0;
         for (char **h = tn->cfg->headers; h && *h; h++) {
                 const char *colon = strstr(*h, ": "), *value = colon + 2;
                 char file_value[PROTO_HEADERS_MAX];
@@ -55,13 +56,39 @@ static int load_headers(struct tenant *tn) {
                         file_value[strcspn(file_value, "\r\n")] = 0;
                         value = file_value;
                 }
-                int k = snprintf(tn->headers + n, sizeof(tn->headers) - n, "%.*s: %s\n", (int)(colon - *h), *h, value);
+                int k = snprintf(out + n, size - n, "%.*s: %s\n", (int)(colon - *h), *h, value);
                 explicit_bzero(file_value, sizeof(file_value));
-                if (k < 0 || (size_t)k >= sizeof(tn->headers) - n)
+                if (k < 0 || (size_t)k >= size - n)
                         return log_error_errno(E2BIG, "tenant %s: headers too long", tn->cfg->name);
                 n += (size_t)k;
         }
         return 0;
+}
+
+/* What the "@FILE" header files are now: inode, size and ctime of each
+ * (errno for one that cannot be stat'ed), folded. 0: the tenant has none. */
+static uint64_t headers_stamp(const struct tenant *tn) {
+        uint64_t h = 0;
+        bool any = false;
+        for (char **p = tn->cfg->headers; p && *p; p++) {
+                const char *colon = strstr(*p, ": ");
+                struct stat st;
+                if (!colon || colon[2] != '@')
+                        continue;
+                any = true;
+                uint64_t v[4] = { 0 };
+                if (stat(colon + 3, &st) < 0)
+                        v[0] = (uint64_t)errno;
+                else {
+                        v[0] = st.st_ino;
+                        v[1] = (uint64_t)st.st_size;
+                        v[2] = (uint64_t)st.st_ctim.tv_sec;
+                        v[3] = (uint64_t)st.st_ctim.tv_nsec;
+                }
+                for (size_t i = 0; i < 4; i++)
+                        h = (h ^ v[i]) * 0x100000001b3ull; /* FNV-1a, a word at a time */
+        }
+        return any ? h | 1 : 0;
 }
 
 int catalog_key_read(const char *path, const char *tenant, struct catalog_key *key, const char **error) {
@@ -102,49 +129,74 @@ int tenant_secrets_load(struct tenant *tn) {
         int r = 0;
         if (tn->cfg->credentials)
                 r = load_credentials(tn);
-        if (r == 0)
-                r = load_headers(tn);
+        if (r == 0) {
+                tn->headers_stamp = headers_stamp(tn);
+                r = load_headers(tn, tn->headers, sizeof(tn->headers));
+        }
         if (r == 0 && tn->cfg->catalog_key)
                 r = load_catalog_key(tn);
         return r;
 }
 
+/* A bearer token rotated in its file (a projected service-account token,
+ * hourly): the new header lines go to the running workers, which use them
+ * from their next request on. A file that cannot be read keeps the old. */
+static bool headers_changed(struct tenant *tn) {
+        char headers[PROTO_HEADERS_MAX];
+        uint64_t stamp = headers_stamp(tn);
+        if (stamp == tn->headers_stamp)
+                return false;
+        tn->headers_stamp = stamp;
+        int r = load_headers(tn, headers, sizeof(headers));
+        if (r < 0 && r != -EINVAL && r != -EPERM && r != -EFBIG && r != -E2BIG)
+                tn->headers_stamp = 0; /* a passing reason: again next turn */
+        bool changed = r == 0 && strcmp(headers, tn->headers) != 0;
+        if (changed)
+                memcpy(tn->headers, headers, sizeof(headers));
+        explicit_bzero(headers, sizeof(headers));
+        return changed;
+}
+
+static bool credentials_changed(struct tenant *tn) {
+        struct stat st;
+        if (!tn->cfg->credentials || stat(tn->cfg->credentials, &st) < 0)
+                return false;
+        if (st.st_ino == tn->cred_ino && st.st_size == tn->cred_size &&
+            st.st_ctim.tv_sec == tn->cred_ctime.tv_sec && st.st_ctim.tv_nsec == tn->cred_ctime.tv_nsec)
+                return false;
+        /* Each version is tried once (a bad one is logged once, not every
+         * turn); one that could not be read for a passing reason (out of
+         * fds, a rename under the read) again next turn. A bad new file
+         * keeps the old keys: better than none. */
+        tn->cred_ino = st.st_ino;
+        tn->cred_size = st.st_size;
+        tn->cred_ctime = st.st_ctim;
+        int r = load_credentials(tn);
+        if (r < 0 && r != -EINVAL && r != -EPERM && r != -EFBIG)
+                tn->cred_ino = 0;
+        return r == 0;
+}
+
+/* Every SECRETS_CHECK_USEC: a stat of each file (admin-named paths, read
+ * O_NONBLOCK when they changed), on the loop. */
 static int on_secrets_check(sd_event_source *s, uint64_t usec, void *userdata) {
         struct tierd *t = userdata;
         for (size_t i = 0; i < t->n_tenants; i++) {
                 struct tenant *tn = &t->tenants[i];
-                struct stat st;
-                if (!tn->cfg->credentials || stat(tn->cfg->credentials, &st) < 0)
+                bool cred = credentials_changed(tn), headers = tn->headers_stamp && headers_changed(tn);
+                if (!cred && !headers)
                         continue;
-                if (st.st_ino == tn->cred_ino && st.st_size == tn->cred_size &&
-                    st.st_ctim.tv_sec == tn->cred_ctime.tv_sec && st.st_ctim.tv_nsec == tn->cred_ctime.tv_nsec)
-                        continue;
-                /* Each version is tried once (a bad one is logged once, not
-                 * every turn); one that could not be read for a passing
-                 * reason (out of fds, a rename under the read) again next
-                 * turn. A bad new file keeps the old keys: better than none. */
-                tn->cred_ino = st.st_ino;
-                tn->cred_size = st.st_size;
-                tn->cred_ctime = st.st_ctim;
-                int r = load_credentials(tn);
-                if (r < 0 && r != -EINVAL && r != -EPERM && r != -EFBIG)
-                        tn->cred_ino = 0;
-                if (r < 0)
-                        continue;
-                log_info("tenant %s: credentials changed, handing them to the worker", tn->cfg->name);
-                worker_send_credentials(&tn->worker);
-                containers_send_credentials(tn);
+                log_info("tenant %s: %s changed, handing them to the workers", tn->cfg->name,
+                         cred && headers ? "credentials and header files" : cred ? "credentials" : "header files");
+                worker_send_secrets(&tn->worker, cred, headers);
+                containers_send_secrets(tn, cred, headers);
         }
         sd_event_source_set_time(s, usec + SECRETS_CHECK_USEC);
         return 0;
 }
 
+/* Always, even with no secret file named yet: a reload may name one. */
 int secrets_watch_start(struct tierd *t) {
-        bool any = false;
-        for (size_t i = 0; i < t->n_tenants; i++)
-                any |= t->tenants[i].cfg->credentials != NULL;
-        if (!any)
-                return 0;
         int r = sd_event_add_time_relative(t->event, &t->secrets_src, CLOCK_MONOTONIC, SECRETS_CHECK_USEC, 0,
                                            on_secrets_check, t);
         if (r >= 0)

@@ -9,6 +9,7 @@ int tenant_secrets_load(struct tenant *tn);
  * least CATALOG_KEY_MIN bytes of text, trailing whitespace left out) and
  * its name. *error says why not. */
 int catalog_key_read(const char *path, const char *tenant, struct catalog_key *key, const char **error);
-/* Re-reads credentials files when they change (rotated keys apply without a
- * restart) and hands them to the workers. */
+/* Re-reads credentials and "@FILE" header files when they change (rotated
+ * keys and tokens apply without a worker restart) and hands them to the
+ * workers. */
 int secrets_watch_start(struct tierd *t);

@@ -61,6 +61,9 @@ enum worker_state { WORKER_STOPPED, WORKER_RUNNING, WORKER_RESTARTING, WORKER_FA
 
 struct container;
 
+#define SECRETS_CREDENTIALS 1u
+#define SECRETS_HEADERS 2u
+
 struct worker {
         struct tenant *tenant;
         struct container *container; /* NULL: the tenant's host worker */
@@ -72,6 +75,8 @@ struct worker {
         uint64_t restarts_total;  /* every death not of our doing */
         bool serial;              /* suspects run one at a time: workers.c */
         bool planned_restart;     /* killed by us for new settings */
+        bool out_blocked;         /* its socket is full: what is unsent waits for EPOLLOUT */
+        unsigned secrets_due;     /* SECRETS_*: changed, not handed to it yet */
         uint64_t started_usec;
         uint64_t died_usec; /* the last death, until a replacement serves */
         enum worker_state state;
@@ -117,6 +122,7 @@ struct tenant {
         off_t cred_size;
         ino_t cred_ino;
         char headers[PROTO_HEADERS_MAX]; /* http: configured headers, files read */
+        uint64_t headers_stamp;          /* the "@FILE" header files last tried (secrets.c) */
         struct catalog_key catalog_key;  /* "catalog_key": authenticates its catalog objects */
         struct worker worker;
         struct tenant_counters counters;

@@ -81,11 +81,54 @@ static void request_fail(struct request *req, int error) {
         request_finish(req, &rep);
 }
 
+/* tierd's end of the control socket does not block: a worker that stops
+ * reading (stopped, hung, compromised) fills it, and tierd keeps what it
+ * could not send until the socket takes more (EPOLLOUT), instead of
+ * waiting in sendmsg() with every tenant's events behind it. The stall
+ * check then kills a worker that took requests and does nothing. */
+static void worker_wait_writable(struct worker *w) {
+        w->out_blocked = true;
+        if (w->io_src)
+                sd_event_source_set_io_events(w->io_src, EPOLLIN | EPOLLOUT);
+}
+
+/* -EAGAIN: not sent, and req stays unsent until the socket is writable. */
 static int worker_send(struct worker *w, struct request *req) {
+        if (w->out_blocked)
+                return -EAGAIN;
         req->progress_usec = tierd_now_usec(w->tenant->t);
         req->started = false;
-        req->sent = true;
-        return proto_send(w->sock, &req->msg, sizeof(req->msg), req->fd);
+        int r = proto_send(w->sock, &req->msg, sizeof(req->msg), req->fd);
+        req->sent = r != -EAGAIN;
+        if (r == -EAGAIN)
+                worker_wait_writable(w);
+        return r;
+}
+
+/* The secrets that changed while the socket was full, then. */
+static void worker_flush_secrets(struct worker *w) {
+        struct tenant *tn = w->tenant;
+        int r = 0;
+        if (w->out_blocked)
+                return;
+        if ((w->secrets_due & SECRETS_CREDENTIALS) && tn->have_cred)
+                r = proto_send(w->sock, &tn->cred, sizeof(tn->cred), -1);
+        if (r == -EAGAIN)
+                return worker_wait_writable(w);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: cannot hand credentials to the worker: %m", tn->cfg->name);
+        w->secrets_due &= ~SECRETS_CREDENTIALS;
+        if (w->secrets_due & SECRETS_HEADERS) {
+                struct proto_headers m = { .type = PROTO_HEADERS };
+                memcpy(m.headers, tn->headers, sizeof(m.headers));
+                r = proto_send(w->sock, &m, sizeof(m), -1);
+                explicit_bzero(&m, sizeof(m));
+                if (r == -EAGAIN)
+                        return worker_wait_writable(w);
+                if (r < 0)
+                        log_error_errno(r, "tenant %s: cannot hand headers to the worker: %m", tn->cfg->name);
+        }
+        w->secrets_due = 0;
 }
 
 /* Sends what the worker has not been given. After a death with several
@@ -93,6 +136,7 @@ static int worker_send(struct worker *w, struct request *req) {
  * run one at a time, alone, so the next death is blamed on the right one. */
 static void worker_send_pending(struct worker *w) {
         struct request *suspect = NULL;
+        int r;
 
         if (w->state != WORKER_RUNNING)
                 return;
@@ -106,13 +150,14 @@ static void worker_send_pending(struct worker *w) {
         if (suspect) {
                 log_debug("tenant %s: request %llu, a suspect, runs alone", w->tenant->cfg->name,
                           (unsigned long long)suspect->msg.id);
-                if (worker_send(w, suspect) < 0 && w->pid > 0)
+                r = worker_send(w, suspect);
+                if (r < 0 && r != -EAGAIN && w->pid > 0)
                         kill(w->pid, SIGKILL);
                 return;
         }
         for (struct request *q = w->requests; q; q = q->next)
-                if (!q->sent && worker_send(w, q) < 0) {
-                        if (w->pid > 0)
+                if (!q->sent && (r = worker_send(w, q)) < 0) {
+                        if (r != -EAGAIN && w->pid > 0)
                                 kill(w->pid, SIGKILL); /* restarted, and everything re-sent */
                         return;
                 }
@@ -143,8 +188,13 @@ static void worker_served(struct worker *w) {
 
 static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct worker *w = userdata;
-        (void)s;
-        (void)revents;
+
+        if ((revents & EPOLLOUT) && w->out_blocked) {
+                w->out_blocked = false;
+                sd_event_source_set_io_events(s, EPOLLIN);
+                worker_flush_secrets(w);
+                worker_send_pending(w);
+        }
 
         for (unsigned n = 0; n < REPLY_SLICE; n++) {
                 struct proto_reply rep;
@@ -414,13 +464,11 @@ static void worker_config(struct tenant *tn, struct proto_config *cfg) {
         worker_network(tn, cfg);
 }
 
-void worker_send_credentials(struct worker *w) {
-        struct tenant *tn = w->tenant;
-        if (w->state != WORKER_RUNNING || !tn->have_cred)
+void worker_send_secrets(struct worker *w, bool credentials, bool headers) {
+        if (w->state != WORKER_RUNNING)
                 return; /* a worker that starts later gets them at start */
-        int r = proto_send(w->sock, &tn->cred, sizeof(tn->cred), -1);
-        if (r < 0)
-                log_error_errno(r, "tenant %s: cannot hand credentials to the worker: %m", tn->cfg->name);
+        w->secrets_due |= (credentials ? SECRETS_CREDENTIALS : 0) | (headers ? SECRETS_HEADERS : 0);
+        worker_flush_secrets(w);
 }
 
 /* A worker that moves no byte of a request it took up for the connect and
@@ -488,6 +536,12 @@ int worker_start(struct worker *w) {
         close(sv[1]);
         w->sock = sv[0];
         w->pid = pid;
+        /* After the fork: the worker's end stays blocking. The config and
+         * keys below go into an empty socket, far under its buffer. */
+        if (fcntl(w->sock, F_SETFL, O_NONBLOCK) < 0)
+                log_warning_errno(errno, "tenant %s: cannot make the worker's socket non-blocking: %m", tn->cfg->name);
+        w->out_blocked = false;
+        w->secrets_due = 0; /* the config has the headers, the keys follow */
         w->started_usec = tierd_now_usec(w->tenant->t);
         worker_config(tn, &cfg);
         r = proto_send(w->sock, &cfg, sizeof(cfg), tn->store_fd);
@@ -545,8 +599,11 @@ void worker_submit(struct worker *w, struct request *req) {
                 sd_event_source_set_enabled(w->fail_src, SD_EVENT_ONESHOT);
                 return;
         }
-        if (w->state == WORKER_RUNNING && !w->serial && worker_send(w, req) < 0 && w->pid > 0)
-                kill(w->pid, SIGKILL); /* restarted, and the request re-sent */
+        if (w->state == WORKER_RUNNING && !w->serial) {
+                int r = worker_send(w, req);
+                if (r < 0 && r != -EAGAIN && w->pid > 0)
+                        kill(w->pid, SIGKILL); /* restarted, and the request re-sent */
+        }
 }
 
 bool worker_idle(const struct worker *w) { return !w->requests; }

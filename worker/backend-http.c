@@ -135,4 +135,5 @@ const struct backend_ops backend_http_ops = {
         .exists = remote_exists,
         .store = http_store,
         .remove = remote_remove,
+        .set_headers = remote_set_headers,
 };

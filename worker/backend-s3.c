@@ -558,6 +558,7 @@ const struct backend_ops backend_s3_ops = {
         .exists = remote_exists,
         .store = s3_store,
         .remove = remote_remove,
+        .set_headers = remote_set_headers,
         .set_credentials = s3_set_credentials,
         .cleanup = s3_cleanup,
         .list = s3_list,

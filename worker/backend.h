@@ -46,6 +46,9 @@ struct backend_ops {
         int (*touch)(struct backend *b, const char *key);
         /* Optional: new keys (rotated credentials). */
         void (*set_credentials)(struct backend *b, const struct proto_credentials *c);
+        /* Optional: new configured headers ("Name: value" lines, a rotated
+         * token): 0, or -errno with the old ones kept. */
+        int (*set_headers)(struct backend *b, const char *headers);
         /* Optional: once at start, with credentials: tidy what a crash left. */
         int (*cleanup)(struct backend *b);
 };

@@ -203,8 +203,10 @@ static int perform(struct remote *r, struct http_req *q) {
 
         for (struct curl_slist *h = q->headers; h; h = h->next)
                 headers = curl_slist_append(headers, h->data);
+        pthread_mutex_lock(&r->lock);
         for (struct curl_slist *h = r->extra_headers; h; h = h->next)
                 headers = curl_slist_append(headers, h->data);
+        pthread_mutex_unlock(&r->lock);
         /* No 100-continue round trip; but curl's SigV4 would sign the empty
          * "Expect:" as a header and RGW then refuses the signature. */
         if (!r->s3)
@@ -317,16 +319,36 @@ int remote_init(struct remote *r, const struct proto_config *cfg, bool s3) {
                 return -ENOMEM;
         if (cfg->resolve[0] && !(r->resolve = curl_slist_append(NULL, cfg->resolve)))
                 return -ENOMEM;
-        /* Configured headers, one per line (tierd already read "@FILE"s). */
+        return remote_set_headers(&r->base, cfg->headers);
+}
+
+/* Configured headers, one per line (tierd already read "@FILE"s): a new
+ * list, swapped in whole, so a request takes either the old or the new. */
+int remote_set_headers(struct backend *b, const char *text) {
+        struct remote *r = (struct remote *)b;
+        struct curl_slist *list = NULL, *old;
         char headers[PROTO_HEADERS_MAX];
-        snprintf(headers, sizeof(headers), "%s", cfg->headers);
+        int ret = 0;
+
+        snprintf(headers, sizeof(headers), "%s", text);
         for (char *save = NULL, *l = strtok_r(headers, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-                struct curl_slist *n = curl_slist_append(r->extra_headers, l);
-                if (!n)
-                        return -ENOMEM;
-                r->extra_headers = n;
+                struct curl_slist *n = curl_slist_append(list, l);
+                if (!n) {
+                        ret = -ENOMEM;
+                        break;
+                }
+                list = n;
         }
         explicit_bzero(headers, sizeof(headers));
+        if (ret < 0) {
+                curl_slist_free_all(list);
+                return ret;
+        }
+        pthread_mutex_lock(&r->lock);
+        old = r->extra_headers;
+        r->extra_headers = list;
+        pthread_mutex_unlock(&r->lock);
+        curl_slist_free_all(old);
         return 0;
 }
 

@@ -26,11 +26,11 @@ struct remote {
         char *copy_source; /* s3: "/BUCKET/PREFIX", a copy's source before the key */
         time_t started;    /* uploads begun before this are a dead worker's */
         char sigv4[96];    /* "aws:amz:REGION:s3" */
-        struct curl_slist *extra_headers;
+        struct curl_slist *extra_headers; /* under lock: replaced when a header file changes */
         struct curl_slist *resolve; /* tierd resolved the host: the worker reads no file to do it */
         char sse[16], kms_key_id[256], ca_file[PROTO_URL_MAX];
         uint64_t connect_timeout_usec, stall_timeout_usec, multipart_threshold, part_size;
-        pthread_mutex_t lock; /* guards cred: rotated while threads fetch */
+        pthread_mutex_t lock; /* guards cred and extra_headers: rotated while threads fetch */
         struct proto_credentials cred;
         pthread_key_t curl_key;
         char tenant[STUB_TENANT_MAX];
@@ -80,6 +80,7 @@ int remote_request(struct remote *r, struct http_req *q, const char *key);
 /* Plain stores and S3 share these. */
 int remote_init(struct remote *r, const struct proto_config *cfg, bool s3);
 void remote_close(struct backend *b);
+int remote_set_headers(struct backend *b, const char *headers);
 int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink, void *ctx);
 int remote_exists(struct backend *b, const char *key, uint64_t *size, int64_t *mtime);
 int remote_remove(struct backend *b, const char *key);

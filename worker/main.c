@@ -184,6 +184,7 @@ int main(int argc, char **argv) {
                         uint32_t type;
                         struct proto_request req;
                         struct proto_credentials cred;
+                        struct proto_headers headers;
                 } m;
                 size_t len;
                 int fd;
@@ -208,6 +209,15 @@ int main(int argc, char **argv) {
                                 }
                         }
                         cleaned = true;
+                        continue;
+                }
+                if (m.type == PROTO_HEADERS && len == sizeof(m.headers)) {
+                        safe_close(fd);
+                        m.headers.headers[sizeof(m.headers.headers) - 1] = 0;
+                        r = w.backend->ops->set_headers ? w.backend->ops->set_headers(w.backend, m.headers.headers) : 0;
+                        explicit_bzero(&m, sizeof(m));
+                        if (r < 0)
+                                log_error_errno(r, "cannot take the new headers, the old ones stay: %m");
                         continue;
                 }
                 if (len != sizeof(m.req) ||

@@ -17,6 +17,8 @@
 #    of the directory on the loop, queued without bound); tierd's memory
 #    must stay bounded, and gamma's catalog must come back to releasing;
 # 5. 256 parallel cold readers in alpha, each of its own released file;
+#    then 400 more with alpha's worker stopped (it reads none of tierd's
+#    requests: tierd must not wait on its full socket);
 # 6. a release that must hash a 600 MiB file first (a write may have gone
 #    unheard): the hash runs on a thread; delta, a tenant at its quota,
 #    reads through it meanwhile (its releases wait for their checks);
@@ -56,10 +58,10 @@ chmod 755 "$TL_DIR/views" "$VA" "$VB"
 mkdir -p "$VA/nobody" && chown 65534:65534 "$VA/nobody"
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 
-# beta: 60 released files of 1 MiB, each read once (cold) per check.
-for i in $(seq 60); do head -c 1M /dev/urandom >"$ORIG/b$i"; cp "$ORIG/b$i" "$VB/b$i"; done
+# beta: 70 released files of 1 MiB, each read once (cold) per check.
+for i in $(seq 70); do head -c 1M /dev/urandom >"$ORIG/b$i"; cp "$ORIG/b$i" "$VB/b$i"; done
 "$TIERCTL" archive "$VB"/b* >/dev/null && "$TIERCTL" release "$VB"/b* >/dev/null
-check "beta: 60 files archived and released" test "$(tl_allocated "$VB/b1")" -eq 0
+check "beta: 70 files archived and released" test "$(tl_allocated "$VB/b1")" -eq 0
 NEXT=1
 # beta_reads NAME N: N cold 4 KiB reads of beta files not read yet, each
 # within BOUND_MS, each the original bytes; the slowest is printed.
@@ -213,6 +215,30 @@ beta_reads "256 readers" 5
 bad=0
 for p in "${READERS[@]}"; do wait "$p" || bad=$((bad + 1)); done
 check "256 readers: every alpha reader succeeded ($bad did not)" test "$bad" = 0
+
+# 5b. A worker that stops reading (stopped here; a compromised one need
+# only not read): 400 cold readers in alpha fill its socket. tierd keeps
+# what the socket refuses for later (it used to wait in sendmsg, every
+# tenant's events and the bus behind it) and serves beta and the bus
+# meanwhile; once the worker goes on, every alpha reader gets its bytes.
+mkdir "$VA/s" "$ORIG/s"
+for i in $(seq 400); do head -c 64K /dev/urandom >"$ORIG/s/f$i"; cp "$ORIG/s/f$i" "$VA/s/f$i"; done
+"$TIERCTL" archive "$VA"/s/f* >/dev/null && "$TIERCTL" release "$VA"/s/f* >/dev/null
+check "stopped worker: alpha's 400 files released" test "$(tl_allocated "$VA/s/f400")" -eq 0
+AW=$($BUSCTL get-property org.tierd1 /org/tierd1/tenant/alpha org.tierd1.Tenant WorkerPid | cut -d' ' -f2)
+kill -STOP "$AW"
+READERS=()
+for i in $(seq 400); do
+	timeout 120 cmp -s "$VA/s/f$i" "$ORIG/s/f$i" &
+	READERS+=("$!")
+done
+sleep 2
+beta_reads "stopped worker" 3
+status_answers "stopped worker"
+kill -CONT "$AW"
+bad=0
+for p in "${READERS[@]}"; do wait "$p" || bad=$((bad + 1)); done
+check "stopped worker: once it goes on, all 400 alpha readers get their bytes ($bad did not)" test "$bad" = 0
 
 
 # 6. Bytes checked against their SHA-256 before a release, once a write

@@ -8,6 +8,7 @@ source "$(dirname "$0")/../lib/nginx.sh"
 source "$(dirname "$0")/../lib/rgw.sh"
 tl_init
 TIERCTL=$BUILD/tierctl
+BUSCTL="busctl --system"
 PREAD=$BUILD/tests/pread-at
 HTTP_PORT=${HTTP_PORT:-18080}
 RGW_PORT=${RGW_PORT:-19000}
@@ -108,6 +109,25 @@ after=$(fill_bytes web)
 check "http: ... fetched only its chunk ($((after - before)) bytes)" \
 		test $((after - before)) -gt 0 -a $((after - before)) -le $((1 << 20))
 check "http: ... as a ranged GET (206 in the server's log)" grep -q '" 206 1048576 ' "$TL_DIR/nginx/access.log"
+
+# The bearer token rotates in its Secret (as a projected service-account
+# token does, hourly): tierd reads the header file anew and hands the new
+# header to the running worker; the store then takes only the new token.
+web_worker() { $BUSCTL get-property org.tierd1 /org/tierd1/tenant/web org.tierd1.Tenant WorkerPid | cut -d' ' -f2; }
+WPID=$(web_worker)
+check "http: the store takes the old and the new token while it rotates" nginx_set_token "$HTTP_PORT" 'sekrit|sekrit2'
+printf 'Bearer sekrit2\n' >"$TL_DIR/token" && chmod 600 "$TL_DIR/token"
+secret_update token="$TL_DIR/token" $([ "$RGW_OK" = true ] && echo s3.cred="$TL_DIR/s3.cred")
+logged_within_10s() { for _ in $(seq 100); do grep -q "$1" "$TL_TIERD_LOG" && return 0; sleep 0.1; done; return 1; }
+check "http: a rotated token file is picked up (logged within 10 s)" \
+	logged_within_10s 'tenant web: header files changed, handing them to the workers'
+check "http: then only the new token (the old one expired)" nginx_set_token "$HTTP_PORT" sekrit2
+N401=$(grep -c '" 401 ' "$TL_DIR/nginx/access.log")
+"$TIERCTL" release "$WEB/big" >/dev/null
+check "http: a released file reads back with the new token" cmp "$WEB/big" "$TL_DIR/orig/big" ||
+	{ grep -n 'header\|web' "$TL_TIERD_LOG" | tail -30; tail -5 "$TL_DIR/nginx/access.log"; }
+check "http: ... no request was refused (no new 401)" test "$(grep -c '" 401 ' "$TL_DIR/nginx/access.log")" = "$N401"
+check "http: ... by the same worker (no restart)" test "$(web_worker)" = "$WPID"
 
 # --- S3: Ceph RGW, SigV4 checked for real ---
 if [ "$RGW_OK" = true ]; then

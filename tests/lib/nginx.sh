@@ -12,7 +12,7 @@ nginx_install() {
 nginx_start() {
 	local port=$1 token=${2:-} d=$TL_DIR/nginx auth=""
 	mkdir -p "$d/tmp" "$TL_DIR/www"
-	[ -n "$token" ] && auth="if (\$http_authorization != \"Bearer $token\") { return 401; }"
+	[ -n "$token" ] && auth="if (\$http_authorization !~ \"^Bearer ($token)\$\") { return 401; }"
 	cat >"$d/nginx.conf" <<-CONF
 	user root;
 	worker_processes 1;
@@ -38,4 +38,24 @@ nginx_start() {
 	nginx -c "$d/nginx.conf" || return 1
 	for _ in $(seq 50); do [ -s "$d/nginx.pid" ] && break; sleep 0.1; done
 	TL_PIDS+=("$(cat "$d/nginx.pid")")
+}
+
+# nginx_set_token PORT TOKENS: from now on only "Authorization: Bearer T"
+# for T in TOKENS (a regex alternation: "old|new" while a token rotates);
+# returns once nginx's old workers, which keep the old rule for the
+# connections they hold, are gone.
+nginx_set_token() {
+	local port=$1 tokens=$2 d=$TL_DIR/nginx master
+	master=$(cat "$d/nginx.pid")
+	sed -i "s#if (\$http_authorization !~ \"^Bearer ([^)]*)\$\")#if (\$http_authorization !~ \"^Bearer ($tokens)\$\")#" "$d/nginx.conf"
+	grep -qF "^Bearer ($tokens)\$" "$d/nginx.conf" || return 1
+	nginx -c "$d/nginx.conf" -s reload 2>/dev/null || return 1
+	# A reload starts new workers and lets the old ones finish: wait until
+	# the master's workers are all of the new generation (one, as started).
+	sleep 0.2
+	for _ in $(seq 100); do
+		[ "$(pgrep -c -P "$master")" = 1 ] && return 0
+		sleep 0.1
+	done
+	return 1
 }

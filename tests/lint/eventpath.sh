@@ -13,7 +13,11 @@
 #    yet is looked at again later (supervisor/settle.c), never polled for;
 # 5. a log line (written from anywhere, the event path too) never waits
 #    for journald: the journal sink sends with MSG_DONTWAIT only, and no
-#    sd_journal_* call (which blocks while journald is behind) is made.
+#    sd_journal_* call (which blocks while journald is behind) is made;
+# 6. nor for a worker: tierd's end of each worker's socket is made
+#    O_NONBLOCK right after the fork, every send to a worker goes through
+#    workers.c (which keeps what a full socket refuses for EPOLLOUT), and
+#    nothing else in tierd sends on a worker's socket.
 # tests/integration/isolation.sh checks the same rule on a real kernel.
 set -u
 cd "$(dirname "$0")/../.."
@@ -61,4 +65,9 @@ bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTW
 	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
 if [ -z "$bad" ]; then echo "ok - event path: a log line never waits for journald (MSG_DONTWAIT, no sd_journal_*)"
 else echo "not ok - event path: a log line that may wait for journald:"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 6. Sends to a worker: only in workers.c, on a socket it made non-blocking.
+bad=$( (grep -nE 'proto_send\([a-z_>.-]*(w|worker)->sock' supervisor/*.c dbus/*.c | grep -v '^supervisor/workers.c:'
+	grep -qE 'fcntl\(w->sock, F_SETFL, O_NONBLOCK\)' supervisor/workers.c || echo "supervisor/workers.c: no fcntl(w->sock, F_SETFL, O_NONBLOCK)") | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
+if [ -z "$bad" ]; then echo "ok - event path: a worker that stops reading never holds tierd (its socket is non-blocking, sends only in workers.c)"
+else echo "not ok - event path: a send that may wait for a worker:"; echo "$bad" | sed 's/^/# /'; status=1; fi
 exit $status
