@@ -33,6 +33,7 @@ struct object_metrics {
         double wait_bounds[MAX_BUCKETS];
         uint64_t wait_counts[MAX_BUCKETS];
         size_t n_buckets;
+        bool bad_buckets;
         double wait_seconds;
 };
 
@@ -80,11 +81,18 @@ static int read_wait_buckets(sd_bus_message *m, struct object_metrics *o) {
         double b;
         uint64_t n;
         int r = sd_bus_message_enter_container(m, 'a', "(dt)");
-        while (r >= 0 && (r = sd_bus_message_read(m, "(dt)", &b, &n)) > 0)
-                if (o->n_buckets < MAX_BUCKETS) {
+        /* Increasing bounds, the last +Inf: anything else is no histogram
+         * Prometheus takes, and none is printed. */
+        while (r >= 0 && (r = sd_bus_message_read(m, "(dt)", &b, &n)) > 0) {
+                if (o->n_buckets >= MAX_BUCKETS || isnan(b) || (o->n_buckets && b <= o->wait_bounds[o->n_buckets - 1]))
+                        o->bad_buckets = true;
+                else {
                         o->wait_bounds[o->n_buckets] = b;
                         o->wait_counts[o->n_buckets++] = n;
                 }
+        }
+        if (o->n_buckets && !(isinf(o->wait_bounds[o->n_buckets - 1]) && o->wait_bounds[o->n_buckets - 1] > 0))
+                o->bad_buckets = true;
         return r < 0 ? r : sd_bus_message_exit_container(m);
 }
 
@@ -162,15 +170,18 @@ void metrics_free(struct metrics *ms) {
 
 int metrics_read(sd_bus *bus, struct metrics *ms, sd_bus_error *e) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        char *version = NULL;
-        int r = sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "Version", e, &version);
-        if (r < 0)
-                return r;
-        *ms = (struct metrics){ .version = version };
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", e,
-                               &reply, "");
+        sd_bus_error ve = SD_BUS_ERROR_NULL;
+        *ms = (struct metrics){};
+        int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects",
+                                   e, &reply, "");
         if (r >= 0)
                 r = read_objects(reply, ms);
+        /* tierd answered: an older one without Version is up all the same. */
+        if (r >= 0 && sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "Version", &ve, &ms->version) < 0)
+                ms->version = strdup("unknown");
+        sd_bus_error_free(&ve);
+        if (r >= 0 && !ms->version)
+                r = -ENOMEM;
         if (r < 0)
                 metrics_free(ms);
         return r;
@@ -276,6 +287,8 @@ static void print_waits(FILE *f, const struct metrics *ms, bool containers) {
         char metric[96];
         header(f, name, "histogram", "How long readers waited for their bytes.");
         EACH(o, ms, containers) {
+                if (o->bad_buckets || !o->n_buckets)
+                        continue;
                 snprintf(metric, sizeof(metric), "%s_bucket", name);
                 for (size_t i = 0; i < o->n_buckets; i++) {
                         sample_start(f, metric, o);
@@ -289,7 +302,7 @@ static void print_waits(FILE *f, const struct metrics *ms, bool containers) {
                 fprintf(f, "} %.6f\n", o->wait_seconds);
                 snprintf(metric, sizeof(metric), "%s_count", name);
                 sample_start(f, metric, o);
-                fprintf(f, "} %" PRIu64 "\n", o->n_buckets ? o->wait_counts[o->n_buckets - 1] : 0);
+                fprintf(f, "} %" PRIu64 "\n", o->wait_counts[o->n_buckets - 1]);
         }
 }
 

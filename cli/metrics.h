@@ -13,8 +13,9 @@ struct metrics {
         size_t n;
 };
 
-/* Every tenant's and container's counters, in one GetManagedObjects call
- * (and tierd's Version): 0, or -errno with e set if tierd said why. */
+/* Every tenant's and container's counters, in one GetManagedObjects call,
+ * and tierd's Version ("unknown" from a tierd without it): 0, or -errno
+ * with e set if tierd said why. */
 int metrics_read(sd_bus *bus, struct metrics *ms, sd_bus_error *e);
 void metrics_free(struct metrics *ms);
 /* The text format 0.0.4; with nothing read (tierd absent), tierd_up 0. */

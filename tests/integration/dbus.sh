@@ -131,7 +131,12 @@ for _ in $(seq 50); do grep -q 'serving http' "$TL_DIR/exporter.err" && break; s
 MPORT=$(sed -n 's|^tierctl metrics: serving http://127.0.0.1:\([0-9]*\)/metrics$|\1|p' "$TL_DIR/exporter.err")
 MURL="http://127.0.0.1:$MPORT/metrics"
 check "tierctl metrics --listen 127.0.0.1:0 says where it serves" test -n "$MPORT"
-check "... and, started as root, runs as nobody" grep -Eq '^Uid:\s+65534\s+65534\s+65534' "/proc/$EXPORTER/status"
+runs_unprivileged() {
+	grep -Eq '^Uid:\s+65534\s+65534\s+65534' "/proc/$EXPORTER/status" &&
+		grep -Eq '^CapPrm:\s+0+$' "/proc/$EXPORTER/status" && grep -Eq '^CapEff:\s+0+$' "/proc/$EXPORTER/status" &&
+		grep -Eq '^CapAmb:\s+0+$' "/proc/$EXPORTER/status" && grep -Eq '^NoNewPrivs:\s+1$' "/proc/$EXPORTER/status"
+}
+check "... and, started as root, runs as nobody with no capability and no_new_privs" runs_unprivileged
 # PATH [curl options]: the HTTP status; the body in scrape, headers in scrape.h
 http_get() { local p=$1; shift; curl -s --max-time 10 -o "$TL_DIR/scrape" -D "$TL_DIR/scrape.h" -w '%{http_code}' "$@" "http://127.0.0.1:$MPORT$p"; }
 scrape_ok() { # a 200 for /metrics, with these exact lines
@@ -157,11 +162,49 @@ fi
 check "POST: 405" test "$(http_get /metrics -X POST)" = 405
 check "another path: 404" test "$(http_get /nope)" = 404
 check "a request line over 8 KiB: 431" test "$(http_get "/$(head -c 9000 /dev/zero | tr '\0' a)")" = 431
-# A client that connects and says nothing holds one connection, not the
-# server: the next scrape is answered (curl --max-time: a hang fails).
-exec 7<>"/dev/tcp/127.0.0.1/$MPORT"
-check "a silent client does not hold up a scrape" test "$(http_get /metrics)" = 200
-exec 7<&-
+# Clients that connect and say nothing (more of them than the exporter
+# takes at once) hold no scrape up: the oldest silent one makes room
+# (curl --max-time: a hang fails).
+cat >"$TL_DIR/raw.py" <<'PY'
+import socket, sys, time
+port, mode = int(sys.argv[1]), sys.argv[2]
+if mode == "idle":  # N idle connections for S seconds
+    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(int(sys.argv[3]))]
+    print("open", flush=True)
+    time.sleep(float(sys.argv[4]))
+    sys.exit(0)
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+if mode == "pipelined":  # a request, then more bytes while the answer comes
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.3)
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 100)
+else:
+    s.sendall({"nul": b"GET /\0metrics HTTP/1.1\r\n\r\n", "no-version": b"GET /metrics\r\n\r\n"}[mode])
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+head, _, body = data.partition(b"\r\n\r\n")
+length = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+print(head.split(b"\r\n")[0].decode(), "whole" if length and len(body) == length[0] else "cut (%d of %s)" % (len(body), length))
+PY
+python3 "$TL_DIR/raw.py" "$MPORT" idle 80 20 >"$TL_DIR/idle.out" &
+IDLERS=$!
+TL_PIDS+=("$IDLERS")
+for _ in $(seq 50); do grep -q open "$TL_DIR/idle.out" && break; sleep 0.1; done
+check "80 silent clients (more than the 64 it holds) do not hold up a scrape" test "$(http_get /metrics)" = 200
+kill "$IDLERS" 2>/dev/null
+check "a client that sends more while its answer comes gets the whole answer (no reset)" \
+	test "$(timeout 20 python3 "$TL_DIR/raw.py" "$MPORT" pipelined)" = "HTTP/1.1 200 OK whole"
+check "a NUL in the request: 400 at once" test "$(timeout 20 python3 "$TL_DIR/raw.py" "$MPORT" nul)" = "HTTP/1.1 400 Bad Request whole"
+check "a request line without HTTP/1.x: 400" \
+	test "$(timeout 20 python3 "$TL_DIR/raw.py" "$MPORT" no-version)" = "HTTP/1.1 400 Bad Request whole"
+rc=0
+timeout 10 "$TIERCTL" metrics --listen 127.0.0.1:70000 2>"$TL_DIR/port.err" || rc=$?
+check "--listen with a port over 65535: usage error, exit 2 (exit $rc)" \
+	bash -c "[ $rc = 2 ] && grep -q 'PORT 0 to 65535' '$TL_DIR/port.err'"
 
 # A worker killed: signals and PropertiesChanged, seen by dbus-monitor and
 # tierctl monitor.
