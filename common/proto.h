@@ -11,6 +11,8 @@
 
 #include "stub.h"
 
+/* The worker's end of its control socket: tierd puts it there before exec. */
+#define PROTO_CONTROL_FD 3
 #define PROTO_URL_MAX 1024
 #define PROTO_HEADERS_MAX 4096
 
@@ -33,8 +35,11 @@ enum proto_type {
                             * the epoch, the store's clock) or not of `size` bytes: -EBUSY */
         PROTO_SYNC = 11,   /* fdatasync fd: what fills wrote through it is durable before
                             * tierd records it (fills themselves do not sync) */
-        PROTO_HEADERS = 12, /* the configured headers again, "@FILE"s read anew: whenever
-                             * one of those files changes (a rotated token) */
+        PROTO_HEADERS = 12, /* struct proto_text: the configured headers again, "@FILE"s
+                             * read anew, whenever one of those files changes (a rotated token) */
+        PROTO_RESOLVE = 13, /* struct proto_text: the store's host's addresses again
+                             * ("HOST:PORT:ADDR,ADDR...", as CURLOPT_RESOLVE takes them),
+                             * whenever tierd's lookup finds them changed */
 };
 
 /* What tierd keeps in a store, by key: a listing names only these. */
@@ -94,6 +99,7 @@ struct proto_config {
         uint32_t virtual_hosted;
         uint32_t uid, gid;  /* the worker's own ids */
         uint32_t net_port;  /* the only TCP port it may connect to; 0: none */
+        uint32_t resolve_needed; /* its store's host is a name (not an address): no request without resolve */
         uint64_t connect_timeout_usec, stall_timeout_usec;
         uint64_t multipart_threshold, part_size;
         uint64_t manifest_cache; /* bytes of verified manifest parts kept */
@@ -108,10 +114,11 @@ struct proto_credentials {
         char session_token[4096];
 };
 
-/* PROTO_HEADERS: replaces the config's headers for every later request. */
-struct proto_headers {
+/* PROTO_HEADERS, PROTO_RESOLVE: replaces the config's headers ("Name:
+ * value" lines) or resolve for every later request. */
+struct proto_text {
         uint32_t type;
-        char headers[PROTO_HEADERS_MAX]; /* "Name: value" lines */
+        char text[PROTO_HEADERS_MAX];
 };
 
 struct proto_request {

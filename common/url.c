@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "url.h"
 
+#include <curl/curl.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,20 +34,6 @@ static int bucket_valid(const char *b, size_t n, const char **error) {
         for (size_t i = 0; i < n; i++)
                 if (!((b[i] >= 'a' && b[i] <= 'z') || (b[i] >= '0' && b[i] <= '9') || b[i] == '-' || b[i] == '.')) {
                         *error = "S3 bucket name may use only lowercase letters, digits, '-' and '.'";
-                        return -EINVAL;
-                }
-        return 0;
-}
-
-static int host_valid(const char *h, size_t n, const char **error) {
-        if (n == 0) {
-                *error = "HTTP backend URL has no host";
-                return -EINVAL;
-        }
-        for (size_t i = 0; i < n; i++)
-                if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= 'A' && h[i] <= 'Z') || (h[i] >= '0' && h[i] <= '9') ||
-                      strchr("-.:[]", h[i]))) {
-                        *error = "HTTP backend host may use only letters, digits, '-', '.', ':' and brackets (no user:password@)";
                         return -EINVAL;
                 }
         return 0;
@@ -114,19 +102,17 @@ int backend_url_parse(const char *url, struct backend_url *ret, const char **err
                 return 0;
         }
         if (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0) {
-                const char *h = strstr(url, "://") + 3, *slash = strchr(h, '/');
-                size_t n = slash ? (size_t)(slash - h) : strlen(h);
-                r = host_valid(h, n, error);
-                if (r < 0)
+                struct http_url h;
+                if ((r = http_url_parse(url, &h, error)) < 0)
                         return r;
                 ret->kind = BACKEND_HTTP;
-                ret->base = strndup(url, (size_t)(h - url) + n);
-                r = prefix_set(ret, slash ? slash + 1 : "", error);
-                if (r < 0 || !ret->base) {
+                ret->base = h.base;
+                h.base = NULL;
+                r = prefix_set(ret, h.path, error);
+                http_url_done(&h);
+                if (r < 0)
                         backend_url_done(ret);
-                        return r < 0 ? r : -ENOMEM;
-                }
-                return 0;
+                return r;
         }
         *error = "unknown backend URL scheme (expected file://, http://, https:// or s3://)";
         return -EINVAL;
@@ -138,4 +124,97 @@ void backend_url_done(struct backend_url *u) {
         free(u->base);
         free(u->prefix);
         *u = (struct backend_url){};
+}
+
+/* Each part curl found, or NULL. */
+static char *part(CURLU *u, CURLUPart what) {
+        char *v = NULL;
+        return curl_url_get(u, what, &v, 0) == CURLUE_OK ? v : NULL;
+}
+
+int http_url_parse(const char *url, struct http_url *ret, const char **error) {
+        static const struct { CURLUPart part; const char *why; } refused[] = {
+                { CURLUPART_USER, "no user:password@ in a store's URL (credentials have keys of their own)" },
+                { CURLUPART_PASSWORD, "no user:password@ in a store's URL (credentials have keys of their own)" },
+                { CURLUPART_OPTIONS, "no login options in a store's URL" },
+                { CURLUPART_QUERY, "no ?query in a store's URL" },
+                { CURLUPART_FRAGMENT, "no #fragment in a store's URL" },
+                { CURLUPART_ZONEID, "no IPv6 zone id in a store's URL" },
+        };
+        CURLU *u = curl_url();
+        char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
+        int r = -EINVAL;
+
+        *ret = (struct http_url){};
+        if (!u)
+                return -ENOMEM;
+        const char *sep = strstr(url, "://");
+        if (sep && sep[3] == '/') { /* curl would take "http:///p" as host p */
+                *error = "a store's URL has no host";
+                goto out;
+        }
+        if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK) {
+                *error = "not a URL (http://HOST[:PORT][/PREFIX] or https://...; libcurl cannot read it)";
+                goto out;
+        }
+        scheme = part(u, CURLUPART_SCHEME);
+        if (!scheme || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0)) {
+                *error = "a store's URL is http:// or https://";
+                goto out;
+        }
+        for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+                char *v = part(u, refused[i].part);
+                curl_free(v);
+                if (v) {
+                        *error = refused[i].why;
+                        goto out;
+                }
+        }
+        host = part(u, CURLUPART_HOST);
+        port = part(u, CURLUPART_PORT);
+        path = part(u, CURLUPART_PATH);
+        if (!host || !host[0] || strcmp(host, "[]") == 0) {
+                *error = "a store's URL has no host";
+                goto out;
+        }
+        for (const char *h = host; *h; h++)
+                if ((unsigned char)*h >= 0x80) {
+                        /* The name looked up must be the one curl connects to. */
+                        *error = "a store's host is ASCII (an IDN in its punycode form: xn--...)";
+                        goto out;
+                }
+        ret->tls = strcmp(scheme, "https") == 0;
+        ret->port = ret->tls ? 443 : 80;
+        if (port) {
+                char *end;
+                unsigned long v = strtoul(port, &end, 10);
+                if (*end || v == 0 || v > 65535) {
+                        *error = "a store's port is 1 to 65535";
+                        goto out;
+                }
+                ret->port = (unsigned)v;
+        }
+        size_t n = strlen(host);
+        bool v6 = host[0] == '[' && host[n - 1] == ']';
+        ret->host = v6 ? strndup(host + 1, n - 2) : strdup(host);
+        ret->path = strdup(path && path[0] == '/' ? path + 1 : path ? path : "");
+        if (asprintf(&ret->base, "%s://%s%s%s", scheme, host, port ? ":" : "", port ?: "") < 0)
+                ret->base = NULL;
+        r = ret->host && ret->path && ret->base ? 0 : -ENOMEM;
+out:
+        if (r < 0)
+                http_url_done(ret);
+        curl_free(scheme);
+        curl_free(host);
+        curl_free(port);
+        curl_free(path);
+        curl_url_cleanup(u);
+        return r;
+}
+
+void http_url_done(struct http_url *u) {
+        free(u->base);
+        free(u->host);
+        free(u->path);
+        *u = (struct http_url){};
 }

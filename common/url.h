@@ -3,6 +3,8 @@
  * http(s)://HOST[:PORT]/PREFIX. */
 #pragma once
 
+#include <stdbool.h>
+
 enum backend_kind { BACKEND_FILE, BACKEND_HTTP, BACKEND_S3 };
 
 struct backend_url {
@@ -16,3 +18,15 @@ struct backend_url {
 /* Returns 0, or -EINVAL with *error set to a static reason. */
 int backend_url_parse(const char *url, struct backend_url *ret, const char **error);
 void backend_url_done(struct backend_url *u);
+
+/* An http(s):// URL as libcurl reads it (curl_url(): the same parser that
+ * will fetch it), with no user, password, query, fragment or zone id. */
+struct http_url {
+        char *base;    /* "scheme://host[:port]", the port only if given */
+        char *host;    /* an IPv6 address without its brackets */
+        char *path;    /* after the first '/', "" for none */
+        unsigned port; /* given, or the scheme's (80, 443) */
+        bool tls;
+};
+int http_url_parse(const char *url, struct http_url *ret, const char **error);
+void http_url_done(struct http_url *u);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "json-strict.h"
@@ -210,12 +211,19 @@ static int get_opt_path(struct parse_ctx *c, json_object *o, const char *tenant,
 
 /* "http(s)://host[:port]" and nothing more: keys are appended to it. */
 static int check_endpoint(struct parse_ctx *c, const char *tenant, const char *e) {
-        const char *h = strncmp(e, "http://", 7) == 0 ? e + 7 : strncmp(e, "https://", 8) == 0 ? e + 8 : NULL;
-        if (!h || !*h)
-                return fail(c, tenant, "endpoint", "'%s' must be http://HOST[:PORT] or https://HOST[:PORT]", e);
-        for (const char *p = h; *p; p++)
-                if (!isalnum((unsigned char)*p) && !strchr("-.:[]", *p))
-                        return fail(c, tenant, "endpoint", "'%s' must be a scheme, a host and a port, no path or user", e);
+        struct http_url u;
+        const char *why = NULL;
+        int r = http_url_parse(e, &u, &why);
+        /* As written is as the worker will use it: nothing curl would drop
+         * or rewrite (a path, a '#', a host it spells otherwise). */
+        if (r == 0 && strcasecmp(u.base, e) != 0)
+                why = "only a scheme, a host and a port";
+        http_url_done(&u);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || why)
+                return fail(c, tenant, "endpoint", "'%s' must be http://HOST[:PORT] or https://HOST[:PORT], no path (%s)",
+                            e, why);
         return 0;
 }
 

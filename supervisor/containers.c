@@ -462,10 +462,10 @@ void containers_restart_workers(struct tenant *tn) {
                         worker_restart_planned(&c->worker);
 }
 
-void containers_send_secrets(struct tenant *tn, bool credentials, bool headers) {
+void containers_send_update(struct tenant *tn, unsigned what) {
         for (struct container *c = tn->t->containers; c; c = c->next)
                 if (c->tenant == tn)
-                        worker_send_secrets(&c->worker, credentials, headers);
+                        worker_send_update(&c->worker, what);
 }
 
 bool containers_idle(struct tierd *t) {

@@ -52,5 +52,5 @@ void container_count_wait(struct tenant *tn, uint64_t serial, double seconds);
 
 /* Every container worker of the tenant: new settings, new credentials. */
 void containers_restart_workers(struct tenant *tn);
-void containers_send_secrets(struct tenant *tn, bool credentials, bool headers);
+void containers_send_update(struct tenant *tn, unsigned what);
 bool containers_idle(struct tierd *t);

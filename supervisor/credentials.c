@@ -101,7 +101,7 @@ int credentials_parse(const char *text, struct proto_credentials *ret, const cha
  * write that directory must not read other files through tierd.
  * O_NONBLOCK: a FIFO in the file's place fails the S_ISREG check below
  * instead of stalling tierd. */
-static int open_beneath(const char *path) {
+static int open_beneath(const char *path, int flags) {
         _cleanup_free_ char *dir = strdup(path);
         if (!dir)
                 return -ENOMEM;
@@ -116,14 +116,13 @@ static int open_beneath(const char *path) {
                 return -errno;
         /* Not RESOLVE_NO_XDEV: the file may be a bind mount of its own (a
          * subPath Secret, a container's -v FILE:FILE). */
-        struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
+        struct open_how how = { .flags = (uint64_t)flags | O_CLOEXEC, .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
         long fd = syscall(SYS_openat2, dfd, name, &how, sizeof(how));
         return fd < 0 ? -errno : (int)fd;
 }
 
 int secret_file_read(const char *path, char *buf, size_t size, const char **error) {
-        _cleanup_close_ int fd = open_beneath(path);
+        _cleanup_close_ int fd = open_beneath(path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
         struct stat st;
         size_t n = 0;
 
@@ -162,4 +161,11 @@ int secret_file_read(const char *path, char *buf, size_t size, const char **erro
         }
         buf[n] = 0;
         return 0;
+}
+
+int secret_file_stat(const char *path, struct stat *st) {
+        _cleanup_close_ int fd = open_beneath(path, O_PATH);
+        if (fd < 0)
+                return fd;
+        return fstat(fd, st) < 0 ? -errno : 0;
 }

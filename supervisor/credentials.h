@@ -13,3 +13,7 @@ int credentials_parse(const char *text, struct proto_credentials *ret, const cha
  * followed only while they stay inside the file's directory (a Kubernetes
  * Secret volume's layout); a link out of it is -EPERM. */
 int secret_file_read(const char *path, char *buf, size_t size, const char **error);
+/* What a secret file is now (the one secret_file_read would read: links
+ * followed within its directory only), without opening its content. */
+struct stat;
+int secret_file_stat(const char *path, struct stat *st);

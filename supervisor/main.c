@@ -53,6 +53,7 @@
 #include "policywatch.h"
 #include "manager.h"
 #include "sdstatus.h"
+#include "resolver.h"
 #include "secrets.h"
 #include "url.h"
 #include "views.h"
@@ -337,6 +338,10 @@ static int run(struct tierd *t) {
                 if (r < 0)
                         return r;
         }
+        /* Stores' addresses are looked up on threads: the workers' requests
+         * wait for the first answers, the loop does not. */
+        if ((r = resolver_start(t)) < 0)
+                return r;
         for (size_t i = 0; i < t->n_tenants; i++) {
                 struct tenant *tn = &t->tenants[i];
                 if (!tn->fs)
@@ -458,6 +463,7 @@ static void teardown(struct tierd *t) {
                 free(t->fss[i].fstype);
         }
         free(t->fss);
+        resolver_stop(t);
         free(t->tenants);
         t->stop_src = sd_event_source_unref(t->stop_src);
         t->secrets_src = sd_event_source_unref(t->secrets_src);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "resolver.h"
 #include "containers.h"
 #include "fdstore.h"
 #include "fdio.h"
@@ -119,6 +120,7 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                 if (restart && (r = tenant_secrets_load(tn)) < 0)
                         log_error_errno(r, "tenant %s: keeping the credentials it had: %m", tn->cfg->name);
                 if (restart) {
+                        resolver_tenant_changed(tn);
                         worker_restart_planned(&tn->worker);
                         containers_restart_workers(tn);
                 }

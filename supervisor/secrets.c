@@ -22,8 +22,9 @@ static int load_credentials(struct tenant *tn) {
         struct stat st;
         int r;
 
-        if (stat(tn->cfg->credentials, &st) < 0)
-                return log_error_errno(errno, "tenant %s: credentials %s: %m", tn->cfg->name, tn->cfg->credentials);
+        /* A link out of the directory: the read below says so. */
+        if ((r = secret_file_stat(tn->cfg->credentials, &st)) < 0 && r != -EXDEV && r != -ELOOP)
+                return log_error_errno(r, "tenant %s: credentials %s: %m", tn->cfg->name, tn->cfg->credentials);
         r = secret_file_read(tn->cfg->credentials, text, sizeof(text), &err);
         if (r < 0)
                 return log_error_errno(r, "tenant %s: credentials %s: %s", tn->cfg->name, tn->cfg->credentials, err);
@@ -66,7 +67,9 @@ static int load_headers(struct tenant *tn, char *out, size_t size) {
 }
 
 /* What the "@FILE" header files are now: inode, size and ctime of each
- * (errno for one that cannot be stat'ed), folded. 0: the tenant has none. */
+ * (errno for one that cannot be stat'ed), folded: odd. 0: the tenant has
+ * none. HEADERS_RETRY, even, matches no stamp: the next check reads them. */
+#define HEADERS_RETRY 2u
 static uint64_t headers_stamp(const struct tenant *tn) {
         uint64_t h = 0;
         bool any = false;
@@ -77,8 +80,9 @@ static uint64_t headers_stamp(const struct tenant *tn) {
                         continue;
                 any = true;
                 uint64_t v[4] = { 0 };
-                if (stat(colon + 3, &st) < 0)
-                        v[0] = (uint64_t)errno;
+                int r = secret_file_stat(colon + 3, &st);
+                if (r < 0)
+                        v[0] = (uint64_t)-r;
                 else {
                         v[0] = st.st_ino;
                         v[1] = (uint64_t)st.st_size;
@@ -125,16 +129,25 @@ static int load_catalog_key(struct tenant *tn) {
         return r < 0 ? log_error_errno(r, "tenant %s: catalog_key %s: %s", tn->cfg->name, tn->cfg->catalog_key, err) : 0;
 }
 
+/* Each kind on its own: one that fails keeps what the tenant had (a reload
+ * with a bad header file keeps the working token) and is tried again by
+ * the watch; the first failure is returned. */
 int tenant_secrets_load(struct tenant *tn) {
-        int r = 0;
+        char headers[PROTO_HEADERS_MAX];
+        uint64_t stamp = headers_stamp(tn);
+        int r = 0, k;
+
         if (tn->cfg->credentials)
                 r = load_credentials(tn);
-        if (r == 0) {
-                tn->headers_stamp = headers_stamp(tn);
-                r = load_headers(tn, tn->headers, sizeof(tn->headers));
-        }
-        if (r == 0 && tn->cfg->catalog_key)
-                r = load_catalog_key(tn);
+        k = load_headers(tn, headers, sizeof(headers));
+        if (k == 0)
+                memcpy(tn->headers, headers, sizeof(headers));
+        explicit_bzero(headers, sizeof(headers));
+        tn->headers_stamp = k == 0 ? stamp : HEADERS_RETRY;
+        if (r == 0)
+                r = k;
+        if (tn->cfg->catalog_key && (k = load_catalog_key(tn)) < 0 && r == 0)
+                r = k;
         return r;
 }
 
@@ -144,12 +157,12 @@ int tenant_secrets_load(struct tenant *tn) {
 static bool headers_changed(struct tenant *tn) {
         char headers[PROTO_HEADERS_MAX];
         uint64_t stamp = headers_stamp(tn);
-        if (stamp == tn->headers_stamp)
+        if (stamp == 0 || stamp == tn->headers_stamp)
                 return false;
         tn->headers_stamp = stamp;
         int r = load_headers(tn, headers, sizeof(headers));
         if (r < 0 && r != -EINVAL && r != -EPERM && r != -EFBIG && r != -E2BIG)
-                tn->headers_stamp = 0; /* a passing reason: again next turn */
+                tn->headers_stamp = HEADERS_RETRY; /* a passing reason (a file not there yet): again */
         bool changed = r == 0 && strcmp(headers, tn->headers) != 0;
         if (changed)
                 memcpy(tn->headers, headers, sizeof(headers));
@@ -159,7 +172,12 @@ static bool headers_changed(struct tenant *tn) {
 
 static bool credentials_changed(struct tenant *tn) {
         struct stat st;
-        if (!tn->cfg->credentials || stat(tn->cfg->credentials, &st) < 0)
+        if (!tn->cfg->credentials)
+                return false;
+        int k = secret_file_stat(tn->cfg->credentials, &st);
+        if (k == -EXDEV || k == -ELOOP)
+                st = (struct stat){ .st_ino = (ino_t)-1 }; /* tried once: the refusal is logged */
+        else if (k < 0)
                 return false;
         if (st.st_ino == tn->cred_ino && st.st_size == tn->cred_size &&
             st.st_ctim.tv_sec == tn->cred_ctime.tv_sec && st.st_ctim.tv_nsec == tn->cred_ctime.tv_nsec)
@@ -183,13 +201,14 @@ static int on_secrets_check(sd_event_source *s, uint64_t usec, void *userdata) {
         struct tierd *t = userdata;
         for (size_t i = 0; i < t->n_tenants; i++) {
                 struct tenant *tn = &t->tenants[i];
-                bool cred = credentials_changed(tn), headers = tn->headers_stamp && headers_changed(tn);
+                bool cred = credentials_changed(tn), headers = headers_changed(tn);
                 if (!cred && !headers)
                         continue;
                 log_info("tenant %s: %s changed, handing them to the workers", tn->cfg->name,
                          cred && headers ? "credentials and header files" : cred ? "credentials" : "header files");
-                worker_send_secrets(&tn->worker, cred, headers);
-                containers_send_secrets(tn, cred, headers);
+                unsigned what = (cred ? UPDATE_CREDENTIALS : 0) | (headers ? UPDATE_HEADERS : 0);
+                worker_send_update(&tn->worker, what);
+                containers_send_update(tn, what);
         }
         sd_event_source_set_time(s, usec + SECRETS_CHECK_USEC);
         return 0;

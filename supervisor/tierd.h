@@ -61,8 +61,10 @@ enum worker_state { WORKER_STOPPED, WORKER_RUNNING, WORKER_RESTARTING, WORKER_FA
 
 struct container;
 
-#define SECRETS_CREDENTIALS 1u
-#define SECRETS_HEADERS 2u
+/* What a running worker is handed when it changes (worker_send_update). */
+#define UPDATE_CREDENTIALS 1u
+#define UPDATE_HEADERS 2u
+#define UPDATE_RESOLVE 4u
 
 struct worker {
         struct tenant *tenant;
@@ -76,7 +78,8 @@ struct worker {
         bool serial;              /* suspects run one at a time: workers.c */
         bool planned_restart;     /* killed by us for new settings */
         bool out_blocked;         /* its socket is full: what is unsent waits for EPOLLOUT */
-        unsigned secrets_due;     /* SECRETS_*: changed, not handed to it yet */
+        uint64_t blocked_usec;    /* since when */
+        unsigned updates_due;     /* UPDATE_*: changed, not handed to it yet */
         uint64_t started_usec;
         uint64_t died_usec; /* the last death, until a replacement serves */
         enum worker_state state;
@@ -107,6 +110,8 @@ struct tenant_counters {
 void tenant_record_wait(struct tenant *tn, uint64_t route, double seconds, int error);
 void tenant_set_last_error(struct tenant *tn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+struct tenant_net;
+
 struct tenant {
         struct tierd *t;
         const struct policy_tenant *cfg;
@@ -124,6 +129,7 @@ struct tenant {
         char headers[PROTO_HEADERS_MAX]; /* http: configured headers, files read */
         uint64_t headers_stamp;          /* the "@FILE" header files last tried (secrets.c) */
         struct catalog_key catalog_key;  /* "catalog_key": authenticates its catalog objects */
+        struct tenant_net *net;          /* its store's host, resolved for the workers: resolver.c */
         struct worker worker;
         struct tenant_counters counters;
         unsigned n_containers; /* attached, each with its own worker */
@@ -205,7 +211,7 @@ struct tierd {
         bool jobs_pumping;
         bool stopping;
         bool handing_over; /* SIGTERM with a store: leave everything pending */
-        sd_event_source *stop_src, *secrets_src;
+        sd_event_source *stop_src, *secrets_src, *resolver_src;
         int policy_inotify_fd; /* policywatch.c */
         sd_event_source *policy_watch_src, *policy_debounce_src, *sighup_src;
         uint64_t policy_hash; /* of the bytes last applied: the same bytes are not applied twice */

@@ -6,9 +6,7 @@
  */
 #include "workers.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <seccomp.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -24,9 +22,10 @@
 #include "log.h"
 #include "tenant.h"
 #include "macro.h"
+#include "resolver.h"
+#include "workerspawn.h"
 #include "url.h"
 
-#define WORKER_CONTROL_FD 3
 #define WORKER_THREADS 4
 #define RESTART_DELAY_USEC (50 * 1000ull)
 #define RESTART_WINDOW_USEC (10 * 1000 * 1000ull)
@@ -87,14 +86,18 @@ static void request_fail(struct request *req, int error) {
  * waiting in sendmsg() with every tenant's events behind it. The stall
  * check then kills a worker that took requests and does nothing. */
 static void worker_wait_writable(struct worker *w) {
+        if (!w->out_blocked)
+                w->blocked_usec = tierd_now_usec(w->tenant->t);
         w->out_blocked = true;
         if (w->io_src)
                 sd_event_source_set_io_events(w->io_src, EPOLLIN | EPOLLOUT);
 }
 
-/* -EAGAIN: not sent, and req stays unsent until the socket is writable. */
+/* -EAGAIN: not sent, and req stays unsent until the socket is writable,
+ * or until the store's host has an answer (resolver.c: a fetch that could
+ * not connect would fail a reader who needs only wait a moment). */
 static int worker_send(struct worker *w, struct request *req) {
-        if (w->out_blocked)
+        if (w->out_blocked || !resolver_answered(w->tenant))
                 return -EAGAIN;
         req->progress_usec = tierd_now_usec(w->tenant->t);
         req->started = false;
@@ -105,30 +108,44 @@ static int worker_send(struct worker *w, struct request *req) {
         return r;
 }
 
-/* The secrets that changed while the socket was full, then. */
-static void worker_flush_secrets(struct worker *w) {
+static int send_text(struct worker *w, uint32_t type, const char *text) {
+        struct proto_text m = { .type = type };
+        snprintf(m.text, sizeof(m.text), "%s", text);
+        int r = proto_send(w->sock, &m, sizeof(m), -1);
+        explicit_bzero(&m, sizeof(m));
+        return r;
+}
+
+/* What changed (or changed while the socket was full), in order: a later
+ * request finds it in place. */
+static void worker_flush_updates(struct worker *w) {
+        /* Addresses first: keys start the worker's tidying of the store
+         * (S3 uploads a crash left), which needs them. */
+        static const struct { unsigned bit; const char *what; } order[] = {
+                { UPDATE_RESOLVE, "addresses" }, { UPDATE_CREDENTIALS, "credentials" }, { UPDATE_HEADERS, "headers" }
+        };
         struct tenant *tn = w->tenant;
-        int r = 0;
-        if (w->out_blocked)
-                return;
-        if ((w->secrets_due & SECRETS_CREDENTIALS) && tn->have_cred)
-                r = proto_send(w->sock, &tn->cred, sizeof(tn->cred), -1);
-        if (r == -EAGAIN)
-                return worker_wait_writable(w);
-        if (r < 0)
-                log_error_errno(r, "tenant %s: cannot hand credentials to the worker: %m", tn->cfg->name);
-        w->secrets_due &= ~SECRETS_CREDENTIALS;
-        if (w->secrets_due & SECRETS_HEADERS) {
-                struct proto_headers m = { .type = PROTO_HEADERS };
-                memcpy(m.headers, tn->headers, sizeof(m.headers));
-                r = proto_send(w->sock, &m, sizeof(m), -1);
-                explicit_bzero(&m, sizeof(m));
+        for (size_t i = 0; i < ARRAY_SIZE(order) && !w->out_blocked; i++) {
+                int r = 0;
+                if (!(w->updates_due & order[i].bit))
+                        continue;
+                if (order[i].bit == UPDATE_CREDENTIALS && tn->have_cred)
+                        r = proto_send(w->sock, &tn->cred, sizeof(tn->cred), -1);
+                else if (order[i].bit == UPDATE_HEADERS)
+                        r = send_text(w, PROTO_HEADERS, tn->headers);
+                else if (order[i].bit == UPDATE_RESOLVE)
+                        r = send_text(w, PROTO_RESOLVE, resolver_answer(tn));
                 if (r == -EAGAIN)
                         return worker_wait_writable(w);
-                if (r < 0)
-                        log_error_errno(r, "tenant %s: cannot hand headers to the worker: %m", tn->cfg->name);
+                if (r < 0) {
+                        /* A replacement gets it all with its config. */
+                        log_error_errno(r, "tenant %s: cannot hand %s to the worker, restarting it: %m", tn->cfg->name,
+                                        order[i].what);
+                        worker_restart_planned(w);
+                        return;
+                }
+                w->updates_due &= ~order[i].bit;
         }
-        w->secrets_due = 0;
 }
 
 /* Sends what the worker has not been given. After a death with several
@@ -192,7 +209,7 @@ static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *u
         if ((revents & EPOLLOUT) && w->out_blocked) {
                 w->out_blocked = false;
                 sd_event_source_set_io_events(s, EPOLLIN);
-                worker_flush_secrets(w);
+                worker_flush_updates(w);
                 worker_send_pending(w);
         }
 
@@ -239,6 +256,8 @@ static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *u
                         rep.error = -EIO;
                 if (rep.error == 0)
                         worker_served(w);
+                else if (rep.error == -EIO)
+                        resolver_failed(w->tenant); /* the store moved? ask again soon */
                 request_finish(req, &rep);
                 if (w->serial)
                         worker_send_pending(w); /* the next suspect */
@@ -352,125 +371,14 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdat
         return 0;
 }
 
-/* In the child, between fork and exec: only async-signal-safe calls. */
-static void __attribute__((noreturn)) worker_exec(const char *path, int sock, pid_t parent, const char *vg_log) {
-        static char *const argv[] = { "tierd-worker", NULL };
-        (void)vg_log;
-        /* Configuration comes over the socket only; JOURNAL_STREAM says
-         * what its stderr (tierd's) is, so its lines carry priorities. */
-        char *const envp[] = { (char *)log_stream_env(), NULL };
-        sigset_t none;
-
-        /* A worker outliving tierd would keep writing fills nobody tracks
-         * while the next tierd's worker fetches the same ranges. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-                _exit(127);
-        if (dup2(sock, WORKER_CONTROL_FD) < 0)
-                _exit(127);
-        /* Nothing of tierd's leaks into the worker: no group fd, no file. */
-        syscall(SYS_close_range, WORKER_CONTROL_FD + 1, ~0U, 0);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-#ifdef TIERD_WORKER_UNDER_VALGRIND
-        /* Test build only (make valgrind-daemons, no sandbox): the worker
-         * runs under valgrind memcheck, its report in TIERD_VALGRIND_LOG. */
-        char log_arg[4200];
-        snprintf(log_arg, sizeof(log_arg), "--log-file=%s", vg_log ? vg_log : "/dev/null");
-        char *const vg_argv[] = { "valgrind", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite",
-                                  "--show-leak-kinds=definite", log_arg, (char *)path, NULL };
-        execve("/usr/bin/valgrind", vg_argv, envp);
-#endif
-        execve(path, argv, envp);
-        _exit(127);
-}
-
-#define DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
-
-/* The worker reads no file and asks no DNS server: tierd resolves its
- * backend's host, names the one port it may connect to and the CA bundle
- * it may read. */
-static void worker_network(const struct tenant *tn, struct proto_config *cfg) {
-        const struct policy_tenant *p = tn->cfg;
-        struct backend_url url;
-        char base[PROTO_URL_MAX] = "", host[256];
-        const char *h, *port_s;
-        unsigned port;
-
-        if (backend_url_parse(p->backend, &url, NULL) < 0)
-                return;
-        if (url.kind == BACKEND_S3 && p->endpoint)
-                snprintf(base, sizeof(base), "%s", p->endpoint);
-        else if (url.kind == BACKEND_S3) /* the worker's default: AWS's regional endpoint */
-                snprintf(base, sizeof(base), "https://s3.%s.amazonaws.com", p->region ?: "us-east-1");
-        else if (url.kind == BACKEND_HTTP)
-                snprintf(base, sizeof(base), "%s", url.base);
-        char bucket[64] = "";
-        if (url.kind == BACKEND_S3 && p->virtual_hosted)
-                snprintf(bucket, sizeof(bucket), "%s.", url.bucket);
-        backend_url_done(&url);
-        if (!base[0] || !(h = strstr(base, "://")))
-                return;
-        bool tls = strncmp(base, "https", 5) == 0;
-        h += 3;
-        if (*h == '[') { /* [IPv6]:port */
-                const char *end = strchr(h, ']');
-                snprintf(host, sizeof(host), "%s%.*s", bucket, end ? (int)(end - h - 1) : 0, h + 1);
-                port_s = end && end[1] == ':' ? end + 2 : NULL;
-        } else {
-                port_s = strchr(h, ':');
-                snprintf(host, sizeof(host), "%s%.*s", bucket, port_s ? (int)(port_s - h) : (int)strlen(h), h);
-                if (port_s)
-                        port_s++;
-        }
-        port = port_s ? (unsigned)strtoul(port_s, NULL, 10) : tls ? 443 : 80;
-        cfg->net_port = port;
-        if (tls && !p->ca_file && access(DEFAULT_CA_BUNDLE, R_OK) == 0)
-                snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", DEFAULT_CA_BUNDLE);
-
-        struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
-        char addr[INET6_ADDRSTRLEN];
-        int r = getaddrinfo(host, NULL, &hints, &ai);
-        if (r != 0 || !ai) {
-                log_warning("tenant %s: cannot resolve %s: %s", p->name, host, gai_strerror(r));
-                return;
-        }
-        if (ai->ai_family == AF_INET6)
-                inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, addr, sizeof(addr));
-        else
-                inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, addr, sizeof(addr));
-        snprintf(cfg->resolve, sizeof(cfg->resolve), ai->ai_family == AF_INET6 ? "%s:%u:[%s]" : "%s:%u:%s", host, port,
-                 addr);
-        freeaddrinfo(ai);
-}
-
-static void worker_config(struct tenant *tn, struct proto_config *cfg) {
-        const struct policy_tenant *p = tn->cfg;
-        snprintf(cfg->tenant, sizeof(cfg->tenant), "%s", p->name);
-        snprintf(cfg->backend, sizeof(cfg->backend), "%s", p->backend);
-        snprintf(cfg->endpoint, sizeof(cfg->endpoint), "%s", p->endpoint ?: "");
-        snprintf(cfg->region, sizeof(cfg->region), "%s", p->region ?: "us-east-1");
-        snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", p->ca_file ?: "");
-        snprintf(cfg->sse, sizeof(cfg->sse), "%s", p->sse ?: "");
-        snprintf(cfg->kms_key_id, sizeof(cfg->kms_key_id), "%s", p->kms_key_id ?: "");
-        snprintf(cfg->headers, sizeof(cfg->headers), "%s", tn->headers);
-        cfg->virtual_hosted = p->virtual_hosted;
-        cfg->connect_timeout_usec = p->connect_timeout_usec;
-        cfg->stall_timeout_usec = p->stall_timeout_usec;
-        cfg->multipart_threshold = p->multipart_threshold;
-        cfg->manifest_cache = p->manifest_cache;
-        cfg->part_size = p->part_size;
-        cfg->uid = cfg->gid = (uint32_t)tn->worker_uid;
-        cfg->landlock_optional = tn->t->policy->landlock_optional;
-        worker_network(tn, cfg);
-}
-
-void worker_send_secrets(struct worker *w, bool credentials, bool headers) {
+void worker_send_update(struct worker *w, unsigned what) {
         if (w->state != WORKER_RUNNING)
                 return; /* a worker that starts later gets them at start */
-        w->secrets_due |= (credentials ? SECRETS_CREDENTIALS : 0) | (headers ? SECRETS_HEADERS : 0);
-        worker_flush_secrets(w);
+        w->updates_due |= what;
+        worker_flush_updates(w);
+        if (what & UPDATE_RESOLVE)
+                worker_send_pending(w); /* held for the first answer */
 }
-
 /* A worker that moves no byte of a request it took up for the connect and
  * stall timeouts (plus a grace: curl's own checks go first) is hung: kill
  * it; its requests go to the replacement like after any crash. A request
@@ -487,6 +395,14 @@ static int on_stall_check(sd_event_source *s, uint64_t usec, void *userdata) {
         sd_event_source_set_time(s, usec + STALL_CHECK_USEC);
         if (w->state != WORKER_RUNNING || w->pid <= 0)
                 return 0;
+        /* One that reads nothing we send (stopped, compromised) is hung too:
+         * its requests go to the replacement. */
+        if (w->out_blocked && usec > w->blocked_usec + limit) {
+                log_error("tenant %s: worker %d took nothing from its socket for %llu s: killing it", p->name,
+                          (int)w->pid, (unsigned long long)(limit / 1000000));
+                kill(w->pid, SIGKILL);
+                return 0;
+        }
         for (struct request **pq = &w->requests; *pq; pq = &(*pq)->next) {
                 struct request *q = *pq;
                 if (!q->started || usec <= q->progress_usec + limit)
@@ -541,14 +457,17 @@ int worker_start(struct worker *w) {
         if (fcntl(w->sock, F_SETFL, O_NONBLOCK) < 0)
                 log_warning_errno(errno, "tenant %s: cannot make the worker's socket non-blocking: %m", tn->cfg->name);
         w->out_blocked = false;
-        w->secrets_due = 0; /* the config has the headers, the keys follow */
+        w->updates_due = 0; /* the config has headers and addresses, the keys follow */
         w->started_usec = tierd_now_usec(w->tenant->t);
         worker_config(tn, &cfg);
         r = proto_send(w->sock, &cfg, sizeof(cfg), tn->store_fd);
         explicit_bzero(&cfg, sizeof(cfg));
         if (r < 0)
                 log_error_errno(r, "tenant %s: cannot configure worker: %m", tn->cfg->name);
-        if (r >= 0 && tn->have_cred && (r = proto_send(w->sock, &tn->cred, sizeof(tn->cred), -1)) < 0)
+        /* Keys once the store has an address (with the first answer, else). */
+        if (r >= 0 && tn->have_cred && !resolver_answered(tn))
+                w->updates_due |= UPDATE_CREDENTIALS;
+        else if (r >= 0 && tn->have_cred && (r = proto_send(w->sock, &tn->cred, sizeof(tn->cred), -1)) < 0)
                 log_error_errno(r, "tenant %s: cannot hand credentials to the worker: %m", tn->cfg->name);
         r = sd_event_add_io(tn->t->event, &w->io_src, w->sock, EPOLLIN, on_worker_reply, w);
         if (r >= 0)

@@ -18,9 +18,10 @@ void worker_hand_over(struct worker *from, struct worker *to);
  * be sent, req->done runs at once with -EIO. */
 void worker_submit(struct worker *w, struct request *req);
 bool worker_idle(const struct worker *w);
-/* Hands the tenant's current credentials and/or header lines to a running
- * worker (one that starts later gets them with its config). */
-void worker_send_secrets(struct worker *w, bool credentials, bool headers);
+/* Hands what changed of the tenant's (UPDATE_*: credentials, header lines,
+ * its store's addresses) to a running worker; one that starts later gets
+ * them with its config. */
+void worker_send_update(struct worker *w, unsigned what);
 const char *worker_state_to_string(enum worker_state s);
 
 struct request *request_new(int type, int fd, void (*done)(struct request *, const struct proto_reply *),

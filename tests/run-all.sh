@@ -58,6 +58,7 @@ else
 	run_suite "make install" bash tests/integration/install.sh
 	run_suite "the journal: priorities and fields, on a journald of the test's own" bash tests/integration/journal.sh
 	run_suite "remote stores (nginx WebDAV, Ceph RGW)" bash tests/integration/remote.sh
+	run_suite "the store's host name: every address, looked up again, never on the loop" bash tests/integration/dns.sh
 	run_suite "the worker's sandbox" bash tests/integration/sandbox.sh
 	run_suite "the D-Bus API through busctl, dbus-send and dbus-monitor" bash tests/integration/dbus.sh
 	run_suite "containers: runc, the OCI hook, a worker per container" bash tests/integration/containers.sh

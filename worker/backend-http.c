@@ -136,4 +136,5 @@ const struct backend_ops backend_http_ops = {
         .store = http_store,
         .remove = remote_remove,
         .set_headers = remote_set_headers,
+        .set_resolve = remote_set_resolve,
 };

@@ -559,6 +559,7 @@ const struct backend_ops backend_s3_ops = {
         .store = s3_store,
         .remove = remote_remove,
         .set_headers = remote_set_headers,
+        .set_resolve = remote_set_resolve,
         .set_credentials = s3_set_credentials,
         .cleanup = s3_cleanup,
         .list = s3_list,

@@ -49,6 +49,8 @@ struct backend_ops {
         /* Optional: new configured headers ("Name: value" lines, a rotated
          * token): 0, or -errno with the old ones kept. */
         int (*set_headers)(struct backend *b, const char *headers);
+        /* Optional: new addresses of the store's host ("HOST:PORT:ADDR,..."). */
+        int (*set_resolve)(struct backend *b, const char *resolve);
         /* Optional: once at start, with credentials: tidy what a crash left. */
         int (*cleanup)(struct backend *b);
 };

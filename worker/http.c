@@ -154,8 +154,18 @@ static CURL *thread_curl(struct remote *r) {
 }
 
 /* One attempt. 0 when an HTTP answer came (any status), else -EIO. */
+/* to with the lines of from (extra_headers, resolve: replaced under the
+ * lock when tierd hands new ones) appended: this transfer's copy. */
+static struct curl_slist *copy_locked(struct remote *r, struct curl_slist *const *from, struct curl_slist *to) {
+        pthread_mutex_lock(&r->lock);
+        for (const struct curl_slist *h = *from; h; h = h->next)
+                to = curl_slist_append(to, h->data);
+        pthread_mutex_unlock(&r->lock);
+        return to;
+}
+
 static int perform(struct remote *r, struct http_req *q) {
-        struct curl_slist *headers = NULL;
+        struct curl_slist *headers = NULL, *resolve = NULL;
         CURL *c = thread_curl(r);
         CURLcode cc;
         int ret = 0;
@@ -170,6 +180,14 @@ static int perform(struct remote *r, struct http_req *q) {
         q->sink_error = 0;
         q->checked = false;
         q->error[0] = 0;
+        if (!(resolve = copy_locked(r, &r->resolve, NULL)) && r->need_resolve) {
+                /* tierd looks the host up (the worker asks no DNS server),
+                 * and has no address yet: no retry, nothing changes here
+                 * until it hands some. */
+                snprintf(q->error, sizeof(q->error), "no address for the store's host yet (tierd looks it up again)");
+                q->sink_error = -EHOSTUNREACH;
+                return -EIO;
+        }
         curl_easy_setopt(c, CURLOPT_URL, q->url);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, q->error);
@@ -185,8 +203,8 @@ static int perform(struct remote *r, struct http_req *q) {
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
         if (r->ca_file[0])
                 curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_file);
-        if (r->resolve)
-                curl_easy_setopt(c, CURLOPT_RESOLVE, r->resolve);
+        if (resolve)
+                curl_easy_setopt(c, CURLOPT_RESOLVE, resolve);
         if (strcmp(q->method, "HEAD") == 0)
                 curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
         else if (strcmp(q->method, "PUT") == 0) {
@@ -203,10 +221,7 @@ static int perform(struct remote *r, struct http_req *q) {
 
         for (struct curl_slist *h = q->headers; h; h = h->next)
                 headers = curl_slist_append(headers, h->data);
-        pthread_mutex_lock(&r->lock);
-        for (struct curl_slist *h = r->extra_headers; h; h = h->next)
-                headers = curl_slist_append(headers, h->data);
-        pthread_mutex_unlock(&r->lock);
+        headers = copy_locked(r, &r->extra_headers, headers);
         /* No 100-continue round trip; but curl's SigV4 would sign the empty
          * "Expect:" as a header and RGW then refuses the signature. */
         if (!r->s3)
@@ -248,7 +263,9 @@ static int perform(struct remote *r, struct http_req *q) {
         curl_easy_setopt(c, CURLOPT_USERNAME, "");
         curl_easy_setopt(c, CURLOPT_PASSWORD, "");
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+        curl_easy_setopt(c, CURLOPT_RESOLVE, NULL);
         curl_slist_free_all(headers);
+        curl_slist_free_all(resolve);
         return ret;
 }
 
@@ -303,6 +320,7 @@ int remote_request(struct remote *r, struct http_req *q, const char *key) {
 }
 
 int remote_init(struct remote *r, const struct proto_config *cfg, bool s3) {
+        int ret;
         r->s3 = s3;
         r->base.ops = s3 ? &backend_s3_ops : &backend_http_ops;
         snprintf(r->tenant, sizeof(r->tenant), "%s", cfg->tenant);
@@ -317,21 +335,21 @@ int remote_init(struct remote *r, const struct proto_config *cfg, bool s3) {
         pthread_mutex_init(&r->lock, NULL);
         if (pthread_key_create(&r->curl_key, curl_cleanup) != 0)
                 return -ENOMEM;
-        if (cfg->resolve[0] && !(r->resolve = curl_slist_append(NULL, cfg->resolve)))
-                return -ENOMEM;
+        r->need_resolve = cfg->resolve_needed != 0;
+        if ((ret = remote_set_resolve(&r->base, cfg->resolve)) < 0)
+                return ret;
         return remote_set_headers(&r->base, cfg->headers);
 }
 
-/* Configured headers, one per line (tierd already read "@FILE"s): a new
- * list, swapped in whole, so a request takes either the old or the new. */
-int remote_set_headers(struct backend *b, const char *text) {
-        struct remote *r = (struct remote *)b;
+/* *slot becomes the lines of text: a new list, swapped in whole under the
+ * lock, so a transfer takes either the old or the new. */
+static int set_list(struct remote *r, struct curl_slist **slot, const char *text) {
         struct curl_slist *list = NULL, *old;
-        char headers[PROTO_HEADERS_MAX];
+        char lines[PROTO_HEADERS_MAX];
         int ret = 0;
 
-        snprintf(headers, sizeof(headers), "%s", text);
-        for (char *save = NULL, *l = strtok_r(headers, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        snprintf(lines, sizeof(lines), "%s", text);
+        for (char *save = NULL, *l = strtok_r(lines, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
                 struct curl_slist *n = curl_slist_append(list, l);
                 if (!n) {
                         ret = -ENOMEM;
@@ -339,17 +357,33 @@ int remote_set_headers(struct backend *b, const char *text) {
                 }
                 list = n;
         }
-        explicit_bzero(headers, sizeof(headers));
+        explicit_bzero(lines, sizeof(lines));
         if (ret < 0) {
                 curl_slist_free_all(list);
                 return ret;
         }
         pthread_mutex_lock(&r->lock);
-        old = r->extra_headers;
-        r->extra_headers = list;
+        old = *slot;
+        *slot = list;
         pthread_mutex_unlock(&r->lock);
+        for (struct curl_slist *l = old; l; l = l->next)
+                explicit_bzero(l->data, strlen(l->data)); /* an old token stays nowhere */
         curl_slist_free_all(old);
         return 0;
+}
+
+/* Configured headers, one per line (tierd already read "@FILE"s). */
+int remote_set_headers(struct backend *b, const char *text) {
+        struct remote *r = (struct remote *)b;
+        return set_list(r, &r->extra_headers, text);
+}
+
+/* "HOST:PORT:ADDR,ADDR...": tierd resolved the host (the worker asks no DNS
+ * server); curl tries the addresses in turn. Replacing an entry replaces
+ * curl's cached one at the next transfer. */
+int remote_set_resolve(struct backend *b, const char *text) {
+        struct remote *r = (struct remote *)b;
+        return set_list(r, &r->resolve, text);
 }
 
 void remote_close(struct backend *b) {

@@ -27,7 +27,8 @@ struct remote {
         time_t started;    /* uploads begun before this are a dead worker's */
         char sigv4[96];    /* "aws:amz:REGION:s3" */
         struct curl_slist *extra_headers; /* under lock: replaced when a header file changes */
-        struct curl_slist *resolve; /* tierd resolved the host: the worker reads no file to do it */
+        struct curl_slist *resolve; /* under lock: tierd resolves the host, the worker reads no file to */
+        bool need_resolve;          /* a store on the network: no request without an address */
         char sse[16], kms_key_id[256], ca_file[PROTO_URL_MAX];
         uint64_t connect_timeout_usec, stall_timeout_usec, multipart_threshold, part_size;
         pthread_mutex_t lock; /* guards cred and extra_headers: rotated while threads fetch */
@@ -81,6 +82,7 @@ int remote_request(struct remote *r, struct http_req *q, const char *key);
 int remote_init(struct remote *r, const struct proto_config *cfg, bool s3);
 void remote_close(struct backend *b);
 int remote_set_headers(struct backend *b, const char *headers);
+int remote_set_resolve(struct backend *b, const char *resolve);
 int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink, void *ctx);
 int remote_exists(struct backend *b, const char *key, uint64_t *size, int64_t *mtime);
 int remote_remove(struct backend *b, const char *key);

@@ -23,7 +23,6 @@
 #include "progress.h"
 #include "sandbox.h"
 
-#define CONTROL_FD 3
 #define MAX_THREADS 16
 #define JOB_CLEANUP 0 /* internal: not a request from tierd, no reply */
 
@@ -111,7 +110,7 @@ static void *worker_thread(void *arg) {
 }
 
 int main(int argc, char **argv) {
-        struct worker w = { .sock = CONTROL_FD, .lock = PTHREAD_MUTEX_INITIALIZER,
+        struct worker w = { .sock = PROTO_CONTROL_FD, .lock = PTHREAD_MUTEX_INITIALIZER,
                             .lanes = { [LANE_JOBS] = { .cond = PTHREAD_COND_INITIALIZER },
                                        [LANE_SYNCS] = { .cond = PTHREAD_COND_INITIALIZER } } };
         struct proto_config cfg;
@@ -122,7 +121,7 @@ int main(int argc, char **argv) {
         (void)argv;
         log_set_ident("tierd-worker");
         if (argc != 1) {
-                log_error("tierd-worker takes no arguments: tierd starts it with its control socket on fd %d", CONTROL_FD);
+                log_error("tierd-worker takes no arguments: tierd starts it with its control socket on fd %d", PROTO_CONTROL_FD);
                 return EXIT_FAILURE;
         }
         /* Fill buffers (an 8 MiB verify window, 1 MiB reads) are mapped and
@@ -132,7 +131,7 @@ int main(int argc, char **argv) {
         signal(SIGPIPE, SIG_IGN);
         r = proto_recv(w.sock, &cfg, sizeof(cfg), NULL, &store_fd, 0);
         if (r != 0) {
-                log_error("no configuration from tierd on fd %d: %s", CONTROL_FD, r > 0 ? "end of stream" : strerror(-r));
+                log_error("no configuration from tierd on fd %d: %s", PROTO_CONTROL_FD, r > 0 ? "end of stream" : strerror(-r));
                 return EXIT_FAILURE;
         }
         cfg.tenant[sizeof(cfg.tenant) - 1] = 0;
@@ -184,7 +183,7 @@ int main(int argc, char **argv) {
                         uint32_t type;
                         struct proto_request req;
                         struct proto_credentials cred;
-                        struct proto_headers headers;
+                        struct proto_text text;
                 } m;
                 size_t len;
                 int fd;
@@ -211,13 +210,17 @@ int main(int argc, char **argv) {
                         cleaned = true;
                         continue;
                 }
-                if (m.type == PROTO_HEADERS && len == sizeof(m.headers)) {
+                if ((m.type == PROTO_HEADERS || m.type == PROTO_RESOLVE) && len == sizeof(m.text)) {
+                        bool headers = m.type == PROTO_HEADERS;
+                        int (*set)(struct backend *, const char *) =
+                                headers ? w.backend->ops->set_headers : w.backend->ops->set_resolve;
                         safe_close(fd);
-                        m.headers.headers[sizeof(m.headers.headers) - 1] = 0;
-                        r = w.backend->ops->set_headers ? w.backend->ops->set_headers(w.backend, m.headers.headers) : 0;
+                        m.text.text[sizeof(m.text.text) - 1] = 0;
+                        r = set ? set(w.backend, m.text.text) : 0;
                         explicit_bzero(&m, sizeof(m));
                         if (r < 0)
-                                log_error_errno(r, "cannot take the new headers, the old ones stay: %m");
+                                log_error_errno(r, "cannot take the new %s, the old ones stay: %m",
+                                                headers ? "headers" : "addresses");
                         continue;
                 }
                 if (len != sizeof(m.req) ||

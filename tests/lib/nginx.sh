@@ -7,7 +7,8 @@ nginx_install() {
 		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nginx-light >/dev/null; }
 }
 
-# nginx_start PORT [TOKEN]: serves $TL_DIR/www on 127.0.0.1:PORT; with TOKEN,
+# nginx_start PORT [TOKEN]: serves $TL_DIR/www on 127.0.0.1:PORT (or
+# $NGINX_ADDR:PORT); with TOKEN,
 # only requests carrying "Authorization: Bearer TOKEN".
 nginx_start() {
 	local port=$1 token=${2:-} d=$TL_DIR/nginx auth=""
@@ -25,7 +26,7 @@ nginx_start() {
 	  proxy_temp_path $d/tmp; fastcgi_temp_path $d/tmp; uwsgi_temp_path $d/tmp; scgi_temp_path $d/tmp;
 	  client_max_body_size 0;
 	  server {
-	    listen 127.0.0.1:$port;
+	    listen ${NGINX_ADDR:-127.0.0.1}:$port;
 	    root $TL_DIR/www;
 	    location / {
 	      $auth

@@ -171,6 +171,9 @@ static void test_remote_keys(void **state) {
                   "'credentials': missing");
         parse_bad(T(", \"endpoint\": \"ftp://x\""), "endpoint");
         parse_bad(T(", \"endpoint\": \"http://host/path\""), "no path");
+        parse_bad(T(", \"endpoint\": \"https://host/\""), "no path");
+        parse_bad(T(", \"endpoint\": \"http://host#\""), "no path");
+        parse_bad(T(", \"endpoint\": \"http:/host\""), "endpoint");
         parse_bad(T(", \"stall_timeout\": \"soon\""), "duration");
         parse_bad(T(", \"stall_timeout\": 30"), "duration");
         parse_bad(T(", \"addressing\": \"sideways\""), "path");

@@ -42,7 +42,46 @@ static void test_s3_and_http_urls(void **state) {
         assert_int_equal(backend_url_parse("s3://bkt/a/../b", &u, &err), -EINVAL);
         assert_int_equal(backend_url_parse("s3://bkt/a b", &u, &err), -EINVAL);
         assert_int_equal(backend_url_parse("http://user:pw@host/p", &u, &err), -EINVAL);
+        assert_string_equal(err, "no user:password@ in a store's URL (credentials have keys of their own)");
         assert_int_equal(backend_url_parse("http:///p", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("http://host/p?x=1", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("http://host/p#f", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("http://ho st/p", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("http://host:99999/p", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("http://[::1/p", &u, &err), -EINVAL);
+        assert_int_equal(backend_url_parse("http://[::1]:9000/objects/web", &u, &err), 0);
+        assert_string_equal(u.base, "http://[::1]:9000");
+        assert_string_equal(u.prefix, "objects/web");
+        backend_url_done(&u);
+}
+
+/* curl_url() reads them: the host without brackets, the scheme's port. */
+static void test_http_url(void **state) {
+        struct http_url h;
+        const char *err = NULL;
+        (void)state;
+        assert_int_equal(http_url_parse("https://s3.eu-west-1.amazonaws.com", &h, &err), 0);
+        assert_string_equal(h.host, "s3.eu-west-1.amazonaws.com");
+        assert_int_equal(h.port, 443);
+        assert_true(h.tls);
+        assert_string_equal(h.path, "");
+        assert_string_equal(h.base, "https://s3.eu-west-1.amazonaws.com");
+        http_url_done(&h);
+        assert_int_equal(http_url_parse("http://[fd00::5]:8080/a/b", &h, &err), 0);
+        assert_string_equal(h.host, "fd00::5");
+        assert_int_equal(h.port, 8080);
+        assert_false(h.tls);
+        assert_string_equal(h.path, "a/b");
+        http_url_done(&h);
+        assert_int_equal(http_url_parse("http://127.0.0.1", &h, &err), 0);
+        assert_int_equal(h.port, 80);
+        http_url_done(&h);
+        assert_int_equal(http_url_parse("ftp://host/", &h, &err), -EINVAL);
+        assert_int_equal(http_url_parse("http://[fe80::1%25eth0]/", &h, &err), -EINVAL);
+        assert_string_equal(err, "no IPv6 zone id in a store's URL");
+        assert_int_equal(http_url_parse("http://u@host/", &h, &err), -EINVAL);
+        assert_int_equal(http_url_parse("http://b\xc3\xbc" "cher.example/", &h, &err), -EINVAL);
+        assert_string_equal(err, "a store's host is ASCII (an IDN in its punycode form: xn--...)");
 }
 
 static void test_sizes(void **state) {
@@ -68,6 +107,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_file_url),
                 cmocka_unit_test(test_s3_and_http_urls),
+                cmocka_unit_test(test_http_url),
                 cmocka_unit_test(test_sizes),
         };
         return UNIT_RUN("url", tests);
