@@ -41,9 +41,9 @@ WORKER_SRC := $(wildcard worker/*.c)
 HOLDER_SRC := holder/holder.c holder/guard.c common/log.c common/proto.c common/journal.c common/fanevent.c \
 	common/stub.c common/ranges.c common/hex.c common/objkey.c common/readeraccess.c common/fdio.c
 TIERCTL_SRC := $(wildcard cli/*.c)
-# release-groups reads stubs and talks to tierd-holder.
+# release-groups, find and du read stubs; release-groups talks to tierd-holder.
 TIERCTL_COMMON_SRC := common/treewalk.c common/stub.c common/ranges.c common/hex.c common/objkey.c common/proto.c \
-	common/log.c common/fdio.c
+	common/log.c common/fdio.c common/size.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 

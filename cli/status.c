@@ -22,14 +22,14 @@
  * max_message_unix_fds; more and it drops the connection). */
 #define STATUS_FDS_PER_CALL 16
 
-static void json_putp(json_object **o) { json_object_put(*o); }
+void json_putp(json_object **o) { json_object_put(*o); }
 
-static void json_print(json_object *o) {
+void json_print(json_object *o) {
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 /* 1536 -> "1.5K": binary units, as ls -h and df -h print them. */
-static const char *human_size(uint64_t v, char buf[16]) {
+const char *human_size(uint64_t v, char buf[16]) {
         static const char units[] = "BKMGTPE";
         double d = (double)v;
         size_t u = 0;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "paths.h"
 #include "tierctl.h"
 
 static void bus_unrefp(sd_bus **b) { sd_bus_flush_close_unref(*b); }
@@ -78,6 +79,12 @@ static int verb_ping(sd_bus *bus, int argc, char **argv) {
         "                           --rehash: add a chunk manifest to files archived without\n" \
         "                           one (released ones are restored first)\n"
 #define U_RELEASE "  release PATH...          free the local blocks of archived, unchanged files\n"
+#define U_FIND "  find PATH... [--state S,...] [--larger SIZE] [--smaller SIZE] [--older AGE]\n" \
+        "            [--newer AGE] [--pinned] [-0] [--json]\n" \
+        "                           the files beneath PATH that match, read from their\n" \
+        "                           records (no file opened, tierd not asked); S: resident,\n" \
+        "                           archived, partial, released, dirty; AGE: 30m, 12h, 7d\n"
+#define U_DU "  du PATH... [--json]      files, bytes and local bytes beneath PATH, by state\n"
 #define U_RESTORE "  restore PATH...          bring released files back whole\n"
 #define U_PIN "  pin PATH...              never release these files (released ones come back)\n"
 #define U_UNPIN "  unpin PATH...            let these files be released again\n"
@@ -121,16 +128,15 @@ static int verb_ping(sd_bus *bus, int argc, char **argv) {
         "                           and the bundle's annotations tierd.io/tenant,\n" \
         "                           tierd.io/mount-path (default /data), tierd.io/read-only\n"
 
-static int verb_archive(sd_bus *bus, int argc, char **argv);
-static int verb_status(sd_bus *bus, int argc, char **argv);
-#define FILE_VERB(name, method) \
-        static int verb_##name(sd_bus *bus, int argc, char **argv) { \
-                return verb_file_job(bus, method, #name, argc, argv); \
-        }
-FILE_VERB(release, "Release")
-FILE_VERB(restore, "Restore")
-FILE_VERB(pin, "Pin")
-FILE_VERB(unpin, "Unpin")
+static int file_verb(sd_bus *bus, const char *verb, int argc, char **argv);
+#define FILE_VERB(name) \
+        static int verb_##name(sd_bus *bus, int argc, char **argv) { return file_verb(bus, #name, argc, argv); }
+FILE_VERB(archive)
+FILE_VERB(status)
+FILE_VERB(release)
+FILE_VERB(restore)
+FILE_VERB(pin)
+FILE_VERB(unpin)
 
 /* Every verb: what it runs, its usage, and whether it needs the bus (those
  * that do not run before any connection: the OCI hook for containers
@@ -148,6 +154,8 @@ static const struct verb {
         { "pin", verb_pin, U_PIN, false },
         { "unpin", verb_unpin, U_UNPIN, false },
         { "status", verb_status, U_STATUS, false },
+        { "find", verb_find, U_FIND, true },
+        { "du", verb_du, U_DU, true },
         { "jobs", verb_jobs, U_JOBS, false },
         { "cancel", verb_cancel, U_CANCEL, false },
         { "reload", verb_reload, U_RELOAD, false },
@@ -166,8 +174,11 @@ static void usage(FILE *f) {
         fprintf(f, "Usage: tierctl VERB [ARGS]    tierctl --help | --version    tierctl VERB --help\n\n");
         for (size_t i = 0; i < ARRAY_SIZE(verbs); i++)
                 fputs(verbs[i].usage, f);
-        fprintf(f, "\nFile verbs run as tierd jobs; on a terminal they show a progress bar, and\n"
-                   "Ctrl-C cancels what has not started.\n"
+        fprintf(f, "\nFile verbs (archive, release, restore, pin, unpin, status) take -r (a\n"
+                   "directory stands for the regular files beneath it), --files-from FILE (one\n"
+                   "path a line; \"-\": stdin) and -0 (NUL-separated, as find -0 writes them); \"--\"\n"
+                   "ends the options. They run as tierd jobs; on a terminal they show a progress\n"
+                   "bar, and Ctrl-C cancels what has not started.\n"
                    "Talks to tierd over the D-Bus system bus (DBUS_SYSTEM_BUS_ADDRESS).\n"
                    "Exit: 0 ok, 1 failed, 2 usage, 3 access denied.\n");
 }
@@ -179,30 +190,37 @@ int verb_no_args(const char *verb, int argc) {
         return EXIT_USAGE;
 }
 
-/* "--rehash" may stand anywhere among the paths. */
-static int verb_archive(sd_bus *bus, int argc, char **argv) {
-        bool rehash = false;
-        int n = 0;
-        for (int i = 0; i < argc; i++) {
-                if (strcmp(argv[i], "--rehash") == 0)
-                        rehash = true;
-                else
-                        argv[n++] = argv[i];
-        }
-        return verb_file_job(bus, rehash ? "Rehash" : "Archive", "archive", n, argv);
+/* The manager's method for a file verb: "release" -> "Release". */
+static const char *method_of(const char *verb, bool rehash) {
+        static const char *const methods[][2] = { { "archive", "Archive" }, { "release", "Release" },
+                                                  { "restore", "Restore" }, { "pin", "Pin" }, { "unpin", "Unpin" } };
+        if (rehash)
+                return "Rehash";
+        for (size_t i = 0; i < ARRAY_SIZE(methods); i++)
+                if (strcmp(verb, methods[i][0]) == 0)
+                        return methods[i][1];
+        return NULL;
 }
 
-/* "--json" may stand anywhere among the paths. */
-static int verb_status(sd_bus *bus, int argc, char **argv) {
-        bool json = false;
-        int n = 0;
-        for (int i = 0; i < argc; i++) {
-                if (strcmp(argv[i], "--json") == 0)
-                        json = true;
-                else
-                        argv[n++] = argv[i];
-        }
-        return n > 0 ? status_files(bus, n, argv, json) : status_tenants(bus, json);
+/* The file verbs: paths (cli/paths.c: -r, --files-from, -0) and flags. */
+static int file_verb(sd_bus *bus, const char *verb, int argc, char **argv) {
+        bool rehash = false, json = false;
+        const struct verb_flag archive_flags[] = { { "rehash", &rehash } }, status_flags[] = { { "json", &json } };
+        bool archive = strcmp(verb, "archive") == 0, status = strcmp(verb, "status") == 0;
+        struct path_list l;
+        int r = paths_from_args(verb, argc, argv, archive ? archive_flags : status ? status_flags : NULL,
+                                archive || status ? 1 : 0, &l);
+        if (r != EXIT_OK)
+                return r;
+        if (status)
+                r = l.n > 0 ? status_files(bus, (int)l.n, l.v, json) : status_tenants(bus, json);
+        else if (l.n == 0) {
+                fprintf(stderr, "tierctl: %s needs at least one PATH (or -r DIR, --files-from FILE)\n", verb);
+                r = EXIT_USAGE;
+        } else
+                r = verb_file_job(bus, method_of(verb, rehash), verb, (int)l.n, l.v);
+        paths_free(&l);
+        return r;
 }
 
 int main(int argc, char **argv) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <systemd/sd-bus.h>
 
 #define BUS_NAME "org.tierd1"
@@ -23,6 +24,15 @@ const char *path_error(int r);
 /* Prints why a call failed; the exit code it deserves. */
 int call_failed(const char *what, const sd_bus_error *e, int r);
 
+/* 1536 -> "1.5K", as ls -h prints sizes; JSON printed on one line, and
+ * freed by _cleanup_(json_putp): cli/status.c. */
+struct json_object;
+const char *human_size(uint64_t v, char buf[16]);
+void json_print(struct json_object *o);
+void json_putp(struct json_object **o);
+/* tierctl find, tierctl du: cli/find.c. */
+int verb_find(sd_bus *bus, int argc, char **argv);
+int verb_du(sd_bus *bus, int argc, char **argv);
 /* tierctl status [--json] [PATH...]: cli/status.c. */
 int status_files(sd_bus *bus, int n, char **argv, bool json);
 int status_tenants(sd_bus *bus, bool json);

@@ -22,5 +22,14 @@ typedef int (*treewalk_visit)(void *userdata, int dir_fd, const char *name, cons
  * 0, or the first error of visit or of reading a directory. */
 int treewalk(int dir_fd, unsigned max_depth, treewalk_visit visit, void *userdata, unsigned long *skipped);
 
+/* The same walk, for tierctl: visit gets each entry's path (root, then the
+ * names joined by '/'), directories on another filesystem than root's are
+ * not entered, and an entry that cannot be read (a directory it may not
+ * list, a path too long) goes to error, and the walk goes on. */
+typedef int (*treewalk_path_visit)(void *userdata, const char *path, const struct stat *st);
+typedef void (*treewalk_path_error)(void *userdata, const char *path, int error);
+int treewalk_paths(int dir_fd, const char *root, unsigned max_depth, treewalk_path_visit visit,
+                   treewalk_path_error error, void *userdata, unsigned long *skipped);
+
 /* lgetxattr of name in dir_fd through /proc/thread-self/fd, which opens nothing. */
 ssize_t treewalk_xattr(int dir_fd, const char *name, const char *xattr, void *buf, size_t size);

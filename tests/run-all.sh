@@ -61,6 +61,7 @@ else
 	run_suite "the store's host name: every address, looked up again, never on the loop" bash tests/integration/dns.sh
 	run_suite "the worker's sandbox" bash tests/integration/sandbox.sh
 	run_suite "the D-Bus API through busctl, dbus-send and dbus-monitor" bash tests/integration/dbus.sh
+	run_suite "tierctl on trees: find, du, -r, --files-from" bash tests/integration/cli.sh
 	run_suite "containers: runc, the OCI hook, a worker per container" bash tests/integration/containers.sh
 	run_suite "boot: the policy's filesystems, mounted and marked by tierd" bash tests/integration/boot.sh
 	run_suite "faults: a store that misbehaves (tests/lib/faultserver.py)" bash tests/integration/faults.sh
