@@ -59,7 +59,7 @@ for i in 1 2 3 4; do head -c 1M /dev/urandom >"$TL_DIR/orig/f$i"; cp "$TL_DIR/or
 for i in 1 2 3; do head -c 64K /dev/urandom >"$TL_DIR/orig/l$i"; cp "$TL_DIR/orig/l$i" "$LOCAL/l$i"; done
 check "files archived to the store by name and released" \
 	bash -c "'$TIERCTL' archive '$WEB'/f* '$LOCAL'/l* >/dev/null && '$TIERCTL' release '$WEB'/f* '$LOCAL'/l* >/dev/null"
-check "a released file reads back" cmp "$WEB/f1" "$TL_DIR/orig/f1"
+check "a released file reads back" timeout 30 cmp "$WEB/f1" "$TL_DIR/orig/f1"
 
 # Every address: the name gives two, and the one getaddrinfo sorts first
 # (127.0.0.1, the closest to the source address) refuses: nothing listens

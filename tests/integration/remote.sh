@@ -124,7 +124,7 @@ check "http: a rotated token file is picked up (logged within 10 s)" \
 check "http: then only the new token (the old one expired)" nginx_set_token "$HTTP_PORT" sekrit2
 N401=$(grep -c '" 401 ' "$TL_DIR/nginx/access.log")
 "$TIERCTL" release "$WEB/big" >/dev/null
-check "http: a released file reads back with the new token" cmp "$WEB/big" "$TL_DIR/orig/big" ||
+check "http: a released file reads back with the new token" timeout 60 cmp "$WEB/big" "$TL_DIR/orig/big" ||
 	{ grep -n 'header\|web' "$TL_TIERD_LOG" | tail -30; tail -5 "$TL_DIR/nginx/access.log"; }
 check "http: ... no request was refused (no new 401)" test "$(grep -c '" 401 ' "$TL_DIR/nginx/access.log")" = "$N401"
 check "http: ... by the same worker (no restart)" test "$(web_worker)" = "$WPID"
