@@ -31,8 +31,7 @@ static void sha256(const void *data, size_t len, uint8_t out[32]) {
         EVP_Digest(data, len, out, NULL, EVP_sha256(), NULL);
 }
 
-/* The level sizes for chunks leaves: false if absurd. */
-static bool shape(struct manifest *m, uint64_t chunks) {
+bool manifest_shape(struct manifest *m, uint64_t chunks) {
         uint64_t n = chunks;
         m->levels = 0;
         for (;;) {
@@ -52,9 +51,16 @@ static bool shape(struct manifest *m, uint64_t chunks) {
         return true;
 }
 
+uint64_t manifest_length(const struct manifest *m) {
+        uint64_t len = MANIFEST_HEADER;
+        for (unsigned l = 0; l < m->levels; l++)
+                len += m->count[l] * 32;
+        return len;
+}
+
 size_t manifest_head_length(uint64_t chunks) {
         struct manifest m;
-        if (!shape(&m, chunks))
+        if (!manifest_shape(&m, chunks))
                 return 0;
         return MANIFEST_HEADER + m.count[m.levels - 1] * 32;
 }
@@ -73,11 +79,9 @@ int manifest_build(const uint8_t (*leaves)[32], uint64_t chunks, uint64_t chunk,
                    size_t *ret_len, uint8_t root[32]) {
         struct manifest m = { .chunk = chunk, .size = size, .chunks = chunks };
 
-        if (chunks < 2 || chunk == 0 || (size + chunk - 1) / chunk != chunks || !shape(&m, chunks))
+        if (chunks < 2 || chunk == 0 || (size + chunk - 1) / chunk != chunks || !manifest_shape(&m, chunks))
                 return -EINVAL;
-        size_t len = MANIFEST_HEADER;
-        for (unsigned l = 0; l < m.levels; l++)
-                len += m.count[l] * 32;
+        size_t len = manifest_length(&m);
         uint8_t *buf = calloc(1, len);
         if (!buf)
                 return -ENOMEM;
@@ -107,7 +111,7 @@ int manifest_parse_head(const uint8_t *buf, size_t len, const uint8_t root[32], 
                 if (buf[i])
                         return -EBADMSG;
         if (m->chunks < 2 || m->chunk == 0 || m->chunks > UINT64_MAX / 32 || m->size > UINT64_MAX - m->chunk ||
-            (m->size + m->chunk - 1) / m->chunk != m->chunks || !shape(m, m->chunks) || m->levels != get32(buf + 12))
+            (m->size + m->chunk - 1) / m->chunk != m->chunks || !manifest_shape(m, m->chunks) || m->levels != get32(buf + 12))
                 return -EBADMSG;
         size_t head = MANIFEST_HEADER + m->count[m->levels - 1] * 32;
         if (len != head)

@@ -42,6 +42,12 @@ struct manifest {
  * (its whole-file hash covers it: no manifest) or absurd sizes. */
 int manifest_build(const uint8_t (*leaves)[32], uint64_t chunks, uint64_t chunk, uint64_t size, uint8_t **ret,
                    size_t *ret_len, uint8_t root[32]);
+/* The levels' sizes and where each starts in the object, for a file of
+ * chunks chunks: known before a byte of it is fetched (so the pages a chunk
+ * needs can be fetched with the head). false if absurd. */
+bool manifest_shape(struct manifest *m, uint64_t chunks);
+/* The whole object's length, for a shaped m. */
+uint64_t manifest_length(const struct manifest *m);
 /* How many bytes from the start of the object hold the header and the top
  * (one read), for a file of chunks chunks. */
 size_t manifest_head_length(uint64_t chunks);

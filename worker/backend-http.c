@@ -132,6 +132,7 @@ const struct backend_ops backend_http_ops = {
         .open = http_open,
         .close = remote_close,
         .fetch = remote_fetch,
+        .fetch_many = remote_fetch_many,
         .exists = remote_exists,
         .store = http_store,
         .remove = remote_remove,

@@ -555,6 +555,7 @@ const struct backend_ops backend_s3_ops = {
         .open = s3_open,
         .close = remote_close,
         .fetch = remote_fetch,
+        .fetch_many = remote_fetch_many,
         .exists = remote_exists,
         .store = s3_store,
         .remove = remote_remove,

@@ -34,6 +34,16 @@ int backend_open(const struct proto_config *cfg, int store_fd, struct backend **
         return r;
 }
 
+void backend_fetch_many(struct backend *b, struct fetch_part *parts, size_t n) {
+        if (b->ops->fetch_many) {
+                b->ops->fetch_many(b, parts, n);
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                parts[i].result = b->ops->fetch(b, parts[i].key, parts[i].offset, parts[i].length, parts[i].sink,
+                                                parts[i].ctx);
+}
+
 /* The lock, waited for while saying "still moving": another thread may
  * hold it for a long upload, and tierd must not take the wait for a hang. */
 static void gc_lock(struct backend *b) {

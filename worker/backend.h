@@ -19,6 +19,15 @@ typedef int (*backend_list_t)(void *ctx, const struct proto_object *o);
 
 struct backend;
 
+/* One range of a backend_fetch_many: its own sink, its own result. */
+struct fetch_part {
+        const char *key;
+        uint64_t offset, length;
+        backend_sink_t sink;
+        void *ctx;
+        int result; /* set: as fetch's */
+};
+
 struct backend_ops {
         const char *scheme;
         int (*open)(const struct proto_config *cfg, int store_fd, struct backend **ret);
@@ -27,6 +36,10 @@ struct backend_ops {
          * object; -EIO: short or failed). */
         int (*fetch)(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink,
                      void *ctx);
+        /* Optional: the parts at once, so that they cost one round trip to
+         * a remote store, not one each (each part's sink is called from
+         * this thread, interleaved with the others'). */
+        void (*fetch_many)(struct backend *b, struct fetch_part *parts, size_t n);
         /* 0 and the size (and when it last changed, in seconds since the
          * epoch, if mtime is given) if it exists, -ENOENT if not. */
         int (*exists)(struct backend *b, const char *key, uint64_t *size, int64_t *mtime);
@@ -76,6 +89,10 @@ extern const struct backend_ops backend_s3_ops;
 extern const struct backend_ops backend_http_ops;
 
 int backend_open(const struct proto_config *cfg, int store_fd, struct backend **ret);
+
+/* Every part fetched, at once where the store can (else one after the
+ * other); each part's result in it. */
+void backend_fetch_many(struct backend *b, struct fetch_part *parts, size_t n);
 
 /* An archive's object: if key is in the store already, of size bytes, it
  * is made new again (touch: a collection that found it old does not take

@@ -142,18 +142,48 @@ static size_t on_upload(char *buf, size_t size, size_t n, void *userdata) {
         return (size_t)k;
 }
 
-static void curl_cleanup(void *c) { curl_easy_cleanup(c); }
+/* A thread's handles: one multi handle, whose connection cache all its
+ * easy handles share (a transfer alone and transfers side by side reuse
+ * the same kept-alive connections), and up to REMOTE_PARALLEL_MAX easy
+ * handles, one per transfer in flight. */
+struct thread_handles {
+        CURLM *multi;
+        CURL *easy[REMOTE_PARALLEL_MAX];
+};
 
-static CURL *thread_curl(struct remote *r) {
-        CURL *c = pthread_getspecific(r->curl_key);
-        if (c)
-                curl_easy_reset(c); /* keeps its connections alive */
-        else if ((c = curl_easy_init()))
-                pthread_setspecific(r->curl_key, c);
-        return c;
+static void thread_handles_free(void *p) {
+        struct thread_handles *t = p;
+        for (size_t i = 0; i < ARRAY_SIZE(t->easy); i++)
+                if (t->easy[i])
+                        curl_easy_cleanup(t->easy[i]);
+        curl_multi_cleanup(t->multi);
+        free(t);
 }
 
-/* One attempt. 0 when an HTTP answer came (any status), else -EIO. */
+static struct thread_handles *thread_handles(struct remote *r) {
+        struct thread_handles *t = pthread_getspecific(r->curl_key);
+        if (t)
+                return t;
+        if (!(t = calloc(1, sizeof(*t))))
+                return NULL;
+        if (!(t->multi = curl_multi_init()) || pthread_setspecific(r->curl_key, t) != 0) {
+                curl_multi_cleanup(t->multi);
+                free(t);
+                return NULL;
+        }
+        return t;
+}
+
+/* The thread's i-th easy handle, reset (its connections stay in the
+ * multi handle's cache). */
+static CURL *thread_easy(struct thread_handles *t, size_t i) {
+        if (t->easy[i])
+                curl_easy_reset(t->easy[i]);
+        else
+                t->easy[i] = curl_easy_init();
+        return t->easy[i];
+}
+
 /* to with the lines of from (extra_headers, resolve: replaced under the
  * lock when tierd hands new ones) appended: this transfer's copy. */
 static struct curl_slist *copy_locked(struct remote *r, struct curl_slist *const *from, struct curl_slist *to) {
@@ -164,47 +194,13 @@ static struct curl_slist *copy_locked(struct remote *r, struct curl_slist *const
         return to;
 }
 
-static int perform(struct remote *r, struct http_req *q) {
-        struct curl_slist *headers = NULL, *resolve = NULL;
-        CURL *c = thread_curl(r);
+/* One attempt's lists, freed when it ends. */
+struct attempt {
+        struct curl_slist *headers, *resolve;
         CURLcode cc;
-        int ret = 0;
+};
 
-        if (!c)
-                return -ENOMEM;
-        q->curl = c;
-        q->status = 0;
-        q->resp_len = 0;
-        q->resp[0] = 0;
-        q->collect_len = 0; /* a retry starts the body again */
-        q->sink_error = 0;
-        q->checked = false;
-        q->error[0] = 0;
-        if (!(resolve = copy_locked(r, &r->resolve, NULL)) && r->need_resolve) {
-                /* tierd looks the host up (the worker asks no DNS server),
-                 * and has no address yet: no retry, nothing changes here
-                 * until it hands some. */
-                snprintf(q->error, sizeof(q->error), "no address for the store's host yet (tierd looks it up again)");
-                q->sink_error = -EHOSTUNREACH;
-                return -EIO;
-        }
-        curl_easy_setopt(c, CURLOPT_URL, q->url);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, q->error);
-        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(c, CURLOPT_HEADERDATA, q);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, q);
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(r->connect_timeout_usec / 1000));
-        /* A stall is no byte for that long, not a total budget. */
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)MAX(1u, r->stall_timeout_usec / 1000000));
-        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-        if (r->ca_file[0])
-                curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_file);
-        if (resolve)
-                curl_easy_setopt(c, CURLOPT_RESOLVE, resolve);
+static void set_method(CURL *c, struct http_req *q) {
         if (strcmp(q->method, "HEAD") == 0)
                 curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
         else if (strcmp(q->method, "PUT") == 0) {
@@ -218,6 +214,12 @@ static int perform(struct remote *r, struct http_req *q) {
                 curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body_mem_len);
         } else if (strcmp(q->method, "GET") != 0)
                 curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
+}
+
+/* The request's headers: its own, the configured ones, its range, and
+ * S3's signature inputs. */
+static struct curl_slist *request_headers(struct remote *r, CURL *c, struct http_req *q) {
+        struct curl_slist *headers = NULL;
 
         for (struct curl_slist *h = q->headers; h; h = h->next)
                 headers = curl_slist_append(headers, h->data);
@@ -248,24 +250,119 @@ static int perform(struct remote *r, struct http_req *q) {
                 }
                 pthread_mutex_unlock(&r->lock);
         }
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-        cc = curl_easy_perform(c);
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &q->status);
-        if (cc != CURLE_OK) {
+        return headers;
+}
+
+/* Sets c up for one attempt of q: 0, or -EIO (with q's error said) when
+ * it cannot be made. */
+static int attempt_start(struct remote *r, struct http_req *q, CURL *c, struct attempt *a) {
+        *a = (struct attempt){ .cc = CURLE_FAILED_INIT };
+        q->curl = c;
+        q->status = 0;
+        q->resp_len = 0;
+        q->resp[0] = 0;
+        q->collect_len = 0; /* a retry starts the body again */
+        q->sink_error = 0;
+        q->checked = false;
+        q->error[0] = 0;
+        if (!c)
+                return -ENOMEM;
+        if (!(a->resolve = copy_locked(r, &r->resolve, NULL)) && r->need_resolve) {
+                /* tierd looks the host up (the worker asks no DNS server),
+                 * and has no address yet: no retry, nothing changes here
+                 * until it hands some. */
+                snprintf(q->error, sizeof(q->error), "no address for the store's host yet (tierd looks it up again)");
+                q->sink_error = -EHOSTUNREACH;
+                return -EIO;
+        }
+        curl_easy_setopt(c, CURLOPT_URL, q->url);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, q->error);
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, q);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, q);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(r->connect_timeout_usec / 1000));
+        /* A stall is no byte for that long, not a total budget. */
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)MAX(1u, r->stall_timeout_usec / 1000000));
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+        /* A small answer (a manifest page) never waits for a delayed ACK. */
+        curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+        if (r->ca_file[0])
+                curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_file);
+        if (a->resolve)
+                curl_easy_setopt(c, CURLOPT_RESOLVE, a->resolve);
+        set_method(c, q);
+        a->headers = request_headers(r, c, q);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, a->headers);
+        return 0;
+}
+
+/* The attempt's outcome: 0 when an HTTP answer came (any status), else a
+ * negative errno; the handle holds no credential after it. */
+static int attempt_end(struct http_req *q, struct attempt *a) {
+        int ret = 0;
+
+        curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &q->status);
+        if (a->cc != CURLE_OK) {
                 if (!q->error[0])
-                        snprintf(q->error, sizeof(q->error), "%s", curl_easy_strerror(cc));
+                        snprintf(q->error, sizeof(q->error), "%s", curl_easy_strerror(a->cc));
                 ret = q->sink_error ? q->sink_error : -EIO;
         } else if (q->sink && q->status >= 200 && q->status <= 299 && q->got != q->want) {
                 snprintf(q->error, sizeof(q->error), "short body: %" PRIu64 " of %" PRIu64 " bytes", q->got, q->want);
                 ret = -EIO;
         }
         /* Credentials must not linger in the handle between requests. */
-        curl_easy_setopt(c, CURLOPT_USERNAME, "");
-        curl_easy_setopt(c, CURLOPT_PASSWORD, "");
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-        curl_easy_setopt(c, CURLOPT_RESOLVE, NULL);
-        curl_slist_free_all(headers);
-        curl_slist_free_all(resolve);
+        curl_easy_setopt(q->curl, CURLOPT_USERNAME, "");
+        curl_easy_setopt(q->curl, CURLOPT_PASSWORD, "");
+        curl_easy_setopt(q->curl, CURLOPT_HTTPHEADER, NULL);
+        curl_easy_setopt(q->curl, CURLOPT_RESOLVE, NULL);
+        curl_slist_free_all(a->headers);
+        curl_slist_free_all(a->resolve);
+        a->headers = a->resolve = NULL;
+        return ret;
+}
+
+/* The transfers of qs side by side on the thread's multi handle, until
+ * each has ended (its CURLcode in a[i].cc). */
+static void run_transfers(CURLM *m, struct http_req *const *qs, struct attempt *a, size_t n) {
+        int running = 0;
+
+        for (size_t i = 0; i < n; i++)
+                if (qs[i] && curl_multi_add_handle(m, qs[i]->curl) == CURLM_OK)
+                        running++;
+        while (running > 0) {
+                if (curl_multi_perform(m, &running) != CURLM_OK)
+                        break;
+                if (running > 0 && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK)
+                        break;
+        }
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)))
+                for (size_t i = 0; i < n; i++)
+                        if (msg->msg == CURLMSG_DONE && qs[i] && qs[i]->curl == msg->easy_handle)
+                                a[i].cc = msg->data.result;
+        for (size_t i = 0; i < n; i++)
+                if (qs[i])
+                        curl_multi_remove_handle(m, qs[i]->curl);
+}
+
+/* One attempt. 0 when an HTTP answer came (any status), else -EIO. */
+static int perform(struct remote *r, struct http_req *q) {
+        struct thread_handles *t = thread_handles(r);
+        struct attempt a;
+
+        if (!t)
+                return -ENOMEM;
+        int ret = attempt_start(r, q, thread_easy(t, 0), &a);
+        if (ret == 0) {
+                run_transfers(t->multi, &q, &a, 1);
+                ret = attempt_end(q, &a);
+        }
+        curl_slist_free_all(a.resolve);
         return ret;
 }
 
@@ -277,14 +374,13 @@ static bool retryable(int r, long status) {
         return status >= 500 || status == 429;
 }
 
-int remote_request(struct remote *r, struct http_req *q, const char *key) {
-        uint64_t deadline = now_usec() + r->stall_timeout_usec, backoff = BACKOFF_FIRST_USEC;
-        unsigned attempt = 0;
-        int ret;
+/* The rest of q's attempts, after one whose outcome is ret: retried while
+ * it may help and the stall timeout allows (counted from started). */
+static int request_settle(struct remote *r, struct http_req *q, const char *key, int ret, uint64_t started) {
+        uint64_t deadline = started + r->stall_timeout_usec, backoff = BACKOFF_FIRST_USEC;
+        unsigned attempt = 1;
 
         for (;;) {
-                attempt++;
-                ret = perform(r, q);
                 if (ret == 0 && q->status >= 200 && q->status <= 299)
                         return 0;
                 if (ret == 0)
@@ -305,6 +401,8 @@ int remote_request(struct remote *r, struct http_req *q, const char *key) {
                 usleep((useconds_t)(backoff / 2 + (uint64_t)random() % (backoff / 2 + 1)));
                 backoff = MIN(backoff * 2, BACKOFF_MAX_USEC);
                 q->body_pos = 0;
+                attempt++;
+                ret = perform(r, q);
         }
         if ((ret == -ENOENT && q->quiet_missing) || ret == -EEXIST)
                 return ret;
@@ -317,6 +415,11 @@ int remote_request(struct remote *r, struct http_req *q, const char *key) {
                 log_error("tenant %s: server error code %.*s", r->tenant, (int)strcspn(code, "<"), code);
         }
         return ret;
+}
+
+int remote_request(struct remote *r, struct http_req *q, const char *key) {
+        uint64_t started = now_usec();
+        return request_settle(r, q, key, perform(r, q), started);
 }
 
 int remote_init(struct remote *r, const struct proto_config *cfg, bool s3) {
@@ -333,109 +436,12 @@ int remote_init(struct remote *r, const struct proto_config *cfg, bool s3) {
         r->multipart_threshold = cfg->multipart_threshold ?: (64u << 20);
         r->part_size = cfg->part_size ?: (8u << 20);
         pthread_mutex_init(&r->lock, NULL);
-        if (pthread_key_create(&r->curl_key, curl_cleanup) != 0)
+        if (pthread_key_create(&r->curl_key, thread_handles_free) != 0)
                 return -ENOMEM;
         r->need_resolve = cfg->resolve_needed != 0;
         if ((ret = remote_set_resolve(&r->base, cfg->resolve)) < 0)
                 return ret;
         return remote_set_headers(&r->base, cfg->headers);
-}
-
-/* *slot becomes the lines of text: a new list, swapped in whole under the
- * lock, so a transfer takes either the old or the new. */
-static int set_list(struct remote *r, struct curl_slist **slot, const char *text) {
-        struct curl_slist *list = NULL, *old;
-        char lines[PROTO_HEADERS_MAX];
-        int ret = 0;
-
-        snprintf(lines, sizeof(lines), "%s", text);
-        for (char *save = NULL, *l = strtok_r(lines, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-                struct curl_slist *n = curl_slist_append(list, l);
-                if (!n) {
-                        ret = -ENOMEM;
-                        break;
-                }
-                list = n;
-        }
-        explicit_bzero(lines, sizeof(lines));
-        if (ret < 0) {
-                curl_slist_free_all(list);
-                return ret;
-        }
-        pthread_mutex_lock(&r->lock);
-        old = *slot;
-        *slot = list;
-        pthread_mutex_unlock(&r->lock);
-        for (struct curl_slist *l = old; l; l = l->next)
-                explicit_bzero(l->data, strlen(l->data)); /* an old token stays nowhere */
-        curl_slist_free_all(old);
-        return 0;
-}
-
-/* Configured headers, one per line (tierd already read "@FILE"s). */
-int remote_set_headers(struct backend *b, const char *text) {
-        struct remote *r = (struct remote *)b;
-        return set_list(r, &r->extra_headers, text);
-}
-
-/* "HOST:PORT:ADDR,ADDR...": tierd resolved the host (the worker asks no DNS
- * server); curl tries the addresses in turn. Replacing an entry replaces
- * curl's cached one at the next transfer. */
-int remote_set_resolve(struct backend *b, const char *text) {
-        struct remote *r = (struct remote *)b;
-        return set_list(r, &r->resolve, text);
-}
-
-void remote_close(struct backend *b) {
-        struct remote *r = (struct remote *)b;
-        if (!r)
-                return;
-        curl_slist_free_all(r->extra_headers);
-        curl_slist_free_all(r->resolve);
-        free(r->object_base);
-        free(r->bucket_base);
-        free(r->prefix);
-        free(r->copy_source);
-        explicit_bzero(&r->cred, sizeof(r->cred));
-        free(r);
-}
-
-/* PUTs fd's [off, off+len) to key?query, hashing what it reads into md; the
- * answer's ETag into etag if given. */
-int remote_put_checked(struct remote *r, const char *key, const char *query, int fd, uint64_t off, uint64_t len,
-                       struct curl_slist *headers, const char *payload_sha256, EVP_MD_CTX *md, char *etag,
-                       size_t etag_size) {
-        struct http_req q;
-        int ret;
-
-        http_req_init(&q, "PUT");
-        remote_object_url(r, &q, key, query);
-        for (struct curl_slist *h = headers; h; h = h->next)
-                if (http_req_header(&q, "%s", h->data) < 0) {
-                        http_req_done(&q);
-                        return -ENOMEM;
-                }
-        snprintf(q.payload_sha256, sizeof(q.payload_sha256), "%s", payload_sha256 ? payload_sha256 : "");
-        q.body_fd = fd;
-        q.body_off = off;
-        q.body_len = len;
-        q.body_md = md;
-        ret = remote_request(r, &q, key);
-        if (ret == 0 && q.body_pos != len)
-                ret = -EBADMSG;
-        if (ret == 0 && etag)
-                snprintf(etag, etag_size, "%s", q.meta.etag);
-        http_req_done(&q);
-        return ret;
-}
-
-int remote_upload_matches(EVP_MD_CTX *md, const uint8_t sha256[32]) {
-        uint8_t got[32];
-        if (!EVP_DigestFinal_ex(md, got, NULL))
-                return -EIO;
-        /* Nothing is removed here: the key may hold another file's copy of
-         * these bytes (the store rejected or never published a changed one). */
-        return memcmp(got, sha256, 32) == 0 ? 0 : -EBADMSG;
 }
 
 int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink, void *ctx) {
@@ -456,34 +462,59 @@ int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t l
         return ret;
 }
 
-int remote_exists(struct backend *b, const char *key, uint64_t *size, int64_t *mtime) {
-        struct remote *r = (struct remote *)b;
-        struct http_req q;
-        int ret;
-
-        http_req_init(&q, "HEAD");
-        remote_object_url(r, &q, key, NULL);
-        q.quiet_missing = true;
-        ret = remote_request(r, &q, key);
-        if (ret == 0 && !q.meta.have_length)
-                ret = -EIO;
-        if (ret == 0 && size)
-                *size = q.meta.content_length;
-        if (ret == 0 && mtime && !(*mtime = q.meta.last_modified))
-                ret = -EIO; /* an age is asked for, and the store does not say it */
-        http_req_done(&q);
-        return ret;
+static void fetch_request(struct remote *r, struct http_req *q, const struct fetch_part *p) {
+        http_req_init(q, "GET");
+        remote_object_url(r, q, p->key, NULL);
+        q->sink = p->sink;
+        q->sink_ctx = p->ctx;
+        q->want_off = p->offset;
+        q->want = p->length;
 }
 
-int remote_remove(struct backend *b, const char *key) {
-        struct remote *r = (struct remote *)b;
-        struct http_req q;
-        int ret;
+/* The first attempts side by side on the thread's handles (one round trip
+ * for all on kept-alive connections); a part whose first attempt failed
+ * goes on alone, retried as any request. */
+static void fetch_batch(struct remote *r, struct thread_handles *t, struct fetch_part *parts, size_t n) {
+        struct http_req *q[REMOTE_PARALLEL_MAX] = { 0 };
+        struct attempt a[REMOTE_PARALLEL_MAX];
+        int ret[REMOTE_PARALLEL_MAX] = { 0 };
+        uint64_t started = now_usec();
 
-        http_req_init(&q, "DELETE");
-        remote_object_url(r, &q, key, NULL);
-        q.quiet_missing = true;
-        ret = remote_request(r, &q, key);
-        http_req_done(&q);
-        return ret == -ENOENT ? 0 : ret;
+        for (size_t i = 0; i < n; i++) {
+                a[i] = (struct attempt){ 0 };
+                if (parts[i].length == 0 || !(q[i] = malloc(sizeof(*q[i])))) {
+                        parts[i].result = parts[i].length == 0 ? 0 : -ENOMEM;
+                        continue;
+                }
+                fetch_request(r, q[i], &parts[i]);
+                ret[i] = attempt_start(r, q[i], thread_easy(t, i), &a[i]);
+        }
+        struct http_req *running[REMOTE_PARALLEL_MAX];
+        for (size_t i = 0; i < n; i++)
+                running[i] = q[i] && ret[i] == 0 ? q[i] : NULL;
+        run_transfers(t->multi, running, a, n);
+        for (size_t i = 0; i < n; i++) {
+                if (!q[i])
+                        continue;
+                if (running[i])
+                        ret[i] = attempt_end(q[i], &a[i]);
+                curl_slist_free_all(a[i].resolve);
+                parts[i].result = request_settle(r, q[i], parts[i].key, ret[i], started);
+                http_req_done(q[i]);
+                free(q[i]);
+        }
+}
+
+void remote_fetch_many(struct backend *b, struct fetch_part *parts, size_t n) {
+        struct remote *r = (struct remote *)b;
+        struct thread_handles *t = thread_handles(r);
+
+        for (size_t done = 0; done < n; done += REMOTE_PARALLEL_MAX) {
+                size_t k = MIN(n - done, (size_t)REMOTE_PARALLEL_MAX);
+                if (t)
+                        fetch_batch(r, t, parts + done, k);
+                else
+                        for (size_t i = done; i < done + k; i++)
+                                parts[i].result = -ENOMEM;
+        }
 }

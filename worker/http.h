@@ -2,8 +2,10 @@
 /*
  * Object stores over HTTP, through libcurl: the transport shared by the
  * plain HTTP store (backend-http.c) and S3 (backend-s3.c, which adds SigV4
- * and its metadata). One curl handle per worker thread, so connections are
- * kept alive; every response is checked before a byte reaches a file.
+ * and its metadata). Each worker thread has its own curl handles and one
+ * connection cache, so connections are kept alive and a fill's transfers
+ * can run side by side; every response is checked before a byte reaches a
+ * file.
  */
 #pragma once
 
@@ -16,6 +18,10 @@
 
 #include "backend.h"
 #include "http-check.h"
+
+/* Transfers a worker thread runs side by side (a fill's chunks and the
+ * manifest pages they need). */
+#define REMOTE_PARALLEL_MAX 8
 
 struct remote {
         struct backend base;
@@ -33,7 +39,7 @@ struct remote {
         uint64_t connect_timeout_usec, stall_timeout_usec, multipart_threshold, part_size;
         pthread_mutex_t lock; /* guards cred and extra_headers: rotated while threads fetch */
         struct proto_credentials cred;
-        pthread_key_t curl_key;
+        pthread_key_t curl_key; /* the thread's handles (http.c) */
         char tenant[STUB_TENANT_MAX];
 };
 
@@ -84,6 +90,7 @@ void remote_close(struct backend *b);
 int remote_set_headers(struct backend *b, const char *headers);
 int remote_set_resolve(struct backend *b, const char *resolve);
 int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t length, backend_sink_t sink, void *ctx);
+void remote_fetch_many(struct backend *b, struct fetch_part *parts, size_t n);
 int remote_exists(struct backend *b, const char *key, uint64_t *size, int64_t *mtime);
 int remote_remove(struct backend *b, const char *key);
 void remote_object_url(struct remote *r, struct http_req *q, const char *key, const char *query);

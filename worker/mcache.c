@@ -60,6 +60,15 @@ bool mcache_get(struct manifest_cache *c, const uint8_t root[32], uint64_t offse
         return p != NULL;
 }
 
+bool mcache_has(struct manifest_cache *c, const uint8_t root[32], uint64_t offset, size_t len) {
+        if (!c || !c->max)
+                return false;
+        pthread_mutex_lock(&c->lock);
+        bool found = find(c, root, offset, len) != NULL;
+        pthread_mutex_unlock(&c->lock);
+        return found;
+}
+
 /* Drops the least recently used entries until need more bytes fit. */
 static void make_room(struct manifest_cache *c, uint64_t need) {
         while (c->entries && c->bytes + need > c->max) {

@@ -19,6 +19,10 @@
 #define LEAVES_MAX (1u << 20)  /* 32 MiB of hashes at most; beyond, no manifest: the file restores whole */
 #define CHUNK_MAX (64u << 20)  /* a fill holds a chunk in memory to check it: bigger ones get no manifest */
 #define WINDOW (8u << 20)     /* bytes fetched and checked at once */
+/* The manifest's bytes from its start to the last page a fill's first
+ * chunk needs come in one GET when they are at most this many (a file of
+ * up to about 8,000 chunks); past that, the head and each page apart. */
+#define MANIFEST_PREFIX_MAX (256u << 10)
 
 struct chunk_hasher {
         EVP_MD_CTX *md;
@@ -114,6 +118,14 @@ static int fetch_into(struct backend *b, const char *key, uint64_t offset, uint6
         return r < 0 ? r : m.len == length ? 0 : -EIO;
 }
 
+/* Manifest bytes fetched beside a fill's first window, not checked yet:
+ * leaf_of takes a page from them before asking the store. */
+struct piece {
+        uint64_t off, len;
+        uint8_t *bytes;
+        bool ok;
+};
+
 /* The pages on the way from the top to one chunk's leaf, kept while the
  * chunks of a fill follow one another (and in the worker's cache across
  * fills). */
@@ -124,7 +136,30 @@ struct path {
         char key[STUB_KEY_MAX];
         int64_t page[MANIFEST_LEVELS_MAX]; /* which page of each level is held, -1 none */
         uint8_t bytes[MANIFEST_LEVELS_MAX][MANIFEST_PAGE];
+        struct piece pre[MANIFEST_LEVELS_MAX];
+        size_t npre;
 };
+
+static void path_free(struct path **pp) {
+        if (!*pp)
+                return;
+        for (size_t i = 0; i < (*pp)->npre; i++)
+                free((*pp)->pre[i].bytes);
+        free(*pp);
+}
+
+/* len bytes of the manifest at off: from what came with the first window,
+ * else from the store. Checked by the caller either way. */
+static int page_get(struct backend *b, const struct path *p, uint64_t off, uint64_t len, uint8_t *dst) {
+        for (size_t i = 0; i < p->npre; i++) {
+                const struct piece *c = &p->pre[i];
+                if (c->ok && off >= c->off && off + len <= c->off + c->len) {
+                        memcpy(dst, c->bytes + (off - c->off), len);
+                        return 0;
+                }
+        }
+        return fetch_into(b, p->key, off, len, dst);
+}
 
 static int leaf_of(struct backend *b, struct path *p, uint64_t chunk_index, const uint8_t **leaf) {
         const struct manifest *m = &p->m;
@@ -141,7 +176,7 @@ static int leaf_of(struct backend *b, struct path *p, uint64_t chunk_index, cons
                  * root: the same bytes. */
                 int r = 0;
                 if (!mcache_get(p->mcache, p->root, off, len, p->bytes[level])) {
-                        r = fetch_into(b, p->key, off, len, p->bytes[level]);
+                        r = page_get(b, p, off, len, p->bytes[level]);
                         if (r == 0)
                                 r = manifest_check_page(m, (unsigned)level, page, p->bytes[level], len,
                                                         level + 2 < (int)m->levels ? p->bytes[level + 1] : NULL);
@@ -160,18 +195,119 @@ static int leaf_of(struct backend *b, struct path *p, uint64_t chunk_index, cons
         return 0;
 }
 
+static int add_piece(struct path *p, uint64_t off, uint64_t len) {
+        if (p->npre == ARRAY_SIZE(p->pre) || !(p->pre[p->npre].bytes = malloc(len)))
+                return -ENOMEM;
+        p->pre[p->npre].off = off;
+        p->pre[p->npre++].len = len;
+        return 0;
+}
+
+/* The manifest parts chunk_index's leaf needs that the cache lacks (shape:
+ * the manifest's layout, known from the sizes alone): with the head, the
+ * bytes from the start to the last of them when that is small, else the
+ * head and each page apart. The head, when not cached, is pre[0]. */
+static int plan_pieces(struct path *p, const struct manifest *shape, bool head_cached, size_t head_len,
+                       uint64_t chunk_index) {
+        struct { uint64_t off, len; } need[MANIFEST_LEVELS_MAX];
+        uint64_t prefix = head_len;
+        size_t n = 0;
+
+        for (int level = (int)shape->levels - 2; level >= 0; level--) {
+                manifest_page_range(shape, (unsigned)level, manifest_index_at((unsigned)level, chunk_index),
+                                    &need[n].off, &need[n].len);
+                if (mcache_has(p->mcache, p->root, need[n].off, need[n].len))
+                        continue;
+                prefix = MAX(prefix, need[n].off + need[n].len);
+                n++;
+        }
+        if (!head_cached && prefix <= MANIFEST_PREFIX_MAX)
+                return add_piece(p, 0, prefix);
+        if (!head_cached && add_piece(p, 0, head_len) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (add_piece(p, need[i].off, need[i].len) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* The first window of a fill ([offset, +n) into win) and, side by side with
+ * it, the manifest parts its first chunk needs: one round trip to a remote
+ * store where there used to be three (head, window, page) in a row. The
+ * small parts go first, so their answers are in before the window's
+ * bytes keep the thread busy. The head, when it was not cached, is copied
+ * into head; *head_r says whether it came. */
+static int fetch_first(struct backend *b, struct path *p, const struct proto_request *req, uint64_t n, uint8_t *win,
+                       uint8_t *head, size_t head_len, int *head_r) {
+        struct fetch_part parts[MANIFEST_LEVELS_MAX + 1];
+        struct mem_sink sinks[ARRAY_SIZE(parts)];
+        size_t w = p->npre; /* the window's part: the last */
+
+        for (size_t i = 0; i < w; i++) {
+                struct piece *c = &p->pre[i];
+                sinks[i] = (struct mem_sink){ .buf = c->bytes, .cap = c->len };
+                parts[i] = (struct fetch_part){ .key = p->key, .offset = c->off, .length = c->len, .sink = mem_write,
+                                                .ctx = &sinks[i] };
+        }
+        sinks[w] = (struct mem_sink){ .buf = win, .cap = n };
+        parts[w] = (struct fetch_part){ .key = req->key, .offset = req->offset, .length = n, .sink = mem_write,
+                                        .ctx = &sinks[w] };
+        backend_fetch_many(b, parts, w + 1);
+        for (size_t i = 0; i < w; i++)
+                p->pre[i].ok = parts[i].result == 0 && sinks[i].len == p->pre[i].len;
+        if (head) {
+                /* Not cached: the head is the first piece. */
+                *head_r = p->pre[0].ok ? 0 : parts[0].result < 0 ? parts[0].result : -EIO;
+                if (*head_r == 0)
+                        memcpy(head, p->pre[0].bytes, head_len);
+        }
+        return parts[w].result < 0 ? parts[w].result : sinks[w].len == n ? 0 : -EIO;
+}
+
 static bool chunk_matches(const uint8_t *data, size_t len, const uint8_t leaf[32]) {
         uint8_t got[32];
         EVP_Digest(data, len, got, NULL, EVP_sha256(), NULL);
         return memcmp(got, leaf, 32) == 0;
 }
 
+/* Every chunk of the window [at, +n) in win checked before any of it is
+ * written; a chunk that does not match is fetched once more (a transient
+ * corruption on the wire), then -EBADMSG. */
+static int check_window(struct backend *b, struct path *p, const struct proto_request *req, uint8_t *win, uint64_t at,
+                        uint64_t n) {
+        uint64_t chunk = req->chunk;
+        int r;
+
+        for (uint64_t c = at; c < at + n; c += chunk) {
+                uint64_t len = MIN(chunk, at + n - c), index = c / chunk;
+                const uint8_t *leaf;
+                if ((r = leaf_of(b, p, index, &leaf)) < 0) {
+                        if (r == -EBADMSG)
+                                log_error("object %s: manifest page for chunk %llu does not verify", req->key,
+                                          (unsigned long long)index);
+                        return r; /* a store error stays one */
+                }
+                if (chunk_matches(win + (c - at), len, leaf))
+                        continue;
+                if ((r = fetch_into(b, req->key, c, len, win + (c - at))) < 0)
+                        return r;
+                if (!chunk_matches(win + (c - at), len, leaf)) {
+                        log_error("object %s: chunk %llu (bytes %llu+%llu) does not match its manifest, twice: "
+                                  "nothing written", req->key, (unsigned long long)index, (unsigned long long)c,
+                                  (unsigned long long)len);
+                        return -EBADMSG;
+                }
+        }
+        return 0;
+}
+
 int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struct proto_request *req,
                    backend_sink_t sink, void *ctx) {
         uint64_t chunk = req->chunk, end = req->offset + req->length, chunks;
-        _cleanup_free_ struct path *p = calloc(1, sizeof(*p));
+        _cleanup_(path_free) struct path *p = calloc(1, sizeof(*p));
         _cleanup_free_ uint8_t *head = NULL, *win = NULL;
-        int r;
+        struct manifest shape;
+        int r, head_r = 0;
 
         if (!p || chunk == 0 || chunk > CHUNK_MAX || req->offset % chunk || (end % chunk && end != req->size) ||
             end > req->size)
@@ -182,15 +318,20 @@ int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struc
         p->mcache = mcache;
         memcpy(p->root, req->manifest, 32);
         uint64_t window = MAX((uint64_t)WINDOW, chunk) / chunk * chunk; /* whole chunks */
-        if (!head_len || !(head = malloc(head_len)) || !(win = malloc(window)))
-                return -ENOMEM;
+        if (!head_len || !manifest_shape(&shape, chunks) || !(head = malloc(head_len)) || !(win = malloc(window)))
+                return head_len ? -ENOMEM : -EINVAL;
         bool cached = mcache_get(mcache, req->manifest, 0, head_len, head);
-        r = cached ? 0 : fetch_into(b, p->key, 0, head_len, head);
-        if (r < 0) {
+        uint64_t n = MIN(end - req->offset, window);
+        r = plan_pieces(p, &shape, cached, head_len, req->offset / chunk);
+        if (r == 0)
+                r = fetch_first(b, p, req, n, win, cached ? NULL : head, head_len, &head_r);
+        if (head_r < 0) {
                 /* The store failed, not the manifest: the error as it is. */
-                log_error("object %s: cannot fetch its manifest %s: %s", req->key, p->key, strerror(-r));
-                return r == -ENOENT ? -PROTO_ENOMANIFEST : r;
+                log_error("object %s: cannot fetch its manifest %s: %s", req->key, p->key, strerror(-head_r));
+                return head_r == -ENOENT ? -PROTO_ENOMANIFEST : head_r;
         }
+        if (r < 0)
+                return r;
         r = manifest_parse_head(head, head_len, req->manifest, &p->m);
         if (r == 0 && !cached)
                 mcache_put(mcache, req->manifest, 0, head, head_len);
@@ -203,35 +344,12 @@ int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struc
         for (int l = 0; l < MANIFEST_LEVELS_MAX; l++)
                 p->page[l] = -1;
 
-        for (uint64_t at = req->offset; at < end;) {
-                uint64_t n = MIN(end - at, window);
-                if ((r = fetch_into(b, req->key, at, n, win)) < 0)
+        for (uint64_t at = req->offset; at < end; at += n) {
+                n = MIN(end - at, window);
+                if (at != req->offset && (r = fetch_into(b, req->key, at, n, win)) < 0)
                         return r;
-                /* Every chunk checked before any byte of the window is written. */
-                for (uint64_t c = at; c < at + n; c += chunk) {
-                        uint64_t len = MIN(chunk, at + n - c), index = c / chunk;
-                        const uint8_t *leaf;
-                        if ((r = leaf_of(b, p, index, &leaf)) < 0) {
-                                if (r == -EBADMSG)
-                                        log_error("object %s: manifest page for chunk %llu does not verify", req->key,
-                                                  (unsigned long long)index);
-                                return r; /* a store error stays one */
-                        }
-                        if (chunk_matches(win + (c - at), len, leaf))
-                                continue;
-                        /* Once more: a transient corruption on the wire. */
-                        if ((r = fetch_into(b, req->key, c, len, win + (c - at))) < 0)
-                                return r;
-                        if (!chunk_matches(win + (c - at), len, leaf)) {
-                                log_error("object %s: chunk %llu (bytes %llu+%llu) does not match its manifest, twice: "
-                                          "nothing written", req->key, (unsigned long long)index,
-                                          (unsigned long long)c, (unsigned long long)len);
-                                return -EBADMSG;
-                        }
-                }
-                if ((r = sink(ctx, win, n)) < 0)
+                if ((r = check_window(b, p, req, win, at, n)) < 0 || (r = sink(ctx, win, n)) < 0)
                         return r;
-                at += n;
         }
         return 0;
 }

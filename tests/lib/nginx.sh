@@ -9,7 +9,8 @@ nginx_install() {
 
 # nginx_start PORT [TOKEN]: serves $TL_DIR/www on 127.0.0.1:PORT (or
 # $NGINX_ADDR:PORT); with TOKEN,
-# only requests carrying "Authorization: Bearer TOKEN".
+# only requests carrying "Authorization: Bearer TOKEN". NGINX_LOCATION_EXTRA:
+# more directives for the store's location.
 nginx_start() {
 	local port=$1 token=${2:-} d=$TL_DIR/nginx auth=""
 	mkdir -p "$d/tmp" "$TL_DIR/www"
@@ -21,7 +22,12 @@ nginx_start() {
 	error_log $d/error.log;
 	events { worker_connections 64; }
 	http {
-	  access_log $d/access.log;
+	  # combined, then which connection carried it (c=) and when it ended
+	  # (t=, seconds) and took (d=): transfers side by side are on two
+	  # connections, their times overlapping
+	  log_format tl '\$remote_addr - \$remote_user [\$time_local] "\$request" \$status \$body_bytes_sent '
+	                '"\$http_referer" "\$http_user_agent" c=\$connection t=\$msec d=\$request_time';
+	  access_log $d/access.log tl;
 	  client_body_temp_path $d/tmp;
 	  proxy_temp_path $d/tmp; fastcgi_temp_path $d/tmp; uwsgi_temp_path $d/tmp; scgi_temp_path $d/tmp;
 	  client_max_body_size 0;
@@ -30,6 +36,7 @@ nginx_start() {
 	    root $TL_DIR/www;
 	    location / {
 	      $auth
+	      ${NGINX_LOCATION_EXTRA:-}
 	      dav_methods PUT DELETE MOVE;
 	      create_full_put_path on;
 	    }

@@ -72,6 +72,32 @@ static void test_head_small(void **state) {
         assert_true(manifest_head_length(1ull << 30) <= MANIFEST_HEADER + MANIFEST_PAGE);
 }
 
+/* The layout known from the sizes alone (what a fill plans its first GET
+ * with) is the one the parsed head gives, and the built object's length. */
+static void test_shape_before_head(void **state) {
+        (void)state;
+        static const uint64_t counts[] = { 2, 128, 129, 1024, 128 * 128 + 3 };
+        for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+                uint64_t chunks = counts[k];
+                uint8_t (*l)[32] = leaves_for(chunks), root[32], *obj;
+                size_t len;
+                struct manifest shape, m;
+                assert_int_equal(manifest_build((const uint8_t(*)[32])l, chunks, 4096, chunks * 4096, &obj, &len, root), 0);
+                assert_true(manifest_shape(&shape, chunks));
+                assert_int_equal(manifest_length(&shape), len);
+                assert_int_equal(manifest_parse_head(obj, manifest_head_length(chunks), root, &m), 0);
+                assert_int_equal(shape.levels, m.levels);
+                for (unsigned level = 0; level < m.levels; level++) {
+                        assert_int_equal(shape.count[level], m.count[level]);
+                        assert_int_equal(shape.offset[level], m.offset[level]);
+                }
+                free(obj);
+                free(l);
+        }
+        struct manifest m;
+        assert_false(manifest_shape(&m, 1ull << 60)); /* nine levels: more than a manifest has */
+}
+
 static void test_refused(void **state) {
         (void)state;
         uint8_t (*l)[32] = leaves_for(4), root[32], *obj;
@@ -100,6 +126,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_roundtrip),
                 cmocka_unit_test(test_head_small),
+                cmocka_unit_test(test_shape_before_head),
                 cmocka_unit_test(test_refused),
         };
         return UNIT_RUN("manifest", tests);
