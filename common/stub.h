@@ -22,6 +22,9 @@
  *                               this record was written (which itself sets
  *                               ctime); a later ctime means a change tierd
  *                               may not have heard of (older records: none)
+ *   unchecked=1                 optional, partial only: some range was
+ *                               filled unchecked ("verify": false); the file
+ *                               is hashed whole once complete
  *
  * Which ranges are populated is tierd's own record, not the extent map:
  * holes can be real zeros.
@@ -72,6 +75,11 @@ struct stub {
         bool has_manifest;          /* archived with a chunk manifest */
         uint8_t manifest[32];       /* its root */
         struct timespec ctime_max;  /* {0, 0}: none recorded */
+        /* Partial only: some populated range was filled without a check
+         * against the manifest, so the whole file is hashed once complete;
+         * without it every chunk was checked on its way in, and that is
+         * all a complete file needs. */
+        bool unchecked;
 };
 
 /* How long after stub_write_fd reads the clock its own write may still set

@@ -47,6 +47,7 @@ struct fill {
         unsigned gen;        /* the file's sync_gen when sent */
         uint64_t reserved;   /* counted against the tenant's quota until done */
         bool unverified;     /* a ranged fill no manifest checks (see struct tfile) */
+        bool checked;        /* a ranged fill the manifest checks, chunk by chunk */
         uint64_t route;      /* the container whose worker runs it, 0: the host worker */
 };
 
@@ -82,6 +83,10 @@ struct tfile {
          * it (worker/fill.c). Their quota stays reserved until recorded. */
         struct range_set written, syncing;
         bool whole_written, whole_syncing;
+        /* A ranged fill no manifest checked ("verify": false) was written:
+         * the stub's record says "unchecked", and the complete file is
+         * hashed whole. */
+        bool unchecked_written;
         uint64_t written_reserved;
         /* Bumped by a failed sync: the write error it reported may have
          * been another fill's, so nothing in flight then is recorded. */
@@ -103,6 +108,12 @@ int tfile_written(const struct tfile *f, const struct stub *s, struct range_set 
 bool tfile_data_fills_in_flight(const struct tfile *f);
 void tfile_in_flight(const struct tfile *f, struct range_set *out);
 bool tfile_all_in(const struct tfile *f, const struct stub *s);
+/* Every byte recorded, and every chunk of it checked against the manifest
+ * on its way in (and synced before it was recorded): the file is whole as
+ * it is, no second pass over its bytes needed. */
+bool tfile_chunks_checked(const struct tfile *f, const struct stub *s);
+/* Records such a file whole (archived). */
+int tfile_record_checked(struct tfile *f, struct stub *s);
 unsigned tfile_fills_in_flight(const struct tfile *f);
 bool tfile_verify_in_flight(const struct tfile *f);
 /* A fill's (or a verification's, or a sync's) reply. */

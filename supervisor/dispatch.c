@@ -234,11 +234,12 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
                 free(fl);
                 return -ENOMEM;
         }
+        bool ranged = type == PROTO_FILL && !whole, verify = f->tenant->cfg->verify;
         *fl = (struct fill){ .file = f, .start = start, .end = end, .whole_verified = whole,
                              .verify = type == PROTO_VERIFY, .next = f->fills,
                              .reserved = type == PROTO_FILL ? end - start : 0,
-                             .unverified = type == PROTO_FILL && !whole && !s->has_manifest &&
-                                           f->tenant->cfg->verify,
+                             .unverified = ranged && !s->has_manifest && verify,
+                             .checked = ranged && s->has_manifest && verify,
                              .route = route, .gen = f->sync_gen };
         f->tenant->quota_reserved += fl->reserved;
         f->fills = fl;
@@ -248,7 +249,7 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
         req->msg.flags = whole ? PROTO_FILL_WHOLE : 0;
         req->msg.chunk = s->chunk;
         /* A ranged fill is checked chunk by chunk against the manifest. */
-        if (!whole && type == PROTO_FILL && s->has_manifest && f->tenant->cfg->verify) {
+        if (fl->checked) {
                 req->msg.flags |= PROTO_FILL_MANIFEST;
                 memcpy(req->msg.manifest, s->manifest, 32);
         }
@@ -357,6 +358,15 @@ void tfile_progress(struct tfile *f) {
         const char *err = "";
         int r = stub_read_fd(f->fd, &s, &err);
 
+        /* Every range in, each chunk checked against the manifest on its
+         * way in: archived at once, no second pass over its bytes (one
+         * hash per byte), before the waiters are looked at. */
+        if (r == 0 && s.state == STUB_PARTIAL && !f->fills && tfile_chunks_checked(f, &s) &&
+            (r = tfile_record_checked(f, &s)) < 0) {
+                log_error_errno(r, "tenant %s: cannot record %s whole: %m", f->tenant->cfg->name, s.key);
+                stub_done(&s);
+                r = stub_read_fd(f->fd, &s, &err); /* as it is on disk */
+        }
         if (r < 0) {
                 log_error_errno(r, "tenant %s: stub unreadable during restore: %s%m", f->tenant->cfg->name,
                                 r == -EINVAL ? err : "");
@@ -374,8 +384,9 @@ void tfile_progress(struct tfile *f) {
                 }
                 p = &w->next;
         }
-        /* Every range in, by whatever reads: check the whole file once, so it
-         * becomes archived and gets its ignore mark. */
+        /* Every range in, by whatever reads, and hashed once (not checked
+         * on its way in, above): the file becomes archived and gets its
+         * ignore mark. */
         if (r == 0 && s.state == STUB_PARTIAL && !f->fills && tfile_all_in(f, &s)) {
                 /* On a waiting reader's worker: its container's, if any. */
                 int k = fill_submit(f, 0, s.size, &s, PROTO_VERIFY, false, f->waiters ? f->waiters->route : 0);

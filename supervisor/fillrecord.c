@@ -108,9 +108,10 @@ bool tfile_verify_in_flight(const struct tfile *f) {
         return false;
 }
 
-/* Writes the stub's record: the file whole (archived), or these ranges
- * present. What it vouches for is durable by now. */
-static int file_record(struct tfile *f, struct stub *s, bool whole, const struct range_set *present) {
+/* Writes the stub's record: the file whole (archived; checked says how),
+ * or these ranges present. What it vouches for is durable by now. */
+static int file_record(struct tfile *f, struct stub *s, bool whole, const struct range_set *present,
+                       const char *checked) {
         int r;
 
         if (whole) {
@@ -120,9 +121,12 @@ static int file_record(struct tfile *f, struct stub *s, bool whole, const struct
                 s->state = STUB_ARCHIVED;
                 range_set_clear(&s->populated);
         } else {
-                if (s->state == STUB_RELEASED)
+                if (s->state == STUB_RELEASED) {
                         range_set_clear(&s->populated);
+                        s->unchecked = false;
+                }
                 s->state = STUB_PARTIAL;
+                s->unchecked |= f->unchecked_written;
                 if ((r = range_set_add_set(&s->populated, present)) < 0)
                         return r;
                 /* Fills in flight may add ranges beyond what a stub holds. */
@@ -140,8 +144,8 @@ static int file_record(struct tfile *f, struct stub *s, bool whole, const struct
         quota_check_high(f->tenant);
         if (whole) {
                 fsgroup_ignore_file(f->fs, f->fd);
-                log_info("tenant %s: %s restored whole (%llu bytes, SHA-256 checked)", f->tenant->cfg->name, s->key,
-                         (unsigned long long)s->size);
+                log_info("tenant %s: %s restored whole (%llu bytes, %s)", f->tenant->cfg->name, s->key,
+                         (unsigned long long)s->size, checked);
         }
         return 0;
 }
@@ -171,6 +175,8 @@ static int file_take_fill(struct tfile *f, const struct fill *fl) {
         if (fl->unverified)
                 return range_set_add(&f->unverified, fl->start, fl->end);
         bool whole = fl->verify || fl->whole_verified;
+        if (!whole && !fl->checked)
+                f->unchecked_written = true;
         /* The owner's mode, times and capabilities back before anyone
          * reads (our writes changed them); the record comes later. */
         r = put_back_attrs(f->fd, &f->attrs, &s.mtime, whole);
@@ -190,7 +196,20 @@ static int file_record_synced(struct tfile *f) {
 
         if (r != 0)
                 return MIN(r, 0);
-        return file_record(f, &s, f->whole_syncing, &f->syncing);
+        return file_record(f, &s, f->whole_syncing, &f->syncing, "SHA-256 checked");
+}
+
+bool tfile_chunks_checked(const struct tfile *f, const struct stub *s) {
+        return s->state == STUB_PARTIAL && s->has_manifest && !s->unchecked && !f->unchecked_written &&
+               !f->unverified.n && range_set_covers(&s->populated, 0, s->size);
+}
+
+int tfile_record_checked(struct tfile *f, struct stub *s) {
+        /* The owner's mode and times, as a whole-file check's end puts
+         * them back (file_take_fill). */
+        static const struct range_set none = {};
+        int r = put_back_attrs(f->fd, &f->attrs, &s->mtime, true);
+        return r < 0 ? r : file_record(f, s, true, &none, "every chunk checked against its manifest");
 }
 
 static void sync_submit(struct tfile *f, struct request *req, uint64_t route) {

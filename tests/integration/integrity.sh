@@ -111,6 +111,30 @@ check "the object swapped: a's object now differs from its good copy, same lengt
 check "an object swapped for another of the same length: EIO" eio_at "$V/a" $((256 * 4096))
 cp "$TL_DIR/a.obj" "$OBJ"
 check "... put back: every byte right" cmp "$V/a" "$ORIG/a"
+# Every chunk of a was checked against its manifest on its way in: the
+# complete file is recorded whole without a second pass over its bytes
+# (a whole-file SHA-256 logs "SHA-256 checked" instead).
+KEY_A=$(stub "$V/a" | sed -n 's/^key=//p')
+archived_by_chunks() { # FILE KEY
+	stub "$1" | grep -qx state=archived &&
+		grep -q "$2 restored whole ([0-9]* bytes, every chunk checked against its manifest)" "$TL_DIR/tierd.log"
+}
+check "... its chunks all checked on their way in, it is recorded whole without hashing it again" \
+	tl_eventually archived_by_chunks "$V/a" "$KEY_A"
+check "... and it was not hashed whole" bash -c "! grep -q '$KEY_A restored whole ([0-9]* bytes, SHA-256 checked)' '$TL_DIR/tierd.log'"
+# A range filled while "verify" was off is recorded as unchecked: once the
+# file is complete, it is hashed whole, whatever "verify" says by then.
+cp "$ORIG/b" "$V/c"
+"$TIERCTL" archive "$V/c" >/dev/null
+KEY_C=$(stub "$V/c" | sed -n 's/^key=//p')
+"$TIERCTL" tenant set alpha verify=false >/dev/null
+release "$V/c"
+check "verify off: a 4 KiB read of another file reads right" same4k "$V/c" "$ORIG/b" $((2 << 20))
+check "... its record says a range is unchecked" tl_eventually bash -c "getfattr -n security.tierd --only-values '$V/c' | grep -qx unchecked=1"
+"$TIERCTL" tenant set alpha verify=true >/dev/null
+check "verify on again: the rest of it reads right" cmp "$V/c" "$ORIG/b"
+hashed_whole() { stub "$V/c" | grep -qx state=archived && grep -q "$KEY_C restored whole ([0-9]* bytes, SHA-256 checked)" "$TL_DIR/tierd.log"; }
+check "... and the complete file was hashed whole before it was recorded whole" tl_eventually hashed_whole
 release "$V/small"
 check "a file whose last chunk is short reads right" cmp "$V/small" "$ORIG/small"
 # A file archived before manifests (its stub without one, as older tierds
