@@ -11,12 +11,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 
 #include "backend.h"
 #include "fill.h"
+#include "fillbuf.h"
 #include "log.h"
 #include "macro.h"
 #include "proto.h"
@@ -59,6 +61,19 @@ struct worker_thread_arg {
 static struct job *worker_pop(struct worker *w, struct lane *l) {
         struct job *j;
         pthread_mutex_lock(&w->lock);
+        if (!l->head && !w->done) {
+                /* Idle a while: the fill buffer goes back (fillbuf.h). */
+                struct timespec until;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_sec += FILLBUF_IDLE_SEC;
+                while (!l->head && !w->done && pthread_cond_timedwait(&l->cond, &w->lock, &until) == 0)
+                        ;
+                if (!l->head && !w->done) {
+                        pthread_mutex_unlock(&w->lock);
+                        fillbuf_release();
+                        pthread_mutex_lock(&w->lock);
+                }
+        }
         while (!l->head && !w->done)
                 pthread_cond_wait(&l->cond, &w->lock);
         j = l->head;

@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "fillbuf.h"
 #include "hash.h"
 #include "log.h"
 #include "macro.h"
 #include "manifest.h"
 #include "progress.h"
+#include "ranges.h"
 #include "stub.h"
 
 #define LEAVES_MAX (1u << 20)  /* 32 MiB of hashes at most; beyond, no manifest: the file restores whole */
@@ -234,34 +236,34 @@ static int plan_pieces(struct path *p, const struct manifest *shape, bool head_c
 /* The first window of a fill ([offset, +n) into win) and, side by side with
  * it, the manifest parts its first chunk needs: one round trip to a remote
  * store where there used to be three (head, window, page) in a row. The
- * small parts go first, so their answers are in before the window's
- * bytes keep the thread busy. The head, when it was not cached, is copied
- * into head; *head_r says whether it came. */
+ * window goes first: it takes the thread's kept-alive connection, and the
+ * small parts, whose answers come while the window's first byte is still
+ * on its way, any other. The head, when it was not cached, is copied into
+ * head; *head_r says whether it came. */
 static int fetch_first(struct backend *b, struct path *p, const struct proto_request *req, uint64_t n, uint8_t *win,
                        uint8_t *head, size_t head_len, int *head_r) {
         struct fetch_part parts[MANIFEST_LEVELS_MAX + 1];
         struct mem_sink sinks[ARRAY_SIZE(parts)];
-        size_t w = p->npre; /* the window's part: the last */
 
-        for (size_t i = 0; i < w; i++) {
+        sinks[0] = (struct mem_sink){ .buf = win, .cap = n };
+        parts[0] = (struct fetch_part){ .key = req->key, .offset = req->offset, .length = n, .sink = mem_write,
+                                        .ctx = &sinks[0] };
+        for (size_t i = 0; i < p->npre; i++) {
                 struct piece *c = &p->pre[i];
-                sinks[i] = (struct mem_sink){ .buf = c->bytes, .cap = c->len };
-                parts[i] = (struct fetch_part){ .key = p->key, .offset = c->off, .length = c->len, .sink = mem_write,
-                                                .ctx = &sinks[i] };
+                sinks[i + 1] = (struct mem_sink){ .buf = c->bytes, .cap = c->len };
+                parts[i + 1] = (struct fetch_part){ .key = p->key, .offset = c->off, .length = c->len,
+                                                    .sink = mem_write, .ctx = &sinks[i + 1] };
         }
-        sinks[w] = (struct mem_sink){ .buf = win, .cap = n };
-        parts[w] = (struct fetch_part){ .key = req->key, .offset = req->offset, .length = n, .sink = mem_write,
-                                        .ctx = &sinks[w] };
-        backend_fetch_many(b, parts, w + 1);
-        for (size_t i = 0; i < w; i++)
-                p->pre[i].ok = parts[i].result == 0 && sinks[i].len == p->pre[i].len;
+        backend_fetch_many(b, parts, p->npre + 1);
+        for (size_t i = 0; i < p->npre; i++)
+                p->pre[i].ok = parts[i + 1].result == 0 && sinks[i + 1].len == p->pre[i].len;
         if (head) {
                 /* Not cached: the head is the first piece. */
-                *head_r = p->pre[0].ok ? 0 : parts[0].result < 0 ? parts[0].result : -EIO;
+                *head_r = p->pre[0].ok ? 0 : parts[1].result < 0 ? parts[1].result : -EIO;
                 if (*head_r == 0)
                         memcpy(head, p->pre[0].bytes, head_len);
         }
-        return parts[w].result < 0 ? parts[w].result : sinks[w].len == n ? 0 : -EIO;
+        return parts[0].result < 0 ? parts[0].result : sinks[0].len == n ? 0 : -EIO;
 }
 
 static bool chunk_matches(const uint8_t *data, size_t len, const uint8_t leaf[32]) {
@@ -305,7 +307,8 @@ int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struc
                    backend_sink_t sink, void *ctx) {
         uint64_t chunk = req->chunk, end = req->offset + req->length, chunks;
         _cleanup_(path_free) struct path *p = calloc(1, sizeof(*p));
-        _cleanup_free_ uint8_t *head = NULL, *win = NULL;
+        _cleanup_free_ uint8_t *head = NULL;
+        uint8_t *win;
         struct manifest shape;
         int r, head_r = 0;
 
@@ -317,8 +320,9 @@ int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struc
         stub_manifest_key(req->manifest, p->key);
         p->mcache = mcache;
         memcpy(p->root, req->manifest, 32);
-        uint64_t window = MAX((uint64_t)WINDOW, chunk) / chunk * chunk; /* whole chunks */
-        if (!head_len || !manifest_shape(&shape, chunks) || !(head = malloc(head_len)) || !(win = malloc(window)))
+        /* Whole chunks, no more than the fill needs: the thread's buffer. */
+        uint64_t window = MIN(MAX((uint64_t)WINDOW, chunk) / chunk * chunk, MAX(round_up_u64(req->length, chunk), chunk));
+        if (!head_len || !manifest_shape(&shape, chunks) || !(head = malloc(head_len)) || !(win = fillbuf_get(window)))
                 return head_len ? -ENOMEM : -EINVAL;
         bool cached = mcache_get(mcache, req->manifest, 0, head_len, head);
         uint64_t n = MIN(end - req->offset, window);
