@@ -236,22 +236,41 @@ dd_time() { # FILE: seconds of dd with 1 MiB reads
 	s=$(bench_since "$t0")
 	echo "$s"
 }
-F=() C=() R=() S=()
+# CPU seconds (user and system, all threads) a process has used so far.
+TICKS=$(getconf CLK_TCK)
+cpu_of() { sed 's/.*) //' "/proc/$1/stat" | awk -v t="$TICKS" '{ printf "%.3f", ($12 + $13) / t }'; }
+# cpu_per_gib SECONDS: CPU seconds per GiB of the big file
+cpu_per_gib() { awk -v s="$1" -v m="$MIB" 'BEGIN { printf "%.3f", s * 1024 / m }'; }
+# Once a read is served, tierd records what it filled (an fdatasync, then
+# the stub): counted too, so wait for the stub to say the file is whole.
+wait_archived() {
+	for _ in $(seq 600); do [ "$(state_of "$1")" = archived ] && return 0; sleep 0.05; done
+	die "$1 not recorded whole within 30 s"
+}
+F=() C=() R=() S=() FC=() CC=()
 for i in $(seq "$BENCH_RUNS"); do
 	release "$VB/big"
 	tierd_cold "$VB"
+	w=$(worker_pid big)
+	c0=$(awk -v a="$(cpu_of "$TL_TIERD_PID")" -v b="$(cpu_of "$w")" 'BEGIN { print a + b }')
 	s=$(dd_time "$VB/big") || exit $?
+	wait_archived "$VB/big"
+	c1=$(awk -v a="$(cpu_of "$TL_TIERD_PID")" -v b="$(cpu_of "$w")" 'BEGIN { print a + b }')
+	[ "$(worker_pid big)" = "$w" ] || die "the worker changed during the read"
 	bench_same "$VB/big" "$SUM"
 	F+=("$(mbps "$s")")
+	FC+=("$(cpu_per_gib "$(awk -v a="$c0" -v b="$c1" 'BEGIN { print b - a }')")")
 
 	bench_drop_caches
 	t0=$(bench_now)
-	rgw_curl -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -o "$T/dl/big" "$RGW_ENDPOINT/$BUCKET/tenants/big/sha256/$BIGKEY" ||
-		die "curl GET failed"
+	# times: the subshell's children's CPU (curl's), second line
+	ct=$( (rgw_curl -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -o "$T/dl/big" \
+		"$RGW_ENDPOINT/$BUCKET/tenants/big/sha256/$BIGKEY" || exit 1; times) | tail -n 1) || die "curl GET failed"
 	s=$(bench_since "$t0")
 	bench_same "$T/dl/big" "$SUM"
 	rm -f "$T/dl/big"
 	C+=("$(mbps "$s")")
+	CC+=("$(cpu_per_gib "$(echo "$ct" | sed 's/[ms]/ /g' | awk '{ print $1 * 60 + $2 + $3 * 60 + $4 }')")")
 
 	peer_cold rclone tenants/big/sha256 "$WARMB"
 	s=$(dd_time "$PM/$BIGKEY") || exit $?
@@ -268,12 +287,16 @@ for i in $(seq "$BENCH_RUNS"); do
 	exec 9<&-
 	S+=("$(mbps "$s")")
 	peer_umount
-	progress "run $i: tierd ${F[-1]}, curl ${C[-1]}, rclone ${R[-1]}, s3fs ${S[-1]} MB/s"
+	progress "run $i: tierd ${F[-1]}, curl ${C[-1]}, rclone ${R[-1]}, s3fs ${S[-1]} MB/s; CPU per GiB: tierd ${FC[-1]}, curl ${CC[-1]} s"
 done
 DEF="defaults (chunk 1M, readahead 32M, verify on); cold: released, fresh worker, one warm-up file read, caches dropped; $NAGLE"
 note_spreads "${C[@]}"
 bench_row 3a "cold sequential read, $MIB MiB from RGW, dd bs=1M" MB/s "$(bench_median "${F[@]}")" \
 	"$(bench_median "${C[@]}")" "curl: one signed GET of the object to a file on the same btrfs, caches dropped" ">=" 1.0 "$DEF"
+BENCH_FIGURE_SPREAD=$(bench_spread "${FC[@]}") BENCH_BASELINE_SPREAD=$(bench_spread "${CC[@]}")
+bench_row 3d "CPU per GiB restored: tierd and its worker, vs curl's" s/GiB "$(bench_median "${FC[@]}")" \
+	"$(bench_median "${CC[@]}")" "curl's user+system CPU for its GET of the object to a file (row 3a)" "<=" 1.5 \
+	"user+system of tierd and the tenant's worker (all threads) from the read's start until the file is recorded whole; $DEF"
 note_spreads "${R[@]}"
 bench_row 3b "cold sequential read, $MIB MiB, vs rclone mount" MB/s "$(bench_median "${F[@]}")" \
 	"$(bench_median "${R[@]}")" "rclone mount --vfs-cache-mode full (cache on the same btrfs), fresh mount, warm-up, caches dropped" \

@@ -6,7 +6,7 @@
 # read fails the run (bench_fail).
 
 BENCH_SCALE=${BENCH_SCALE:-default}
-BENCH_RUNS=${BENCH_RUNS:-3}
+BENCH_RUNS=${BENCH_RUNS:-5} # each row: the median of this many runs, interleaved with its baseline
 
 # bench_size DEFAULT SMALL: the size for this scale.
 bench_size() { if [ "$BENCH_SCALE" = small ]; then echo "$2"; else echo "$1"; fi; }
