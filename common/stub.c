@@ -148,12 +148,12 @@ enum {
         F_V, F_TENANT, F_STATE, F_KEY, F_SIZE, F_SHA, F_MODE, F_UID, F_GID, F_MTIME, F_CHUNK, F_FCAPS, F_RANGES,
         F_MANIFEST, /* optional: the fields before it are required */
         F_CTIME_MAX,
-        F_UNCHECKED,
+        F_CHECKED,
         F_COUNT
 };
 static const char *const field_names[F_COUNT] = {
         "v", "tenant", "state", "key", "size", "sha256", "mode", "uid", "gid", "mtime", "chunk", "fcaps", "ranges",
-        "manifest", "ctime_max", "unchecked",
+        "manifest", "ctime_max", "checked",
 };
 
 int stub_parse(const char *text, size_t len, struct stub *ret, const char **error) {
@@ -261,9 +261,9 @@ int stub_parse(const char *text, size_t len, struct stub *ret, const char **erro
         if (values[F_CTIME_MAX])
                 CHECK(parse_mtime(values[F_CTIME_MAX], &s.ctime_max) == 0 && s.state == STUB_ARCHIVED &&
                       s.ctime_max.tv_sec > 0, "bad ctime_max in stub");
-        if (values[F_UNCHECKED]) {
-                CHECK(strcmp(values[F_UNCHECKED], "1") == 0 && s.state == STUB_PARTIAL, "bad unchecked in stub");
-                s.unchecked = true;
+        if (values[F_CHECKED]) {
+                CHECK(strcmp(values[F_CHECKED], "1") == 0 && s.state == STUB_PARTIAL, "bad checked in stub");
+                s.checked = true;
         }
 #undef CHECK
         *ret = s;
@@ -310,8 +310,8 @@ int stub_format(const struct stub *s, char *buf, size_t size) {
                         return -E2BIG;
                 n += (size_t)k;
         }
-        if (s->state == STUB_PARTIAL && s->unchecked) {
-                k = snprintf(buf + n, size - n, "unchecked=1\n");
+        if (s->state == STUB_PARTIAL && s->checked) {
+                k = snprintf(buf + n, size - n, "checked=1\n");
                 if (k < 0 || (size_t)k >= size - n)
                         return -E2BIG;
                 n += (size_t)k;

@@ -22,9 +22,10 @@
  *                               this record was written (which itself sets
  *                               ctime); a later ctime means a change tierd
  *                               may not have heard of (older records: none)
- *   unchecked=1                 optional, partial only: some range was
- *                               filled unchecked ("verify": false); the file
- *                               is hashed whole once complete
+ *   checked=1                   optional, partial only: every populated
+ *                               range was checked against the manifest on
+ *                               its way in, so the complete file needs no
+ *                               whole-file hash (without it: hashed whole)
  *
  * Which ranges are populated is tierd's own record, not the extent map:
  * holes can be real zeros.
@@ -75,11 +76,11 @@ struct stub {
         bool has_manifest;          /* archived with a chunk manifest */
         uint8_t manifest[32];       /* its root */
         struct timespec ctime_max;  /* {0, 0}: none recorded */
-        /* Partial only: some populated range was filled without a check
-         * against the manifest, so the whole file is hashed once complete;
-         * without it every chunk was checked on its way in, and that is
-         * all a complete file needs. */
-        bool unchecked;
+        /* Partial only: every populated range was checked against the
+         * manifest on its way in, and that is all a complete file needs;
+         * without it (a range filled with "verify": false, or a record an
+         * older tierd wrote) the complete file is hashed whole. */
+        bool checked;
 };
 
 /* How long after stub_write_fd reads the clock its own write may still set

@@ -84,7 +84,7 @@ struct tfile {
         struct range_set written, syncing;
         bool whole_written, whole_syncing;
         /* A ranged fill no manifest checked ("verify": false) was written:
-         * the stub's record says "unchecked", and the complete file is
+         * the stub's record loses "checked", and the complete file is
          * hashed whole. */
         bool unchecked_written;
         uint64_t written_reserved;

@@ -123,10 +123,10 @@ static int file_record(struct tfile *f, struct stub *s, bool whole, const struct
         } else {
                 if (s->state == STUB_RELEASED) {
                         range_set_clear(&s->populated);
-                        s->unchecked = false;
+                        s->checked = true; /* nothing recorded yet */
                 }
                 s->state = STUB_PARTIAL;
-                s->unchecked |= f->unchecked_written;
+                s->checked = s->checked && !f->unchecked_written;
                 if ((r = range_set_add_set(&s->populated, present)) < 0)
                         return r;
                 /* Fills in flight may add ranges beyond what a stub holds. */
@@ -200,8 +200,11 @@ static int file_record_synced(struct tfile *f) {
 }
 
 bool tfile_chunks_checked(const struct tfile *f, const struct stub *s) {
-        return s->state == STUB_PARTIAL && s->has_manifest && !s->unchecked && !f->unchecked_written &&
-               !f->unverified.n && range_set_covers(&s->populated, 0, s->size);
+        /* Only tierd writes a partial file (any other writer restores it
+         * whole first: dispatch), as long as no notification was lost;
+         * after a lost one, it is hashed whole. */
+        return s->state == STUB_PARTIAL && s->has_manifest && s->checked && !f->unchecked_written &&
+               !f->unverified.n && !f->fs->writes_maybe_missed && range_set_covers(&s->populated, 0, s->size);
 }
 
 int tfile_record_checked(struct tfile *f, struct stub *s) {

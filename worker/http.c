@@ -198,6 +198,7 @@ static struct curl_slist *copy_locked(struct remote *r, struct curl_slist *const
 struct attempt {
         struct curl_slist *headers, *resolve;
         CURLcode cc;
+        uint64_t ended_usec; /* run_transfers: when it ended */
 };
 
 static void set_method(CURL *c, struct http_req *q) {
@@ -314,15 +315,26 @@ static int attempt_end(struct http_req *q, struct attempt *a) {
                 snprintf(q->error, sizeof(q->error), "short body: %" PRIu64 " of %" PRIu64 " bytes", q->got, q->want);
                 ret = -EIO;
         }
-        /* Credentials must not linger in the handle between requests. */
-        curl_easy_setopt(q->curl, CURLOPT_USERNAME, "");
-        curl_easy_setopt(q->curl, CURLOPT_PASSWORD, "");
-        curl_easy_setopt(q->curl, CURLOPT_HTTPHEADER, NULL);
-        curl_easy_setopt(q->curl, CURLOPT_RESOLVE, NULL);
+        /* Credentials must not linger in the handle between requests, nor
+         * pointers to q (which may be freed) or to the lists; its
+         * connections stay in the multi handle's cache. */
+        curl_easy_reset(q->curl);
         curl_slist_free_all(a->headers);
         curl_slist_free_all(a->resolve);
         a->headers = a->resolve = NULL;
         return ret;
+}
+
+/* The outcome and end time of each transfer of qs that has ended. */
+static void collect_done(CURLM *m, struct http_req *const *qs, struct attempt *a, size_t n) {
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left)))
+                for (size_t i = 0; i < n; i++)
+                        if (msg->msg == CURLMSG_DONE && qs[i] && qs[i]->curl == msg->easy_handle) {
+                                a[i].cc = msg->data.result;
+                                a[i].ended_usec = now_usec();
+                        }
 }
 
 /* The transfers of qs side by side on the thread's multi handle, until
@@ -333,21 +345,22 @@ static void run_transfers(CURLM *m, struct http_req *const *qs, struct attempt *
         for (size_t i = 0; i < n; i++)
                 if (qs[i] && curl_multi_add_handle(m, qs[i]->curl) == CURLM_OK)
                         running++;
+        for (size_t i = 0; i < n; i++)
+                a[i].ended_usec = 0;
         while (running > 0) {
                 if (curl_multi_perform(m, &running) != CURLM_OK)
                         break;
+                collect_done(m, qs, a, n);
                 if (running > 0 && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK)
                         break;
         }
-        CURLMsg *msg;
-        int left;
-        while ((msg = curl_multi_info_read(m, &left)))
-                for (size_t i = 0; i < n; i++)
-                        if (msg->msg == CURLMSG_DONE && qs[i] && qs[i]->curl == msg->easy_handle)
-                                a[i].cc = msg->data.result;
-        for (size_t i = 0; i < n; i++)
+        collect_done(m, qs, a, n);
+        for (size_t i = 0; i < n; i++) {
+                if (!a[i].ended_usec)
+                        a[i].ended_usec = now_usec();
                 if (qs[i])
                         curl_multi_remove_handle(m, qs[i]->curl);
+        }
 }
 
 /* One attempt. 0 when an HTTP answer came (any status), else -EIO. */
@@ -499,7 +512,12 @@ static void fetch_batch(struct remote *r, struct thread_handles *t, struct fetch
                 if (running[i])
                         ret[i] = attempt_end(q[i], &a[i]);
                 curl_slist_free_all(a[i].resolve);
-                parts[i].result = request_settle(r, q[i], parts[i].key, ret[i], started);
+                /* Its retries' time as if it had run alone: the time it
+                 * waited for the others after it ended does not count (a
+                 * part that failed at once still gets its retries when
+                 * another ran long; one that stalled gets none more). */
+                parts[i].result = request_settle(r, q[i], parts[i].key, ret[i],
+                                                 started + (now_usec() - a[i].ended_usec));
                 http_req_done(q[i]);
                 free(q[i]);
         }

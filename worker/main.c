@@ -39,8 +39,19 @@ struct job {
  * fetch a flush. */
 enum { LANE_JOBS, LANE_SYNCS, LANES_MAX };
 
-struct lane {
+/* A thread waiting for a job. The idle threads of a lane are a stack: a
+ * job goes to the one that went idle last, whose fill buffer, connections
+ * and caches are warm (a shared condition variable wakes the one that has
+ * waited longest: the coldest), and the ones at the bottom stay idle long
+ * enough to give their buffers back. */
+struct idle {
+        struct idle *next;
         pthread_cond_t cond;
+        bool listed;
+};
+
+struct lane {
+        struct idle *idle; /* the last to go idle first */
         struct job *head, *tail;
 };
 
@@ -58,24 +69,45 @@ struct worker_thread_arg {
         struct lane *lane;
 };
 
-static struct job *worker_pop(struct worker *w, struct lane *l) {
+static void idle_unlist(struct lane *l, struct idle *me) {
+        for (struct idle **p = &l->idle; *p; p = &(*p)->next)
+                if (*p == me) {
+                        *p = me->next;
+                        break;
+                }
+        me->listed = false;
+}
+
+/* The lane's next job for this thread (me), waiting on top of the idle
+ * stack for one; NULL once the worker is done. */
+static struct job *worker_pop(struct worker *w, struct lane *l, struct idle *me) {
+        struct timespec until;
+        bool released = false;
         struct job *j;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += FILLBUF_IDLE_SEC;
         pthread_mutex_lock(&w->lock);
-        if (!l->head && !w->done) {
-                /* Idle a while: the fill buffer goes back (fillbuf.h). */
-                struct timespec until;
-                clock_gettime(CLOCK_REALTIME, &until);
-                until.tv_sec += FILLBUF_IDLE_SEC;
-                while (!l->head && !w->done && pthread_cond_timedwait(&l->cond, &w->lock, &until) == 0)
-                        ;
-                if (!l->head && !w->done) {
+        while (!l->head && !w->done) {
+                if (!me->listed) {
+                        me->next = l->idle;
+                        l->idle = me;
+                        me->listed = true;
+                }
+                if (released) {
+                        pthread_cond_wait(&me->cond, &w->lock);
+                        continue;
+                }
+                if (pthread_cond_timedwait(&me->cond, &w->lock, &until) == ETIMEDOUT && !l->head && !w->done) {
+                        /* Idle a while: the fill buffer goes back (fillbuf.h). */
                         pthread_mutex_unlock(&w->lock);
                         fillbuf_release();
                         pthread_mutex_lock(&w->lock);
+                        released = true;
                 }
         }
-        while (!l->head && !w->done)
-                pthread_cond_wait(&l->cond, &w->lock);
+        if (me->listed)
+                idle_unlist(l, me); /* a job came, but not through a wake-up of ours */
         j = l->head;
         if (j) {
                 l->head = j->next;
@@ -86,6 +118,16 @@ static struct job *worker_pop(struct worker *w, struct lane *l) {
         return j;
 }
 
+/* Wakes the lane's last idle thread (called with the lock held). */
+static void wake_one(struct lane *l) {
+        struct idle *t = l->idle;
+        if (!t)
+                return;
+        l->idle = t->next;
+        t->listed = false;
+        pthread_cond_signal(&t->cond);
+}
+
 static void worker_push(struct worker *w, struct job *j) {
         struct lane *l = &w->lanes[j->req.type == PROTO_SYNC ? LANE_SYNCS : LANE_JOBS];
         pthread_mutex_lock(&w->lock);
@@ -94,7 +136,7 @@ static void worker_push(struct worker *w, struct job *j) {
         else
                 l->head = j;
         l->tail = j;
-        pthread_cond_signal(&l->cond);
+        wake_one(l);
         pthread_mutex_unlock(&w->lock);
 }
 
@@ -102,9 +144,10 @@ static void worker_push(struct worker *w, struct job *j) {
 static void *worker_thread(void *arg) {
         struct worker_thread_arg *a = arg;
         struct worker *w = a->w;
+        struct idle me = { .cond = PTHREAD_COND_INITIALIZER };
         struct job *j;
 
-        while ((j = worker_pop(w, a->lane))) {
+        while ((j = worker_pop(w, a->lane, &me))) {
                 struct proto_reply rep;
                 progress_begin(w->sock, j->req.id);
                 if (j->req.type == JOB_CLEANUP) {
@@ -121,13 +164,13 @@ static void *worker_thread(void *arg) {
                 }
                 free(j);
         }
+        pthread_cond_destroy(&me.cond);
         return NULL;
 }
 
 int main(int argc, char **argv) {
         struct worker w = { .sock = PROTO_CONTROL_FD, .lock = PTHREAD_MUTEX_INITIALIZER,
-                            .lanes = { [LANE_JOBS] = { .cond = PTHREAD_COND_INITIALIZER },
-                                       [LANE_SYNCS] = { .cond = PTHREAD_COND_INITIALIZER } } };
+                            .lanes = { [LANE_JOBS] = { 0 }, [LANE_SYNCS] = { 0 } } };
         struct proto_config cfg;
         pthread_t threads[MAX_THREADS + 1];
         struct worker_thread_arg args[LANES_MAX] = { { &w, &w.lanes[LANE_JOBS] }, { &w, &w.lanes[LANE_SYNCS] } };
@@ -259,7 +302,8 @@ int main(int argc, char **argv) {
         pthread_mutex_lock(&w.lock);
         w.done = true;
         for (unsigned i = 0; i < LANES_MAX; i++)
-                pthread_cond_broadcast(&w.lanes[i].cond);
+                while (w.lanes[i].idle)
+                        wake_one(&w.lanes[i]);
         pthread_mutex_unlock(&w.lock);
         for (unsigned i = 0; i <= cfg.threads; i++)
                 pthread_join(threads[i], NULL);

@@ -15,7 +15,6 @@
 #include "macro.h"
 #include "manifest.h"
 #include "progress.h"
-#include "ranges.h"
 #include "stub.h"
 
 #define LEAVES_MAX (1u << 20)  /* 32 MiB of hashes at most; beyond, no manifest: the file restores whole */
@@ -320,8 +319,9 @@ int fetch_verified(struct backend *b, struct manifest_cache *mcache, const struc
         stub_manifest_key(req->manifest, p->key);
         p->mcache = mcache;
         memcpy(p->root, req->manifest, 32);
-        /* Whole chunks, no more than the fill needs: the thread's buffer. */
-        uint64_t window = MIN(MAX((uint64_t)WINDOW, chunk) / chunk * chunk, MAX(round_up_u64(req->length, chunk), chunk));
+        /* Whole chunks, no more than the fill (whole chunks, or to the end
+         * of the object): the thread's buffer. */
+        uint64_t window = MIN(MAX((uint64_t)WINDOW, chunk) / chunk * chunk, MAX(req->length, 1));
         if (!head_len || !manifest_shape(&shape, chunks) || !(head = malloc(head_len)) || !(win = fillbuf_get(window)))
                 return head_len ? -ENOMEM : -EINVAL;
         bool cached = mcache_get(mcache, req->manifest, 0, head_len, head);

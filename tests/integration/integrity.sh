@@ -122,19 +122,36 @@ archived_by_chunks() { # FILE KEY
 check "... its chunks all checked on their way in, it is recorded whole without hashing it again" \
 	tl_eventually archived_by_chunks "$V/a" "$KEY_A"
 check "... and it was not hashed whole" bash -c "! grep -q '$KEY_A restored whole ([0-9]* bytes, SHA-256 checked)' '$TL_DIR/tierd.log'"
-# A range filled while "verify" was off is recorded as unchecked: once the
-# file is complete, it is hashed whole, whatever "verify" says by then.
-cp "$ORIG/b" "$V/c"
+# A partial record says "checked=1" while every range it holds was
+# checked on its way in. A range filled while "verify" was off drops it:
+# once complete, the file is hashed whole, whatever "verify" says by then.
+head -c $((8 << 20)) /dev/urandom >"$ORIG/c"
+cp "$ORIG/c" "$V/c"
 "$TIERCTL" archive "$V/c" >/dev/null
 KEY_C=$(stub "$V/c" | sed -n 's/^key=//p')
-"$TIERCTL" tenant set alpha verify=false >/dev/null
 release "$V/c"
-check "verify off: a 4 KiB read of another file reads right" same4k "$V/c" "$ORIG/b" $((2 << 20))
-check "... its record says a range is unchecked" tl_eventually bash -c "getfattr -n security.tierd --only-values '$V/c' | grep -qx unchecked=1"
+record_has() { stub "$1" | grep -qx state=partial && stub "$1" | grep -qx "$2"; }
+check "a checked range read" \
+	bash -c "cmp -s <(dd if='$V/c' bs=4096 count=1 status=none) <(head -c 4096 '$ORIG/c')"
+check "... checked=1 in the record" tl_eventually bash -c "$(declare -f stub record_has); record_has '$V/c' checked=1"
+"$TIERCTL" tenant set alpha verify=false >/dev/null
+check "verify off: a 4 KiB read of another chunk reads right" same4k "$V/c" "$ORIG/c" $((2 << 20))
+unchecked_recorded() { stub "$V/c" | grep -q '^ranges=0+1048576,2097152+1048576$' && ! stub "$V/c" | grep -qx checked=1; }
+check "... recorded, and the record no longer says checked=1" tl_eventually unchecked_recorded
 "$TIERCTL" tenant set alpha verify=true >/dev/null
-check "verify on again: the rest of it reads right" cmp "$V/c" "$ORIG/b"
-hashed_whole() { stub "$V/c" | grep -qx state=archived && grep -q "$KEY_C restored whole ([0-9]* bytes, SHA-256 checked)" "$TL_DIR/tierd.log"; }
-check "... and the complete file was hashed whole before it was recorded whole" tl_eventually hashed_whole
+check "verify on again: the rest of it reads right" cmp "$V/c" "$ORIG/c"
+hashed_whole() { stub "$1" | grep -qx state=archived && grep -q "$2 restored whole ([0-9]* bytes, SHA-256 checked)" "$TL_DIR/tierd.log"; }
+check "... and the complete file was hashed whole before it was recorded whole" tl_eventually hashed_whole "$V/c" "$KEY_C"
+# A partial record without "checked=1", as a tierd before it wrote them:
+# hashed whole once complete, not trusted.
+release "$V/a"
+read4k "$V/a" 0 >/dev/null
+tl_eventually bash -c "$(declare -f stub record_has); record_has '$V/a' checked=1"
+setfattr -n security.tierd -v "$(stub "$V/a" | grep -vx 'checked=1')
+" "$V/a"
+check "an older partial record (no checked=1): the rest reads right" \
+	bash -c "! getfattr -n security.tierd --only-values '$V/a' | grep -q checked && cmp '$V/a' '$ORIG/a'"
+check "... and it was hashed whole" tl_eventually hashed_whole "$V/a" "$KEY_A"
 release "$V/small"
 check "a file whose last chunk is short reads right" cmp "$V/small" "$ORIG/small"
 # A file archived before manifests (its stub without one, as older tierds

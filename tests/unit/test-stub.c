@@ -149,33 +149,34 @@ static void test_ctime_max(void **state) {
         stub_done(&a);
 }
 
-/* unchecked: a partial record's only, kept across a round trip, refused
+/* checked: a partial record's only, kept across a round trip, refused
  * anywhere else or with another value; an archived record drops it. */
-static void test_unchecked(void **state) {
+static void test_checked(void **state) {
         struct stub a, b;
         char buf[STUB_TEXT_MAX], bad[STUB_TEXT_MAX + 16];
         const char *err = NULL;
         (void)state;
         sample(&a);
         int n = stub_format(&a, buf, sizeof(buf));
-        assert_null(strstr(buf, "unchecked"));
+        assert_null(strstr(buf, "checked"));
         assert_int_equal(stub_parse(buf, (size_t)n, &b, &err), 0);
-        assert_false(b.unchecked);
+        assert_false(b.checked); /* an older record: hashed whole once complete */
         stub_done(&b);
-        a.unchecked = true;
+        a.checked = true;
         n = stub_format(&a, buf, sizeof(buf));
-        assert_non_null(strstr(buf, "unchecked=1\n"));
+        assert_non_null(strstr(buf, "checked=1\n"));
         assert_int_equal(stub_parse(buf, (size_t)n, &b, &err), 0);
-        assert_true(b.unchecked);
+        assert_true(b.checked);
         stub_done(&b);
-        snprintf(bad, sizeof(bad), "%.*sunchecked=0\n", n - (int)strlen("unchecked=1\n"), buf);
+        char *c = strstr(buf, "checked=1\n");
+        snprintf(bad, sizeof(bad), "%.*schecked=0\n%s", (int)(c - buf), buf, c + strlen("checked=1\n"));
         assert_int_equal(stub_parse(bad, strlen(bad), &b, &err), -EINVAL);
-        assert_string_equal(err, "bad unchecked in stub");
+        assert_string_equal(err, "bad checked in stub");
         a.state = STUB_ARCHIVED;
         range_set_clear(&a.populated);
         n = stub_format(&a, buf, sizeof(buf));
-        assert_null(strstr(buf, "unchecked"));
-        snprintf(bad, sizeof(bad), "%sunchecked=1\n", buf);
+        assert_null(strstr(buf, "checked"));
+        snprintf(bad, sizeof(bad), "%schecked=1\n", buf);
         assert_int_equal(stub_parse(bad, strlen(bad), &b, &err), -EINVAL); /* not partial */
         stub_done(&a);
 }
@@ -238,7 +239,7 @@ int main(void) {
                 cmocka_unit_test(test_rejects_truncation),
                 cmocka_unit_test(test_manifest),
                 cmocka_unit_test(test_ctime_max),
-                cmocka_unit_test(test_unchecked),
+                cmocka_unit_test(test_checked),
                 cmocka_unit_test(test_states),
                 cmocka_unit_test(test_too_many_ranges),
         };
