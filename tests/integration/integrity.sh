@@ -34,7 +34,8 @@ OBJ=$(obj_of "$V/a") MAN=$STORE/manifest/$(root_of "$V/a")
 cp "$OBJ" "$TL_DIR/obj.good"
 cp "$MAN" "$TL_DIR/man.good"
 release() { "$TIERCTL" release "$@" >/dev/null; }
-read4k() { dd if="$1" bs=4096 skip=$(($2 / 4096)) count=1 status=none 2>/dev/null; }
+# A hang ends as timeout's 124 and no bytes: the comparison fails.
+read4k() { timeout 60 dd if="$1" bs=4096 skip=$(($2 / 4096)) count=1 status=none 2>/dev/null; }
 same4k() { cmp -s <(read4k "$1" "$3") <(read4k "$2" "$3"); }
 # eio_at FILE OFFSET: a 4 KiB pread at OFFSET fails with EIO (pread-at exits
 # 1 and prints it; a hang ends as timeout's 124) within 30 s, no byte read.
@@ -132,14 +133,14 @@ KEY_C=$(stub "$V/c" | sed -n 's/^key=//p')
 release "$V/c"
 record_has() { stub "$1" | grep -qx state=partial && stub "$1" | grep -qx "$2"; }
 check "a checked range read" \
-	bash -c "cmp -s <(dd if='$V/c' bs=4096 count=1 status=none) <(head -c 4096 '$ORIG/c')"
+	bash -c "cmp -s <(timeout 60 dd if='$V/c' bs=4096 count=1 status=none) <(head -c 4096 '$ORIG/c')"
 check "... checked=1 in the record" tl_eventually bash -c "$(declare -f stub record_has); record_has '$V/c' checked=1"
 "$TIERCTL" tenant set alpha verify=false >/dev/null
 check "verify off: a 4 KiB read of another chunk reads right" same4k "$V/c" "$ORIG/c" $((2 << 20))
 unchecked_recorded() { stub "$V/c" | grep -q '^ranges=0+1048576,2097152+1048576$' && ! stub "$V/c" | grep -qx checked=1; }
 check "... recorded, and the record no longer says checked=1" tl_eventually unchecked_recorded
 "$TIERCTL" tenant set alpha verify=true >/dev/null
-check "verify on again: the rest of it reads right" cmp "$V/c" "$ORIG/c"
+check "verify on again: the rest of it reads right" timeout 60 cmp "$V/c" "$ORIG/c"
 hashed_whole() { stub "$1" | grep -qx state=archived && grep -q "$2 restored whole ([0-9]* bytes, SHA-256 checked)" "$TL_DIR/tierd.log"; }
 check "... and the complete file was hashed whole before it was recorded whole" tl_eventually hashed_whole "$V/c" "$KEY_C"
 # A partial record without "checked=1", as a tierd before it wrote them:
@@ -150,7 +151,7 @@ tl_eventually bash -c "$(declare -f stub record_has); record_has '$V/a' checked=
 setfattr -n security.tierd -v "$(stub "$V/a" | grep -vx 'checked=1')
 " "$V/a"
 check "an older partial record (no checked=1): the rest reads right" \
-	bash -c "! getfattr -n security.tierd --only-values '$V/a' | grep -q checked && cmp '$V/a' '$ORIG/a'"
+	bash -c "! getfattr -n security.tierd --only-values '$V/a' | grep -q checked && timeout 60 cmp '$V/a' '$ORIG/a'"
 check "... and it was hashed whole" tl_eventually hashed_whole "$V/a" "$KEY_A"
 release "$V/small"
 check "a file whose last chunk is short reads right" cmp "$V/small" "$ORIG/small"

@@ -111,7 +111,7 @@ put_files "$WEB" big
 before=$(fill_bytes web) LOG0=$(wc -l <"$TL_DIR/nginx/access.log")
 touch "$TL_DIR/slow-store"
 check "http: a 4 KiB read in the middle of a released 40 MiB file" \
-	bash -c "cmp <($PREAD $WEB/big $((20 << 20)) 4096) <($PREAD $TL_DIR/orig/big $((20 << 20)) 4096)"
+	bash -c "cmp <(timeout 60 $PREAD $WEB/big $((20 << 20)) 4096) <($PREAD $TL_DIR/orig/big $((20 << 20)) 4096)"
 rm -f "$TL_DIR/slow-store"
 after=$(fill_bytes web)
 check "http: ... fetched only its chunk ($((after - before)) bytes)" \
