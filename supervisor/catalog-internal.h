@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared by catalog.c (the writer), catalognote.c (what it hears) and
- * catalogimport.c only.
+ * Shared by the catalog writer (catalog.c: lease and state;
+ * catalogsnapshot.c; catalogjournal.c; catalogstate.c), catalognote.c (what
+ * it hears) and catalogimport.c only.
  */
 #pragma once
 
@@ -93,6 +94,30 @@ char *catalog_format_epoch(uint32_t epoch, uint64_t start_seq, const char *node)
 /* Every request's completion starts here: false if the catalog went
  * meanwhile (it is freed then). */
 bool catalog_request_ended(struct catalog *c);
+/* A request to the store was given (busy set before): if it could not
+ * even start (r < 0), the step waits its backoff. */
+void catalog_request_started(struct catalog *c, int r, const char *what);
+/* A store error: the same step again later, waiting longer each time. */
+void catalog_retry_later(struct catalog *c, int error, const char *what);
+/* A step is done: those waiting for an entry to be written ask again. */
+void catalog_wake_waiters(struct catalog *c);
+uint64_t catalog_realtime_usec(void);
+/* The last journal number written, kept across restarts (catalogstate.c,
+ * with the import's mark). */
+uint64_t catalog_seq_hint_load(struct tenant *tn);
+void catalog_seq_hint_save(struct tenant *tn, uint64_t seq);
+/* An import between its lease and its tree made: marked, so that a tierd
+ * that dies there imports again when it starts. */
+int catalog_import_mark(struct tenant *tn, uint64_t at_usec);
+void catalog_import_unmark(struct tenant *tn);
+/* The object of h->entries entries, which next() gives one by one. */
+int catalog_encode_entries(const struct catalog_header *h, const struct catalog_key *key,
+                           const struct catalog_entry *(*next)(void *ctx), void *ctx, char **ret, size_t *ret_len);
+/* The writer's steps (catalogsnapshot.c, catalogjournal.c). */
+void catalog_write_snapshot(struct catalog *c);
+void catalog_check_fence_then_put(struct catalog *c);
+/* A journal object was written: the lease is checked again after it. */
+void catalog_check_fence_after_put(struct catalog *c);
 /* The writer's next step, if it has one and is idle. */
 void catalog_writer_continue(struct catalog *c);
 /* The import has read the catalog and taken the lease (epoch, from

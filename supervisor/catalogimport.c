@@ -16,7 +16,6 @@
 
 #include "catalog-internal.h"
 #include "catalogtree.h"
-#include "fdio.h"
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
@@ -140,54 +139,6 @@ static const char *read_error(int r, const char *why) {
 
 static void import_step(struct catalog *c);
 
-/* Between the lease and the tree made, a mark in the state directory: a
- * tierd that dies there imports again when it starts, before its writer
- * would take the half-made tree for the truth. */
-static char *import_mark_path(struct tenant *tn) {
-        char *p = NULL;
-        return asprintf(&p, "%s/%s.catalog-import", tn->t->state_dir, tn->cfg->name) < 0 ? NULL : p;
-}
-
-static int import_mark(struct tenant *tn, uint64_t at_usec) {
-        _cleanup_free_ char *path = import_mark_path(tn);
-        FILE *f;
-        if (!path)
-                return -ENOMEM;
-        (void)mkdir(tn->t->state_dir, 0700);
-        if (!(f = fopen(path, "we")))
-                return -errno;
-        fprintf(f, "%llu\n", (unsigned long long)at_usec);
-        int r = fflush(f) == 0 && fsync(fileno(f)) == 0 ? 0 : -errno;
-        fclose(f);
-        /* The mark is its name: lost in a power cut unless its directory
-         * is synced, and then a half-made tree would pass for the truth. */
-        return r < 0 ? r : fsync_dir_of(path);
-}
-
-static void import_unmark(struct tenant *tn) {
-        _cleanup_free_ char *path = import_mark_path(tn);
-        if (path)
-                unlink(path);
-}
-
-static void on_resumed_import(void *userdata, int error, const char *message) {
-        (void)userdata, (void)error, (void)message; /* logged by import_end */
-}
-
-int catalog_import_resume_if_marked(struct tenant *tn) {
-        _cleanup_free_ char *path = import_mark_path(tn);
-        unsigned long long at = 0;
-        FILE *f = path ? fopen(path, "re") : NULL;
-        if (!f)
-                return 0;
-        if (fscanf(f, "%llu", &at) != 1)
-                at = 0;
-        fclose(f);
-        log_warning("tenant %s: an import did not finish (tierd stopped during it): importing again", tn->cfg->name);
-        /* Without the flags it was asked with: setuid bits dropped, the safe side. */
-        return catalog_import(tn, at, 0, on_resumed_import, NULL, NULL);
-}
-
 static void on_lease_read_back(void *userdata, int error, const char *data, size_t len);
 static void make_tree(struct catalog *c, int error);
 
@@ -279,7 +230,7 @@ static void on_tree_made(void *userdata) {
                 tree_not_made(c, j->error);
                 return;
         }
-        import_unmark(c->tn);
+        catalog_import_unmark(c->tn);
         import_finish(c, made->failed ? -EIO : 0,
                       "%llu files (%llu bytes, released), %llu directories, %llu symlinks made from "
                       "snapshot %llu and %llu journal objects; %llu there already, %llu failed (see the log); "
@@ -341,7 +292,7 @@ static void make_tree(struct catalog *c, int error) {
 static void take_lease(struct catalog *c) {
         struct catalog_import *imp = c->import;
         char key[STUB_KEY_MAX];
-        int k = import_mark(c->tn, imp->at_usec);
+        int k = catalog_import_mark(c->tn, imp->at_usec);
         if (k < 0) {
                 import_fail(c, k, "cannot write the import's mark in %s: %s; nothing was made", c->tn->t->state_dir,
                             strerror(-k));

@@ -2,7 +2,7 @@
 /*
  * What a tenant's catalog hears between snapshots (files archived, entries
  * made, deleted and renamed: catalogwatch.c), queued for the writer's next
- * journal object (catalog.c). Each change costs the event loop O(1): a
+ * journal object (catalogjournal.c). Each change costs the event loop O(1): a
  * directory renamed or made is queued as a *subtree*, whose entries are
  * walked on a thread when the writer comes to it, in queue order. And the
  * queue is bounded: past CATALOG_QUEUE_MAX changes (a tenant renaming a big

@@ -14,7 +14,9 @@
  *   the policy is read        policy/policy.c        (watched: supervisor/policywatch.c)
  *   the policy is decided     policy/engine.c        (carried out: supervisor/quota.c,
  *                                                     supervisor/autoarchive.c; files: usage.c)
- *   the catalog is kept       supervisor/catalog.c   (imported: catalogimport.c)
+ *   the catalog is kept       supervisor/catalog.c   (snapshots: catalogsnapshot.c, journal
+ *                                                     objects: catalogjournal.c; imported:
+ *                                                     catalogimport.c)
  *   the store is collected    supervisor/gc.c        (audited: supervisor/audit.c)
  *   status is counted         supervisor/tally.c     (trees walked off the loop: treewalk.c)
  *   systemd and the journal   supervisor/sdstatus.c  (STATUS=), journallog.c (log fields)
