@@ -10,7 +10,8 @@
  *   groups, marks, views      supervisor/fsgroup.c, supervisor/views.c
  *   restarts without a gap    supervisor/handover.c, journal.c, fdstore.c
  *   fills are checked         worker/verify.c        (chunk manifests, common/manifest.c)
- *   archive/release/restore   supervisor/jobs.c      (D-Bus jobs: dbus/job.c)
+ *   archive/release/restore   supervisor/jobs.c      (release.c; paths found: fileref.c;
+ *                                                     D-Bus jobs: dbus/job.c)
  *   the policy is read        policy/policy.c        (watched: supervisor/policywatch.c)
  *   the policy is decided     policy/engine.c        (carried out: supervisor/quota.c,
  *                                                     supervisor/autoarchive.c; files: usage.c)

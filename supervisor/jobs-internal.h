@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the file verbs only: jobs.c (archive, restore, pin, status),
+ * release.c and fileref.c (finding the file a caller named).
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "jobs.h"
+
+/* Writes the message for the caller and returns r. */
+int file_job_say(char *message, size_t size, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Opens f (flags: O_RDONLY or O_RDWR) where the call found it: -ENOENT
+ * when its name leads elsewhere now; message says why. */
+int file_ref_open(const struct file_ref *f, int flags, int *ret_fd, char *message, size_t size);
