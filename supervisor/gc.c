@@ -21,13 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "catalog-format.h"
 #include "catalog.h"
 #include "catalogwatch.h"
-#include "hex.h"
+#include "gcmarks.h"
 #include "log.h"
 #include "macro.h"
-#include "objkey.h"
 #include "offthread.h"
 #include "storeio.h"
 #include "url.h"
@@ -36,16 +34,7 @@
 #define GC_LIST_MAX (512u << 20)       /* bytes of listing records: ~9.5 million objects */
 #define GC_CATALOG_MAX (1024u << 20)   /* a catalog object read (catalog-internal.h's bound) */
 #define GC_DELETES_IN_FLIGHT 4
-#define GC_DEPTH_MAX 256
-#define GC_XATTR_MAX 65536             /* the largest value an xattr can have */
 #define GC_WALKS_MAX 5                 /* walks that saw renames, before giving up */
-
-typedef uint8_t hash_t[32];
-
-struct hashes {
-        hash_t *h;
-        size_t n, cap;
-};
 
 struct gc_run {
         struct tenant *tn;
@@ -76,57 +65,7 @@ struct gc_run {
         struct hashes walk_marks;
         int walk_error;
         const char *walk_why; /* wholefs_open could not give the filesystem's root */
-        char walk_where[4096];
 };
-
-/* ---- sets of hashes ---- */
-
-static int hashes_add(struct hashes *s, const uint8_t h[32]) {
-        if (s->n == s->cap) {
-                size_t cap = s->cap ? s->cap * 2 : 1024;
-                hash_t *p = reallocarray(s->h, cap, sizeof(hash_t));
-                if (!p)
-                        return -ENOMEM;
-                s->h = p;
-                s->cap = cap;
-        }
-        memcpy(s->h[s->n++], h, 32);
-        return 0;
-}
-
-static int compare_hash(const void *a, const void *b) { return memcmp(a, b, 32); }
-
-static void hashes_sort(struct hashes *s) { qsort(s->h, s->n, sizeof(hash_t), compare_hash); }
-
-static bool hashes_has(const struct hashes *s, const uint8_t h[32]) {
-        return s->n && bsearch(h, s->h, s->n, sizeof(hash_t), compare_hash);
-}
-
-/* Kept sorted as it grows: archives arrive during the sweep. */
-static int hashes_insert_sorted(struct hashes *s, const uint8_t h[32]) {
-        size_t lo = 0, hi = s->n;
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                int c = memcmp(s->h[mid], h, 32);
-                if (c == 0)
-                        return 0;
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        int r = hashes_add(s, h); /* room at the end, then moved into place */
-        if (r < 0)
-                return r;
-        memmove(s->h[lo + 1], s->h[lo], (s->n - 1 - lo) * sizeof(hash_t));
-        memcpy(s->h[lo], h, 32);
-        return 0;
-}
-
-static void hashes_done(struct hashes *s) {
-        free(s->h);
-        *s = (struct hashes){};
-}
 
 /* ---- the run ---- */
 
@@ -291,105 +230,22 @@ static void on_snapshots_listed(void *userdata, int error, const struct proto_ob
 
 /* ---- the walk: every stub on the filesystem ---- */
 
-/* Every 64-hex-digit run in a stub's text, whoever's stub it is and even
- * if it does not parse: a mark too many keeps an object, one too few
- * would lose it. */
-static int mark_hex_runs(struct hashes *s, const char *text, size_t len) {
-        size_t run = 0;
-        for (size_t i = 0; i <= len; i++) {
-                if (i < len && text[i] && strchr("0123456789abcdef", text[i])) {
-                        run++;
-                        continue;
-                }
-                if (run == 64) {
-                        char hex[65];
-                        uint8_t h[32];
-                        memcpy(hex, text + i - 64, 64);
-                        hex[64] = 0;
-                        if (hex_decode(hex, h, 32) == 0 && hashes_add(s, h) < 0)
-                                return -ENOMEM;
-                }
-                run = 0;
-        }
-        return 0;
-}
-
-struct walk {
-        struct gc_run *g;
-        char *xattr; /* GC_XATTR_MAX */
-        char path[4096]; /* where the walk is, for the error */
-};
-
-/* lgetxattr through the directory's fd: no open, so no event and no use
- * recorded, and never through a symlink. */
-static int mark_stub(struct walk *w, int dir_fd, const char *name) {
-        char path[64 + 256];
-        snprintf(path, sizeof(path), "/proc/thread-self/fd/%d/%s", dir_fd, name);
-        ssize_t n = lgetxattr(path, STUB_XATTR, w->xattr, GC_XATTR_MAX);
-        if (n < 0)
-                return errno == ENODATA || errno == ENOENT ? 0 : -errno;
-        return mark_hex_runs(&w->g->walk_marks, w->xattr, (size_t)n);
-}
-
-static int walk_dir(struct walk *w, int dir_fd, size_t path_len, unsigned depth) {
-        _cleanup_closedir_ DIR *d = fdopendir(dir_fd);
-        struct dirent *de;
-        int r = 0;
-
-        if (!d) {
-                close(dir_fd);
-                return -errno;
-        }
-        if (depth > GC_DEPTH_MAX)
-                return -ELOOP;
-        while (r == 0 && (errno = 0, de = readdir(d))) {
-                struct stat st;
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                int k = snprintf(w->path + path_len, sizeof(w->path) - path_len, "/%s", de->d_name);
-                size_t sub_len = k > 0 ? MIN(path_len + (size_t)k, sizeof(w->path) - 1) : path_len;
-                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                        r = errno == ENOENT ? 0 : -errno; /* gone meanwhile */
-                        continue;
-                }
-                if (S_ISREG(st.st_mode))
-                        r = mark_stub(w, dirfd(d), de->d_name);
-                else if (S_ISDIR(st.st_mode)) {
-                        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub < 0)
-                                r = errno == ENOENT ? 0 : -errno;
-                        else
-                                r = walk_dir(w, sub, sub_len, depth + 1);
-                }
-                if (r == 0)
-                        w->path[path_len] = 0;
-        }
-        if (r == 0 && errno)
-                r = -errno;
-        return r;
-}
-
 static void walk_thread(void *userdata) {
         struct gc_run *g = userdata;
-        struct walk w = { .g = g, .xattr = malloc(GC_XATTR_MAX) };
         char self[64];
 
         /* Every stub is read through /proc/thread-self/fd (this thread's
          * own fd table): without it each would look like no stub at all. */
         snprintf(self, sizeof(self), "/proc/thread-self/fd/%d", g->walk_root);
-        if (!w.xattr)
-                g->walk_error = -ENOMEM;
-        else if (access(self, F_OK) < 0)
+        if (access(self, F_OK) < 0)
                 g->walk_error = -ENOMEDIUM;
         else {
                 /* The whole filesystem, not only what the admin mounted: a
                  * btrfs snapshot of the tenant made elsewhere on it names
                  * objects too. */
                 int fd = wholefs_open(g->tn->fs->mnt_id, g->tn->fs->fstype, g->walk_root, &g->walk_why);
-                g->walk_error = fd < 0 ? fd : walk_dir(&w, fd, 0, 0);
+                g->walk_error = fd < 0 ? fd : gc_mark_stubs(fd, &g->walk_marks);
         }
-        snprintf(g->walk_where, sizeof(g->walk_where), "%s", w.path[0] ? w.path : "/");
-        free(w.xattr);
 }
 
 /* The entries tierd has not written to the store yet count as catalog
@@ -416,8 +272,8 @@ static void on_walked(void *userdata) {
                 return;
         }
         if (g->walk_error < 0) {
-                gc_finish(g, g->walk_error, "cannot read every stub on %s (at %s: %s): nothing was deleted",
-                          g->tn->fs->mountpoint, g->walk_where,
+                gc_finish(g, g->walk_error, "cannot read every stub on %s (%s): nothing was deleted",
+                          g->tn->fs->mountpoint,
                           g->walk_error == -ELOOP       ? "deeper than 256 directories"
                           : g->walk_error == -ENOMEDIUM ? "/proc is not mounted"
                                                         : strerror(-g->walk_error));
