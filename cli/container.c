@@ -17,6 +17,7 @@
 
 #include "macro.h"
 #include "ocihook.h"
+#include "paths.h"
 #include "tierctl.h"
 
 #define DEFAULT_MOUNT_PATH "/data"
@@ -233,24 +234,52 @@ static int container_attach_verb(sd_bus *bus, int argc, char **argv) {
         return EXIT_OK;
 }
 
-static int container_list_verb(sd_bus *bus) {
+static int container_list_verb(sd_bus *bus, int argc, char **argv) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(json_putp) json_object *list = NULL;
         sd_bus_error e = SD_BUS_ERROR_NULL;
         const char *id, *tenant, *path, *object;
+        bool json = false;
+        const struct verb_flag flags[] = { { "json", &json } };
         uint32_t pid;
-        int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ListContainers", &e, &reply, "");
+        int r;
 
+        if ((r = verb_flags("container", "container list [--json]", argc - 1, argv + 1, flags, ARRAY_SIZE(flags),
+                            0)) != EXIT_OK)
+                return r;
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ListContainers", &e, &reply, "");
         if (r < 0) {
                 r = call_failed("container list", &e, r);
                 sd_bus_error_free(&e);
                 return r;
         }
-        printf("%-24s %-16s %8s  %s\n", "CONTAINER", "TENANT", "PID", "VIEW");
         if ((r = sd_bus_message_enter_container(reply, 'a', "(ssuso)")) < 0)
                 return EXIT_FAILED;
-        while ((r = sd_bus_message_read(reply, "(ssuso)", &id, &tenant, &pid, &path, &object)) > 0)
-                printf("%-24s %-16s %8u  %s\n", id, tenant, pid, path);
-        return r < 0 ? EXIT_FAILED : EXIT_OK;
+        if (json && !(list = json_object_new_array()))
+                return EXIT_FAILED;
+        if (!json)
+                printf("%-24s %-16s %8s  %s\n", "CONTAINER", "TENANT", "PID", "VIEW");
+        while ((r = sd_bus_message_read(reply, "(ssuso)", &id, &tenant, &pid, &path, &object)) > 0) {
+                if (!json) {
+                        printf("%-24s %-16s %8u  %s\n", id, tenant, pid, path);
+                        continue;
+                }
+                json_object *o = json_object_new_object();
+                if (!o || json_object_array_add(list, o) < 0) {
+                        json_object_put(o);
+                        return EXIT_FAILED;
+                }
+                json_object_object_add(o, "container", json_object_new_string(id));
+                json_object_object_add(o, "tenant", json_object_new_string(tenant));
+                json_object_object_add(o, "pid", json_object_new_int64(pid));
+                json_object_object_add(o, "view", json_object_new_string(path));
+                json_object_object_add(o, "object", json_object_new_string(object));
+        }
+        if (r < 0)
+                return EXIT_FAILED;
+        if (json)
+                json_print(list);
+        return EXIT_OK;
 }
 
 int verb_container(sd_bus *bus, int argc, char **argv) {
@@ -259,8 +288,8 @@ int verb_container(sd_bus *bus, int argc, char **argv) {
 
         if (argc >= 1 && strcmp(argv[0], "attach") == 0)
                 return container_attach_verb(bus, argc, argv);
-        if (argc == 1 && strcmp(argv[0], "list") == 0)
-                return container_list_verb(bus);
+        if (argc >= 1 && strcmp(argv[0], "list") == 0)
+                return container_list_verb(bus, argc, argv);
         if (argc == 2 && strcmp(argv[0], "detach") == 0) {
                 r = detach(bus, argv[1], &e);
                 if (r < 0) {

@@ -156,3 +156,27 @@ int paths_from_args(const char *verb, int argc, char **argv, const struct verb_f
         }
         return EXIT_OK;
 }
+
+int verb_flags(const char *verb, const char *usage, int argc, char **argv, const struct verb_flag *flags,
+               size_t n_flags, int n_operands) {
+        struct option options[MAX_FLAGS + 1] = {};
+        int c;
+
+        for (size_t i = 0; i < n_flags && i < MAX_FLAGS; i++)
+                options[i] = (struct option){ flags[i].name, no_argument, NULL, FLAG_BASE + (int)i };
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc + 1, argv - 1, ":", options, NULL)) != -1) {
+                if (c >= FLAG_BASE && c < FLAG_BASE + MAX_FLAGS)
+                        *flags[c - FLAG_BASE].set = true;
+                else
+                        return option_error(verb, argv - 1, c);
+        }
+        /* getopt_long moved the operands last: from optind - 1 on. */
+        if (argc - (optind - 1) != n_operands) {
+                fprintf(stderr, "tierctl: usage: tierctl %s\n", usage);
+                return EXIT_USAGE;
+        }
+        memmove(argv, argv + optind - 1, sizeof(char *) * (size_t)n_operands);
+        return EXIT_OK;
+}

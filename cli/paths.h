@@ -21,6 +21,11 @@ struct verb_flag {
 int paths_from_args(const char *verb, int argc, char **argv, const struct verb_flag *flags, size_t n_flags,
                     struct path_list *ret);
 void paths_free(struct path_list *l);
+/* A verb's flags (getopt_long, anywhere among its operands; "--" ends
+ * them) and exactly n_operands operands, moved to argv[0..]: EXIT_OK, or
+ * EXIT_USAGE said on stderr with the verb's usage line. */
+int verb_flags(const char *verb, const char *usage, int argc, char **argv, const struct verb_flag *flags,
+               size_t n_flags, int n_operands);
 /* getopt_long returned c ('?' or ':') parsing argv0 (argv0[0]: the
  * verb): says what is wrong; EXIT_USAGE. */
 int option_error(const char *verb, char **argv0, int c);

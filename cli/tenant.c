@@ -5,6 +5,7 @@
  * tierctl audit NAME [--repair]: StartAudit.
  * The last three wait for their job's TaskFinished (task.c). */
 #include <errno.h>
+#include <getopt.h>
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 
 #include "macro.h"
+#include "paths.h"
 #include "tierctl.h"
 
 /* VALUE as JSON when it is JSON (numbers, true, null, [..], {..}, "..."),
@@ -76,66 +78,62 @@ static int task_result(const char *verb, const char *result, const char *summary
                 _r >= 0 ? sd_bus_message_append(m, sig, __VA_ARGS__) : _r;                                        \
         })
 
+/* argv: "import" NAME and the options, in any order. */
 static int tenant_import(sd_bus *bus, int argc, char **argv) {
+        static const struct option options[] = {
+                { "from", required_argument, NULL, 'f' },
+                { "at", required_argument, NULL, 'a' },
+                { "keep-setuid", no_argument, NULL, 'k' },
+                {},
+        };
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *finished = NULL;
         const char *from = NULL, *summary, *result;
         uint64_t at = 0, flags = 0;
-        int r;
+        int c, r;
 
-        for (int i = 2; i < argc; i++) {
-                if (strcmp(argv[i], "--from") == 0 && i + 1 < argc)
-                        from = argv[++i];
-                else if (strcmp(argv[i], "--keep-setuid") == 0)
+        /* getopt_long wants argv[0]: "import" stands for it. */
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+                if (c == 'f')
+                        from = optarg;
+                else if (c == 'k')
                         flags |= 1; /* CATALOG_IMPORT_KEEP_SETUID */
-                else if (strcmp(argv[i], "--at") == 0 && i + 1 < argc) {
-                        if (parse_time(argv[++i], &at) < 0 || at == 0) {
+                else if (c == 'a') {
+                        if (parse_time(optarg, &at) < 0 || at == 0) {
                                 fprintf(stderr, "tierctl: --at %s: give @SECONDS or YYYY-MM-DDTHH:MM:SSZ (UTC)\n",
-                                        argv[i]);
+                                        optarg);
                                 return EXIT_USAGE;
                         }
                 } else
-                        from = NULL, i = argc;
+                        return option_error("tenant", argv, c);
         }
-        if (argc < 2 || !from) {
+        if (argc - optind != 1 || !from) {
                 fprintf(stderr, "tierctl: usage: tierctl tenant import NAME --from BACKEND [--at TIME] [--keep-setuid]\n");
                 return EXIT_USAGE;
         }
+        const char *name = argv[optind];
         /* A tree of 100,000 files takes seconds; a slow store, longer. */
-        if ((r = TASK_CALL(bus, call, "StartImport", "sstt", argv[1], from, at, flags)) < 0)
+        if ((r = TASK_CALL(bus, call, "StartImport", "sstt", name, from, at, flags)) < 0)
                 return call_failed("import", NULL, r);
         if ((r = task_run(bus, "import", call, &finished, &result, &summary)) != EXIT_OK)
                 return r;
         if ((r = task_result("import", result, summary)) != EXIT_OK)
                 return r;
-        printf("tenant %s imported: %s\n", argv[1], summary);
+        printf("tenant %s imported: %s\n", name, summary);
         return EXIT_OK;
-}
-
-/* NAME and one optional flag, in any order; NULL if not that. */
-static const char *name_and_flag(int argc, char **argv, const char *flag, bool *set) {
-        const char *name = NULL;
-        *set = false;
-        for (int i = 0; i < argc; i++) {
-                if (strcmp(argv[i], flag) == 0)
-                        *set = true;
-                else if (argv[i][0] == '-' || name)
-                        return NULL;
-                else
-                        name = argv[i];
-        }
-        return name;
 }
 
 int verb_gc(sd_bus *bus, int argc, char **argv) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *finished = NULL;
         const char *summary, *name, *result;
-        bool dry_run;
+        bool dry_run = false;
+        const struct verb_flag flags[] = { { "dry-run", &dry_run } };
         int r;
 
-        if (!(name = name_and_flag(argc, argv, "--dry-run", &dry_run))) {
-                fprintf(stderr, "tierctl: usage: tierctl gc TENANT [--dry-run]\n");
-                return EXIT_USAGE;
-        }
+        if ((r = verb_flags("gc", "gc TENANT [--dry-run]", argc, argv, flags, ARRAY_SIZE(flags), 1)) != EXIT_OK)
+                return r;
+        name = argv[0];
         /* It lists the whole store and walks the filesystem. */
         if ((r = TASK_CALL(bus, call, "StartCollectGarbage", "sb", name, (int)dry_run)) < 0)
                 return call_failed("gc", NULL, r);
@@ -150,13 +148,13 @@ int verb_gc(sd_bus *bus, int argc, char **argv) {
 int verb_audit(sd_bus *bus, int argc, char **argv) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
         const char *summary, *name, *kind, *what, *detail, *result;
-        bool repair;
+        bool repair = false;
+        const struct verb_flag flags[] = { { "repair", &repair } };
         int r;
 
-        if (!(name = name_and_flag(argc, argv, "--repair", &repair))) {
-                fprintf(stderr, "tierctl: usage: tierctl audit TENANT [--repair]\n");
-                return EXIT_USAGE;
-        }
+        if ((r = verb_flags("audit", "audit TENANT [--repair]", argc, argv, flags, ARRAY_SIZE(flags), 1)) != EXIT_OK)
+                return r;
+        name = argv[0];
         if ((r = TASK_CALL(bus, call, "StartAudit", "sb", name, (int)repair)) < 0)
                 return call_failed("audit", NULL, r);
         if ((r = task_run(bus, "audit", call, &reply, &result, &summary)) != EXIT_OK)

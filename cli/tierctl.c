@@ -89,7 +89,7 @@ static int verb_ping(sd_bus *bus, int argc, char **argv) {
 #define U_PIN "  pin PATH...              never release these files (released ones come back)\n"
 #define U_UNPIN "  unpin PATH...            let these files be released again\n"
 #define U_STATUS "  status [--json] [PATH...] per tenant, or per file: resident / partial / released\n"
-#define U_JOBS "  jobs                     tierd's jobs: operation, done, total, failed\n"
+#define U_JOBS "  jobs [--json]            tierd's jobs: operation, done, total, failed\n"
 #define U_CANCEL "  cancel JOB               cancel a job (its number, or its object path)\n"
 #define U_RELOAD "  reload                   make tierd read its policy file again\n"
 #define U_PING "  ping                     tierd answers at once (for liveness probes)\n"
@@ -117,7 +117,8 @@ static int verb_ping(sd_bus *bus, int argc, char **argv) {
         "            [--namespace NS] [--read-only]\n" \
         "                           place the tenant's view in a running container (its\n" \
         "                           own root unless --rootfs) and give it a worker\n" \
-        "  container detach ID      undo it   container list   the attached containers\n"
+        "  container detach ID      undo it\n" \
+        "  container list [--json]  the attached containers\n"
 #define U_RELEASE_GROUPS "  release-groups [--holder SOCKET] MOUNTPOINT...\n" \
         "                           the final stop: with tierd stopped for good, make\n" \
         "                           tierd-holder let go of its groups, once a walk of each\n" \

@@ -129,7 +129,7 @@ BEFORE=$(obj_count)
 # An unreferenced object made just now: younger than the grace period.
 YOUNG=sha256/$(head -c 32 /dev/urandom | sha256sum | cut -c1-64)
 echo young | obj_put "$YOUNG"
-check "gc --dry-run: del1, del2 and del2's manifest would be deleted" gc alpha --dry-run
+check "gc --dry-run (before its tenant): del1, del2 and del2's manifest would be deleted" gc --dry-run alpha
 check "... so it says, and one object is too young" bash -c "grep -q ' 3 would be deleted' '$TL_DIR/gc.out' && grep -q ' 1 younger' '$TL_DIR/gc.out'"
 check "... and nothing was deleted" test "$(obj_count)" = "$((BEFORE + 1))"
 check "... the log names what would go" grep -q "gc: would delete $K_DEL1" "$TL_TIERD_LOG"
