@@ -366,12 +366,10 @@ int fsgroup_fid_group(struct tiered_fs *fs, const char *kind, bool *created) {
         return fd < 0 ? -errno : fd;
 }
 
-int fsgroup_open(struct tiered_fs *fs) {
-        const unsigned ignore = FAN_MARK_ADD | FAN_MARK_MOUNT | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY;
-        struct tierd *t = fs->t;
+/* tierd's private mount of the filesystem (tree_fd, root_fd), its mount id
+ * and fsid. */
+static int open_private_mount(struct tiered_fs *fs) {
         struct statfs sf;
-        bool new_pre, new_notif;
-        int r;
 
         /* The mount cloned: gc's walk looks at it again (wholefs.h). */
         struct statx stx;
@@ -400,6 +398,18 @@ int fsgroup_open(struct tiered_fs *fs) {
         if (fstatfs(fs->root_fd, &sf) < 0)
                 return log_error_errno(errno, "statfs %s: %m", fs->mountpoint);
         memcpy(&fs->fsid, &sf.f_fsid, sizeof(fs->fsid));
+        return 0;
+}
+
+int fsgroup_open(struct tiered_fs *fs) {
+        const unsigned ignore = FAN_MARK_ADD | FAN_MARK_MOUNT | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY;
+        struct tierd *t = fs->t;
+        bool new_pre, new_notif;
+        int r;
+
+        r = open_private_mount(fs);
+        if (r < 0)
+                return r;
 
         /* Unlimited queue and marks: a full queue drops permission events
          * and the reads go through, reading zeros. O_RDONLY event fds: with

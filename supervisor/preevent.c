@@ -53,13 +53,50 @@ static uint64_t readahead_for(const struct tfile *f, const struct stub *s, uint6
         return 0;
 }
 
+/* A reader that needs bytes: a waiter on its file (dispatch.c), for the
+ * range it reads and read-ahead, or for the whole file. */
+static void park_reader(struct tenant *tn, struct tiered_fs *fs, const struct fanotify_event_metadata *md,
+                        const struct stub *s, enum access_kind kind, uint64_t since_usec) {
+        uint64_t offset = 0, count = 0;
+        struct tfile *f = NULL;
+        struct waiter *w;
+        int fd = md->fd;
+
+        w = tfile_waiter_new();
+        if (!w || tfile_get(tn, fd, &f) < 0 || !f) {
+                free(w);
+                dispatch_answer(fs, fd, EIO);
+                return;
+        }
+        w->event_fd = fd;
+        w->event_fs = fs;
+        w->parked_usec = since_usec;
+        w->dirty = kind == ACCESS_CHANGE;
+        /* Only a read is let in before the record: anything else may write
+         * (an unknown access too), and a write before the record would be
+         * recorded over as archived. */
+        w->needs_record = kind != ACCESS_READ;
+        w->route = container_of_thread(tn, md->pid);
+        w->whole = kind != ACCESS_READ || !fanotify_event_range(md, &offset, &count) || count == 0 ||
+                   s->size < tn->cfg->small_file || (s->mode & 0111) || tn->cfg->restore_whole ||
+                   /* No manifest (archived before them, or one chunk):
+                    * only the whole-file hash can check what comes. */
+                   (tn->cfg->verify && !s->has_manifest);
+        if (!w->whole) {
+                w->start = offset;
+                w->end = offset + count;
+                w->want_end = w->end + readahead_for(f, s, offset, tn->cfg->readahead);
+        }
+        log_debug("tenant %s: pid %d %s [%llu, +%llu)%s", tn->cfg->name, (int)md->pid, access_kind_to_string(kind),
+                  (unsigned long long)offset, (unsigned long long)count, w->whole ? " whole" : "");
+        tfile_add_waiter(f, w);
+}
+
 void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_event_metadata *md, uint64_t since_usec) {
         _cleanup_(stub_done) struct stub s = {};
         uint64_t offset = 0, count = 0;
         const char *err = "";
         struct tenant *tn;
-        struct waiter *w;
-        struct tfile *f = NULL;
         enum access_kind kind;
         int fd = md->fd, r;
 
@@ -112,34 +149,7 @@ void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_even
                 dispatch_answer(fs, fd, 0); /* a read of bytes already here */
                 return;
         }
-        w = tfile_waiter_new();
-        if (!w || tfile_get(tn, fd, &f) < 0 || !f) {
-                free(w);
-                dispatch_answer(fs, fd, EIO);
-                return;
-        }
-        w->event_fd = fd;
-        w->event_fs = fs;
-        w->parked_usec = since_usec;
-        w->dirty = kind == ACCESS_CHANGE;
-        /* Only a read is let in before the record: anything else may write
-         * (an unknown access too), and a write before the record would be
-         * recorded over as archived. */
-        w->needs_record = kind != ACCESS_READ;
-        w->route = container_of_thread(tn, md->pid);
-        w->whole = kind != ACCESS_READ || !fanotify_event_range(md, &offset, &count) || count == 0 ||
-                   s.size < tn->cfg->small_file || (s.mode & 0111) || tn->cfg->restore_whole ||
-                   /* No manifest (archived before them, or one chunk):
-                    * only the whole-file hash can check what comes. */
-                   (tn->cfg->verify && !s.has_manifest);
-        if (!w->whole) {
-                w->start = offset;
-                w->end = offset + count;
-                w->want_end = w->end + readahead_for(f, &s, offset, tn->cfg->readahead);
-        }
-        log_debug("tenant %s: pid %d %s [%llu, +%llu)%s", tn->cfg->name, (int)md->pid, access_kind_to_string(kind),
-                  (unsigned long long)offset, (unsigned long long)count, w->whole ? " whole" : "");
-        tfile_add_waiter(f, w);
+        park_reader(tn, fs, md, &s, kind, since_usec);
 }
 
 void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
