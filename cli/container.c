@@ -264,11 +264,9 @@ static int container_list_verb(sd_bus *bus, int argc, char **argv) {
                         printf("%-24s %-16s %8u  %s\n", id, tenant, pid, path);
                         continue;
                 }
-                json_object *o = json_object_new_object();
-                if (!o || json_object_array_add(list, o) < 0) {
-                        json_object_put(o);
+                json_object *o = json_array_new_object(list);
+                if (!o)
                         return EXIT_FAILED;
-                }
                 json_object_object_add(o, "container", json_object_new_string(id));
                 json_object_object_add(o, "tenant", json_object_new_string(tenant));
                 json_object_object_add(o, "pid", json_object_new_int64(pid));

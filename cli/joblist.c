@@ -45,11 +45,9 @@ int verb_jobs(sd_bus *bus, int argc, char **argv) {
                                total, failed, path);
                         continue;
                 }
-                json_object *o = json_object_new_object();
-                if (!o || json_object_array_add(list, o) < 0) {
-                        json_object_put(o);
+                json_object *o = json_array_new_object(list);
+                if (!o)
                         return EXIT_FAILED;
-                }
                 json_object_object_add(o, "job", json_object_new_int64(id));
                 json_object_object_add(o, "operation", json_object_new_string(operation));
                 json_object_object_add(o, "done", json_object_new_int64(done));

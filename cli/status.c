@@ -24,6 +24,15 @@
 
 void json_putp(json_object **o) { json_object_put(*o); }
 
+json_object *json_array_new_object(json_object *list) {
+        json_object *o = json_object_new_object();
+        if (o && json_object_array_add(list, o) < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
 void json_print(json_object *o) {
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
@@ -124,7 +133,9 @@ static int print_statuses(sd_bus_message *reply, char **names, int n, json_objec
                                human_size(resident, h2), tenant, path);
                         continue;
                 }
-                json_object *o = json_object_new_object();
+                json_object *o = json_array_new_object(out);
+                if (!o)
+                        return -ENOMEM;
                 json_object_object_add(o, "path", json_object_new_string(path));
                 json_object_object_add(o, "tenant", json_object_new_string(tenant));
                 json_object_object_add(o, "state", json_object_new_string(state));
@@ -132,7 +143,6 @@ static int print_statuses(sd_bus_message *reply, char **names, int n, json_objec
                 json_object_object_add(o, "size", json_object_new_uint64(size));
                 json_object_object_add(o, "resident", json_object_new_uint64(resident));
                 json_object_object_add(o, "released", json_object_new_uint64(size - MIN(size, resident)));
-                json_object_array_add(out, o);
         }
         return r < 0 ? r : 0;
 }

@@ -29,6 +29,8 @@ int call_failed(const char *what, const sd_bus_error *e, int r);
 struct json_object;
 const char *human_size(uint64_t v, char buf[16]);
 void json_print(struct json_object *o);
+/* A new object, appended to the array list: NULL when out of memory. */
+struct json_object *json_array_new_object(struct json_object *list);
 void json_putp(struct json_object **o);
 /* tierctl find, tierctl du: cli/find.c. */
 int verb_find(sd_bus *bus, int argc, char **argv);
