@@ -60,6 +60,8 @@
 #include "workers.h"
 
 #define STOP_TIMEOUT_USEC (30 * 1000 * 1000ull)
+/* The event loop's nice value: weight 9548 against a reader's 1024. */
+#define TIERD_LOOP_NICE (-10)
 
 struct tenant *tierd_find_tenant(struct tierd *t, const char *name) {
         for (size_t i = 0; i < t->n_tenants; i++)
@@ -409,6 +411,16 @@ static int run(struct tierd *t) {
                 return r;
         fdstore_ready(&t->store);
         sd_event_set_watchdog(t->event, true);
+        /* The thread that answers every tenant's readers first: on a busy
+         * machine it otherwise waits for the CPU behind the readers it
+         * wakes (each answer wakes every reader blocked on the group) and
+         * behind a tenant's worker threads, and one tenant's storm becomes
+         * everyone's wait. Only this thread: threads (offthread.c) and
+         * processes (workers) started from it go back to nice 0. The unit
+         * starts tierd there already (Nice=), without CAP_SYS_NICE. */
+        if (getpriority(PRIO_PROCESS, 0) > TIERD_LOOP_NICE && setpriority(PRIO_PROCESS, 0, TIERD_LOOP_NICE) < 0)
+                log_warning_errno(errno, "cannot raise the event loop's priority to nice %d (start tierd with "
+                                  "Nice=%d, or give it CAP_SYS_NICE): %m", TIERD_LOOP_NICE, TIERD_LOOP_NICE);
         return sd_event_loop(t->event);
 }
 

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -61,6 +62,9 @@ static void *run(void *arg) {
         int r = own_fd_table(o->keep, o->n_keep);
 
         o->table_error = r;
+        /* Background work at the priority of anything else, not at the
+         * event loop's (main.c), whose threads inherit it. */
+        (void)setpriority(PRIO_PROCESS, 0, 0);
         sem_post(&o->table_ready); /* o is freed by the loop if r < 0 */
         if (r < 0)
                 return NULL;

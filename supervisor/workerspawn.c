@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,6 +28,10 @@ void worker_exec(const char *path, int sock, pid_t parent, const char *vg_log) {
         /* A worker outliving tierd would keep writing fills nobody tracks
          * while the next tierd's worker fetches the same ranges. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                _exit(127);
+        /* A tenant's worker at the priority of anything else, not at the
+         * event loop's it was forked from (main.c). */
+        if (setpriority(PRIO_PROCESS, 0, 0) < 0)
                 _exit(127);
         if (dup2(sock, PROTO_CONTROL_FD) < 0)
                 _exit(127);

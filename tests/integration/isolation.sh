@@ -62,6 +62,13 @@ as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 for i in $(seq 70); do head -c 1M /dev/urandom >"$ORIG/b$i"; cp "$ORIG/b$i" "$VB/b$i"; done
 "$TIERCTL" archive "$VB"/b* >/dev/null && "$TIERCTL" release "$VB"/b* >/dev/null
 check "beta: 70 files archived and released" test "$(tl_allocated "$VB/b1")" -eq 0
+# The thread that answers events runs ahead of readers and workers (nice
+# -10: main.c); the workers it starts do not inherit that.
+nice_of() { awk '{ sub(/^.*\) /, ""); print $17 }' "/proc/$1/stat"; }
+LOOP_NICE=$(nice_of "$TIERD")
+WORKER_NICES=$(for w in $(pgrep -P "$TIERD" -x tierd-worker); do nice_of "$w"; done | sort -u | tr '\n' ' ')
+check "tierd's event loop at nice -10 (it is $LOOP_NICE), its workers at 0 ($WORKER_NICES)" \
+	test "$LOOP_NICE $WORKER_NICES" = "-10 0 "
 NEXT=1
 # beta_reads NAME N: N cold 4 KiB reads of beta files not read yet, each
 # within BOUND_MS, each the original bytes; the slowest is printed.

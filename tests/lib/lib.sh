@@ -15,7 +15,10 @@ tl_service_caps() {
 	sed -n 's/^CapabilityBoundingSet=//p' "$TL_ROOT/contrib/systemd/tierd.service" | tr ' ' '\n' |
 		sed -n 's/^CAP_\([A-Z_]*\)$/+\1/p' | tr 'A-Z' 'a-z' | paste -sd,
 }
-TL_AS_SERVICE=(setpriv --bounding-set "-all,$(tl_service_caps)" --inh-caps=-all --no-new-privs --)
+# And at the unit's Nice=.
+tl_service_nice() { sed -n 's/^Nice=//p' "$TL_ROOT/contrib/systemd/tierd.service"; }
+TL_AS_SERVICE=(nice -n "$(tl_service_nice)" setpriv --bounding-set "-all,$(tl_service_caps)" --inh-caps=-all
+	--no-new-privs --)
 
 tl_init() {
 	TL_DIR=$(mktemp -d /tmp/tierd-test.XXXXXX)
