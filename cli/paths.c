@@ -105,11 +105,15 @@ static int add_files_from(struct path_list *l, const char *file, char sep, bool 
 int option_error(const char *verb, char **argv0, int c) {
         /* An unknown short option is optopt; a long one, or one missing its
          * value, the word getopt_long just passed. */
-        if (c == '?' && optopt)
+        const char *word = argv0[optind - 1];
+        bool long_with_value = strncmp(word, "--", 2) == 0 && strchr(word, '=');
+        if (c == '?' && optopt && long_with_value) /* --flag=VALUE: optopt is the flag's own value */
+                fprintf(stderr, "tierctl: %s: option '%s' takes no value (tierctl %s --help)\n", verb, word, verb);
+        else if (c == '?' && optopt)
                 fprintf(stderr, "tierctl: %s: unknown option '-%c' (tierctl %s --help)\n", verb, optopt, verb);
         else
                 fprintf(stderr, "tierctl: %s: %s option '%s' (tierctl %s --help)\n", verb,
-                        c == ':' ? "a value is missing for the" : "unknown", argv0[optind - 1], verb);
+                        c == ':' ? "a value is missing for the" : "unknown", word, verb);
         return EXIT_USAGE;
 }
 

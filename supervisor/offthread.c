@@ -64,7 +64,8 @@ static void *run(void *arg) {
         o->table_error = r;
         /* Background work at the priority of anything else, not at the
          * event loop's (main.c), whose threads inherit it. */
-        (void)setpriority(PRIO_PROCESS, 0, 0);
+        if (getpriority(PRIO_PROCESS, 0) < 0)
+                (void)setpriority(PRIO_PROCESS, 0, 0);
         sem_post(&o->table_ready); /* o is freed by the loop if r < 0 */
         if (r < 0)
                 return NULL;

@@ -30,9 +30,11 @@ void worker_exec(const char *path, int sock, pid_t parent, const char *vg_log) {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
                 _exit(127);
         /* A tenant's worker at the priority of anything else, not at the
-         * event loop's it was forked from (main.c). */
-        if (setpriority(PRIO_PROCESS, 0, 0) < 0)
-                _exit(127);
+         * event loop's it was forked from (main.c). Only upwards: from a
+         * positive nice (tierd started niced) going back to 0 would need
+         * CAP_SYS_NICE, and the worker keeps tierd's nice then. */
+        if (getpriority(PRIO_PROCESS, 0) < 0)
+                (void)setpriority(PRIO_PROCESS, 0, 0);
         if (dup2(sock, PROTO_CONTROL_FD) < 0)
                 _exit(127);
         /* Nothing of tierd's leaks into the worker: no group fd, no file. */

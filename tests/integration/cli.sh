@@ -121,6 +121,10 @@ rc=0
 "$TIERCTL" gc --bogus alpha 2>"$TL_DIR/err" || rc=$?
 check "gc --bogus: exit 2, said (exit $rc: $(cat "$TL_DIR/err"))" bash -c "[ $rc = 2 ] && grep -q \"unknown option '--bogus'\" '$TL_DIR/err'"
 rc=0
+"$TIERCTL" gc alpha --dry-run=1 2>"$TL_DIR/err" || rc=$?
+check "gc --dry-run=1: exit 2, the option named as given (exit $rc: $(tr -d '\0' <"$TL_DIR/err"))" \
+	bash -c "[ $rc = 2 ] && grep -q \"option '--dry-run=1' takes no value\" '$TL_DIR/err'"
+rc=0
 "$TIERCTL" audit alpha beta 2>"$TL_DIR/err" || rc=$?
 check "audit with two tenants: exit 2, its usage (exit $rc)" bash -c "[ $rc = 2 ] && grep -q 'usage: tierctl audit TENANT' '$TL_DIR/err'"
 rc=0
