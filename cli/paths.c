@@ -117,41 +117,69 @@ int option_error(const char *verb, char **argv0, int c) {
         return EXIT_USAGE;
 }
 
+/* The three options of the verbs that take paths. */
+struct path_options {
+        const char *files_from;
+        bool recursive, null;
+};
+
+static void on_path_option(void *userdata, int c) {
+        struct path_options *o = userdata;
+        if (c == 'r')
+                o->recursive = true;
+        else if (c == '0')
+                o->null = true;
+        else if (c == 'F')
+                o->files_from = optarg;
+}
+
+/* getopt_long over a verb's argv: `own` (n_own options, `shortopts`) go
+ * to on_option, each of `flags` sets its bool. getopt_long wants argv[0]:
+ * the verb's, before argv. Options may stand anywhere among the operands
+ * (argv is permuted, operands last, from the index returned); "--" ends
+ * them, for a file named like one. A wrong option is said: -EXIT_USAGE. */
+static int parse_options(const char *verb, int argc, char **argv, const char *shortopts, const struct option *own,
+                         size_t n_own, const struct verb_flag *flags, size_t n_flags,
+                         void (*on_option)(void *userdata, int c), void *userdata) {
+        struct option options[3 + MAX_FLAGS + 1] = {};
+        size_t n = 0;
+        int c;
+
+        for (size_t i = 0; i < n_own && i < 3; i++)
+                options[n++] = own[i];
+        for (size_t i = 0; i < n_flags && i < MAX_FLAGS; i++)
+                options[n++] = (struct option){ flags[i].name, no_argument, NULL, FLAG_BASE + (int)i };
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc + 1, argv - 1, shortopts, options, NULL)) != -1) {
+                if (c >= FLAG_BASE && c < FLAG_BASE + MAX_FLAGS)
+                        *flags[c - FLAG_BASE].set = true;
+                else if (c != '?' && c != ':' && on_option)
+                        on_option(userdata, c);
+                else
+                        return -option_error(verb, argv - 1, c);
+        }
+        return optind - 1;
+}
+
 int paths_from_args(const char *verb, int argc, char **argv, const struct verb_flag *flags, size_t n_flags,
                     struct path_list *ret) {
-        struct option options[3 + MAX_FLAGS + 1] = {
+        static const struct option own[] = {
                 { "recursive", no_argument, NULL, 'r' },
                 { "files-from", required_argument, NULL, 'F' },
                 { "null", no_argument, NULL, '0' },
         };
-        const char *files_from = NULL;
-        bool recursive = false, null = false;
-        int c, r = 0;
+        struct path_options o = {};
+        int first, r = 0;
 
-        for (size_t i = 0; i < n_flags && i < MAX_FLAGS; i++)
-                options[3 + i] = (struct option){ flags[i].name, no_argument, NULL, FLAG_BASE + (int)i };
         *ret = (struct path_list){};
-        /* getopt_long wants argv[0]: the verb's, before argv. Options may
-         * stand anywhere among the paths (argv is permuted); "--" ends
-         * them, for a file named like one. */
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc + 1, argv - 1, ":r0", options, NULL)) != -1) {
-                if (c == 'r')
-                        recursive = true;
-                else if (c == '0')
-                        null = true;
-                else if (c == 'F')
-                        files_from = optarg;
-                else if (c >= FLAG_BASE && c < FLAG_BASE + MAX_FLAGS)
-                        *flags[c - FLAG_BASE].set = true;
-                else
-                        return option_error(verb, argv - 1, c);
-        }
-        for (int i = optind - 1; r >= 0 && i < argc; i++)
-                r = add_path(ret, argv[i], recursive);
-        if (r >= 0 && files_from)
-                r = add_files_from(ret, files_from, null ? '\0' : '\n', recursive);
+        first = parse_options(verb, argc, argv, ":r0", own, ARRAY_SIZE(own), flags, n_flags, on_path_option, &o);
+        if (first < 0)
+                return -first;
+        for (int i = first; r >= 0 && i < argc; i++)
+                r = add_path(ret, argv[i], o.recursive);
+        if (r >= 0 && o.files_from)
+                r = add_files_from(ret, o.files_from, o.null ? '\0' : '\n', o.recursive);
         if (r < 0) {
                 if (r == -ENOMEM)
                         fprintf(stderr, "tierctl: %s: out of memory\n", verb);
@@ -163,24 +191,14 @@ int paths_from_args(const char *verb, int argc, char **argv, const struct verb_f
 
 int verb_flags(const char *verb, const char *usage, int argc, char **argv, const struct verb_flag *flags,
                size_t n_flags, int n_operands) {
-        struct option options[MAX_FLAGS + 1] = {};
-        int c;
+        int first = parse_options(verb, argc, argv, ":", NULL, 0, flags, n_flags, NULL, NULL);
 
-        for (size_t i = 0; i < n_flags && i < MAX_FLAGS; i++)
-                options[i] = (struct option){ flags[i].name, no_argument, NULL, FLAG_BASE + (int)i };
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc + 1, argv - 1, ":", options, NULL)) != -1) {
-                if (c >= FLAG_BASE && c < FLAG_BASE + MAX_FLAGS)
-                        *flags[c - FLAG_BASE].set = true;
-                else
-                        return option_error(verb, argv - 1, c);
-        }
-        /* getopt_long moved the operands last: from optind - 1 on. */
-        if (argc - (optind - 1) != n_operands) {
+        if (first < 0)
+                return -first;
+        if (argc - first != n_operands) {
                 fprintf(stderr, "tierctl: usage: tierctl %s\n", usage);
                 return EXIT_USAGE;
         }
-        memmove(argv, argv + optind - 1, sizeof(char *) * (size_t)n_operands);
+        memmove(argv, argv + first, sizeof(char *) * (size_t)n_operands);
         return EXIT_OK;
 }

@@ -7,13 +7,10 @@
 #include "gcmarks.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/limits.h> /* XATTR_SIZE_MAX: the largest value an xattr can have */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "hex.h"

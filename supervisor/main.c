@@ -39,6 +39,7 @@
 #include "journal.h"
 #include "journallog.h"
 #include "keeper.h"
+#include "loopnice.h"
 #include "log.h"
 #include "macro.h"
 #include "autoarchive.h"
@@ -60,8 +61,6 @@
 #include "workers.h"
 
 #define STOP_TIMEOUT_USEC (30 * 1000 * 1000ull)
-/* The event loop's nice value: weight 9548 against a reader's 1024. */
-#define TIERD_LOOP_NICE (-10)
 
 struct tenant *tierd_find_tenant(struct tierd *t, const char *name) {
         for (size_t i = 0; i < t->n_tenants; i++)
@@ -315,6 +314,25 @@ static bool policy_mounts(const struct policy *p, const char *mountpoint) {
         return false;
 }
 
+/* Each tenant's subvolume through the private mount, its tallies and its
+ * worker. */
+static int start_tenants(struct tierd *t) {
+        for (size_t i = 0; i < t->n_tenants; i++) {
+                struct tenant *tn = &t->tenants[i];
+                if (!tn->fs)
+                        return -EINVAL; /* setup_tenants gave every tenant its filesystem */
+                tn->subvol_fd = openat(tn->fs->tree_fd, tn->subvol_rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (tn->subvol_fd < 0)
+                        return log_error_errno(errno, "tenant %s: cannot open %s on the private mount: %m",
+                                               tn->cfg->name, tn->subvol_rel);
+                tally_start(tn);
+                int r = worker_start(&tn->worker);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int run(struct tierd *t) {
         int r;
 
@@ -344,19 +362,8 @@ static int run(struct tierd *t) {
          * wait for the first answers, the loop does not. */
         if ((r = resolver_start(t)) < 0)
                 return r;
-        for (size_t i = 0; i < t->n_tenants; i++) {
-                struct tenant *tn = &t->tenants[i];
-                if (!tn->fs)
-                        return -EINVAL; /* setup_tenants gave every tenant its filesystem */
-                tn->subvol_fd = openat(tn->fs->tree_fd, tn->subvol_rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (tn->subvol_fd < 0)
-                        return log_error_errno(errno, "tenant %s: cannot open %s on the private mount: %m",
-                                               tn->cfg->name, tn->subvol_rel);
-                tally_start(tn);
-                r = worker_start(&tn->worker);
-                if (r < 0)
-                        return r;
-        }
+        if ((r = start_tenants(t)) < 0)
+                return r;
         /* Containers a predecessor attached get their own workers back. */
         containers_adopt(t);
         /* Quotas and background archive need the file tables: the use
@@ -411,16 +418,7 @@ static int run(struct tierd *t) {
                 return r;
         fdstore_ready(&t->store);
         sd_event_set_watchdog(t->event, true);
-        /* The thread that answers every tenant's readers first: on a busy
-         * machine it otherwise waits for the CPU behind the readers it
-         * wakes (each answer wakes every reader blocked on the group) and
-         * behind a tenant's worker threads, and one tenant's storm becomes
-         * everyone's wait. Only this thread: threads (offthread.c) and
-         * processes (workers) started from it go back to nice 0. The unit
-         * starts tierd there already (Nice=), without CAP_SYS_NICE. */
-        if (getpriority(PRIO_PROCESS, 0) > TIERD_LOOP_NICE && setpriority(PRIO_PROCESS, 0, TIERD_LOOP_NICE) < 0)
-                log_warning_errno(errno, "cannot raise the event loop's priority to nice %d (start tierd with "
-                                  "Nice=%d, or give it CAP_SYS_NICE): %m", TIERD_LOOP_NICE, TIERD_LOOP_NICE);
+        loop_nice_raise();
         return sd_event_loop(t->event);
 }
 

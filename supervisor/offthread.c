@@ -5,11 +5,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
-#include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "loopnice.h"
 #include "macro.h"
 
 #define OFFTHREAD_KEEP_MAX 4
@@ -63,9 +63,8 @@ static void *run(void *arg) {
 
         o->table_error = r;
         /* Background work at the priority of anything else, not at the
-         * event loop's (main.c), whose threads inherit it. */
-        if (getpriority(PRIO_PROCESS, 0) < 0)
-                (void)setpriority(PRIO_PROCESS, 0, 0);
+         * event loop's, whose threads inherit it. */
+        loop_nice_leave();
         sem_post(&o->table_ready); /* o is freed by the loop if r < 0 */
         if (r < 0)
                 return NULL;

@@ -9,11 +9,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "loopnice.h"
 #include "resolver.h"
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
@@ -30,11 +30,8 @@ void worker_exec(const char *path, int sock, pid_t parent, const char *vg_log) {
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
                 _exit(127);
         /* A tenant's worker at the priority of anything else, not at the
-         * event loop's it was forked from (main.c). Only upwards: from a
-         * positive nice (tierd started niced) going back to 0 would need
-         * CAP_SYS_NICE, and the worker keeps tierd's nice then. */
-        if (getpriority(PRIO_PROCESS, 0) < 0)
-                (void)setpriority(PRIO_PROCESS, 0, 0);
+         * event loop's it was forked from. */
+        loop_nice_leave();
         if (dup2(sock, PROTO_CONTROL_FD) < 0)
                 _exit(127);
         /* Nothing of tierd's leaks into the worker: no group fd, no file. */

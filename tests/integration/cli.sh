@@ -118,17 +118,17 @@ check "a file named like an option, after --" bash -c "cp '$V/d/new' '$V/d/-r' &
 	[ \"\$('$TIERCTL' find '$V/d/-r' --state archived)\" = '$V/d/-r' ]"
 # The other verbs' options: getopt_long too, exit 2 and said for a wrong one.
 rc=0
-"$TIERCTL" gc --bogus alpha 2>"$TL_DIR/err" || rc=$?
+timeout 20 "$TIERCTL" gc --bogus alpha 2>"$TL_DIR/err" || rc=$?
 check "gc --bogus: exit 2, said (exit $rc: $(cat "$TL_DIR/err"))" bash -c "[ $rc = 2 ] && grep -q \"unknown option '--bogus'\" '$TL_DIR/err'"
 rc=0
-"$TIERCTL" gc alpha --dry-run=1 2>"$TL_DIR/err" || rc=$?
+timeout 20 "$TIERCTL" gc alpha --dry-run=1 2>"$TL_DIR/err" || rc=$?
 check "gc --dry-run=1: exit 2, the option named as given (exit $rc: $(tr -d '\0' <"$TL_DIR/err"))" \
 	bash -c "[ $rc = 2 ] && grep -q \"option '--dry-run=1' takes no value\" '$TL_DIR/err'"
 rc=0
-"$TIERCTL" audit alpha beta 2>"$TL_DIR/err" || rc=$?
+timeout 20 "$TIERCTL" audit alpha beta 2>"$TL_DIR/err" || rc=$?
 check "audit with two tenants: exit 2, its usage (exit $rc)" bash -c "[ $rc = 2 ] && grep -q 'usage: tierctl audit TENANT' '$TL_DIR/err'"
 rc=0
-"$TIERCTL" tenant import alpha --from 2>"$TL_DIR/err" || rc=$?
+timeout 20 "$TIERCTL" tenant import alpha --from 2>"$TL_DIR/err" || rc=$?
 check "tenant import --from without its value: exit 2, said (exit $rc)" \
 	bash -c "[ $rc = 2 ] && grep -q \"value is missing for the option '--from'\" '$TL_DIR/err'"
 check "jobs --json: a JSON array (no job left running)" \

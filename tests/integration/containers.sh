@@ -248,7 +248,7 @@ check "... tierctl container attach, its running root" "$TIERCTL" container atta
 	--pid "$(runc state $P-plain-1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')" --path /data
 check "... it reads through the view" reads_right $P-plain-1 f7
 check "... tierctl container list shows it" bash -c "$TIERCTL container list | grep -q '^$P-plain-1 .* alpha '"
-check "... and its --json, with its tenant and view" bash -c "$TIERCTL container list --json | python3 -c '
+check "... and its --json, with its tenant and view" bash -c "timeout 20 $TIERCTL container list --json | python3 -c '
 import json, sys
 c = [x for x in json.load(sys.stdin) if x[\"container\"] == \"$P-plain-1\"]
 assert len(c) == 1 and c[0][\"tenant\"] == \"alpha\" and c[0][\"view\"].startswith(\"/\"), c'"
