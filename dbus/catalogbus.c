@@ -26,10 +26,10 @@
 #include "catalog.h"
 #include "audit.h"
 #include "gc.h"
-#include "job.h"
+#include "jobbus.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
+#include "managerbus.h"
 #include "tierd.h"
 
 #define ERROR_NO_SUCH_TENANT "org.tierd1.Error.NoSuchTenant"
@@ -69,10 +69,6 @@ static int append_findings(sd_bus_message *m, const struct audit_finding *f, siz
 }
 
 /* A task's job, by its object path. */
-static void job_path(uint32_t job, char path[64]) {
-        snprintf(path, 64, "%s/%u", TIERD_BUS_JOB_PREFIX, job);
-}
-
 /* A detached task's TaskFinished, for its caller only (the findings name
  * files of the tenant's): n findings, or none. */
 static sd_bus_message *task_finished_new(struct task_call *c, int error, const char *message,
@@ -81,7 +77,7 @@ static sd_bus_message *task_finished_new(struct task_call *c, int error, const c
         char path[64];
         int r;
 
-        job_path(c->job, path);
+        job_bus_path(c->job, path);
         r = sd_bus_message_new_signal(c->t->bus, &s, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "TaskFinished");
         if (r >= 0)
                 r = sd_bus_message_set_destination(s, sd_bus_message_get_sender(c->m));
@@ -106,7 +102,7 @@ static void task_finished(struct task_call *c, int error, const char *message, c
                 if (!full && !small)
                         log_error("cannot make TaskFinished for job %u: its caller will not hear how it ended", c->job);
         }
-        bus_task_job_end_with(c->t, c->job, error, message, full ?: small, full ? small : NULL);
+        job_bus_task_end_with(c->t, c->job, error, message, full ?: small, full ? small : NULL);
 }
 
 static struct task_call *task_call_new(struct tierd *t, struct tenant *tn, sd_bus_message *m, const char *failed,
@@ -122,7 +118,7 @@ static struct task_call *task_call_new(struct tierd *t, struct tenant *tn, sd_bu
  * TaskFinished and JobRemoved then follow this reply). */
 static int reply_job(sd_bus_message *m, uint32_t job) {
         char path[64];
-        job_path(job, path);
+        job_bus_path(job, path);
         return sd_bus_reply_method_return(m, "o", path);
 }
 
@@ -136,7 +132,7 @@ static void on_task_done(void *userdata, int error, const char *message) {
         if (c->detached)
                 task_finished(c, error, message, NULL, 0);
         else {
-                bus_task_job_end(c->t, c->job, error, message);
+                batch_task_end(c->t, c->job, error, message);
                 reply_when_done(c->m, error, message, c->failed);
         }
         task_call_free(c);
@@ -144,7 +140,7 @@ static void on_task_done(void *userdata, int error, const char *message) {
 
 static void on_task_progress(void *userdata, const char *phase, uint64_t done, uint64_t total) {
         struct task_call *c = userdata;
-        bus_task_job_progress(c->t, c->job, phase, done, total);
+        batch_task_progress(c->t, c->job, phase, done, total);
 }
 
 static void on_collect_cancel(void *userdata) {
@@ -198,14 +194,14 @@ static int import_call(sd_bus_message *m, struct tierd *t, bool detached, sd_bus
                 return -ENOMEM;
         /* First: the import may end before catalog_import returns. It
          * cannot be stopped half way. */
-        uint32_t job = c->job = bus_task_job_start(t, "import", NULL, c);
+        uint32_t job = c->job = batch_task_start(t, "import", NULL, c);
         if (detached && !job) { /* its end could not be told */
                 task_call_free(c);
                 return -ENOMEM;
         }
         r = catalog_import(tn, at, flags, on_task_done, on_task_progress, c);
         if (r < 0) {
-                bus_task_job_end(t, c->job, r, "refused");
+                batch_task_end(t, c->job, r, "refused");
                 task_call_free(c);
                 if (r == -EALREADY || r == -EBUSY)
                         return sd_bus_error_setf(error, ERROR_BUSY, "tenant %s: %s", tn->cfg->name,
@@ -248,7 +244,7 @@ static struct task_call *task_call_begin(sd_bus_message *m, struct tierd *t, con
                 *r = -ENOMEM;
                 return NULL;
         }
-        c->job = bus_task_job_start(t, operation, cancel, c);
+        c->job = batch_task_start(t, operation, cancel, c);
         if (detached && !c->job) { /* its end could not be told */
                 task_call_free(c);
                 *r = -ENOMEM;
@@ -260,7 +256,7 @@ static struct task_call *task_call_begin(sd_bus_message *m, struct tierd *t, con
 /* The task did not start: its job ends, the caller is told why. */
 static int task_call_refused(struct task_call *c, int r, const char *why, sd_bus_error *error) {
         const char *tenant = c->tn->cfg->name;
-        bus_task_job_end(c->t, c->job, r, why ?: strerror(-r));
+        batch_task_end(c->t, c->job, r, why ?: strerror(-r));
         r = sd_bus_error_setf(error, r == -EBUSY ? ERROR_BUSY : c->failed, "tenant %s: %s", tenant,
                               why ?: strerror(-r));
         task_call_free(c);
@@ -303,7 +299,7 @@ static void on_audited(void *userdata, int error, const char *message, const str
                 task_call_free(c);
                 return;
         }
-        bus_task_job_end(c->t, c->job, error, message);
+        batch_task_end(c->t, c->job, error, message);
         if (error < 0) { /* it could not run */
                 reply_when_done(c->m, error, message, c->failed);
                 task_call_free(c);

@@ -15,7 +15,7 @@
 #include "catalog.h"
 #include "catalogtree.h"
 #include "gc.h"
-#include "jobs.h"
+#include "fileops.h"
 #include "log.h"
 #include "macro.h"
 #include "objkey.h"

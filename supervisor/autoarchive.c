@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "jobs.h"
+#include "fileops.h"
 #include "log.h"
 #include "macro.h"
 #include "usage.h"

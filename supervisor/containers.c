@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "container.h"
 #include "containerstate.h"
+#include "face.h"
 #include "log.h"
 #include "macro.h"
 #include "mount-uapi.h"
@@ -312,7 +312,7 @@ int container_attach(struct tierd *t, const struct container_request *req, struc
                  (int)c->pid, c->k8s_namespace[0] ? ", pod namespace " : "", c->k8s_namespace, tn->cfg->name,
                  c->mount_path, c->idmapped ? " (idmapped)" : "", (int)c->worker.pid,
                  c->cgroup ? "cgroup" : "mount namespace", (double)c->attach_took_usec / 1000.0);
-        container_bus_attached(c);
+        FACE_TELL(c->tenant->t, container_attached, c);
         *ret = c;
         return 0;
 }
@@ -378,7 +378,7 @@ void container_detach(struct container *c, const char *reason) {
         worker_hand_over(&c->worker, &c->tenant->worker);
         container_state_forget(t, c->id);
         log_info("container %s: detached from tenant %s (%s)", c->id, c->tenant->cfg->name, reason);
-        container_bus_detached(c, reason);
+        FACE_TELL(c->tenant->t, container_detached, c, reason);
         container_free(c);
         tierd_check_idle(t);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A tenant's counters, read over D-Bus (dbus/tenant.c) and by tierctl
+ * A tenant's counters, read over D-Bus (dbus/tenantbus.c) and by tierctl
  * metrics: reader waits as a histogram (cumulative buckets can be summed
  * across nodes, percentiles cannot) and the last error. Each update is
  * O(1) or O(containers): they are counted on the event path.

@@ -4,7 +4,7 @@
  * subvolume through tierd's private mount, and opened again there by name
  * (never through the caller's path or mount).
  */
-#include "jobs-internal.h"
+#include "fileops-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

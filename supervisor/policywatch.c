@@ -19,9 +19,9 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "face.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
 #include "reload.h"
 
 #define DEBOUNCE_USEC (300 * 1000ull) /* a burst of writes is one change */
@@ -38,7 +38,7 @@ static int on_debounced(sd_event_source *s, uint64_t usec, void *userdata) {
         else if (r < 0)
                 log_error_errno(r, "policy %s: cannot reload: %m", t->policy_path);
         else if (r > 0)
-                manager_bus_policy_reloaded(t);
+                FACE_TELL(t, policy_reloaded, t);
         return 0;
 }
 
@@ -94,7 +94,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         if (r < 0)
                 log_error("policy %s not applied: %s", t->policy_path, why ?: strerror(-r));
         else
-                manager_bus_policy_reloaded(t);
+                FACE_TELL(t, policy_reloaded, t);
         sd_notify(false, "READY=1");
         return 0;
 }

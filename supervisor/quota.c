@@ -14,11 +14,11 @@
 #include "contentcheck.h"
 #include "dispatch.h"
 #include "engine.h"
-#include "jobs.h"
+#include "face.h"
+#include "fileops.h"
 #include "log.h"
 #include "macro.h"
 #include "remotecheck.h"
-#include "tenant.h"
 #include "usage.h"
 
 #define PLAN_MAX 64       /* files released per plan; plans repeat while they free something */
@@ -221,7 +221,7 @@ static void pressure(struct tenant *tn, uint64_t need) {
         tenant_set_last_error(tn, "quota: a fill of %llu bytes denied with %llu of %llu bytes local",
                               (unsigned long long)need, (unsigned long long)usage_used(tn),
                               (unsigned long long)tn->cfg->quota);
-        tenant_bus_quota_pressure(tn, need);
+        FACE_TELL(tn->t, tenant_quota_pressure, tn, need);
 }
 
 int quota_admit(struct tenant *tn, int fd, uint64_t need) {

@@ -4,7 +4,7 @@
  * a stub again (its blocks punched); fills of it in flight are waited
  * for first.
  */
-#include "jobs-internal.h"
+#include "fileops-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

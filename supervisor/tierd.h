@@ -10,8 +10,12 @@
  *   groups, marks, views      supervisor/fsgroup.c, supervisor/views.c
  *   restarts without a gap    supervisor/handover.c, journal.c, fdstore.c
  *   fills are checked         worker/verify.c        (chunk manifests, common/manifest.c)
- *   archive/release/restore   supervisor/jobs.c      (release.c; paths found: fileref.c;
- *                                                     D-Bus jobs: dbus/job.c)
+ *   archive/release/restore   supervisor/fileops.c   (release.c; paths found: fileref.c;
+ *                                                     many files, or a long task: batch.c)
+ *   D-Bus methods and signals dbus/managerbus.c  (every method in its vtable; a file
+ *                                                     per object: tenantbus.c, jobbus.c..;
+ *                                                     supervisor/ tells dbus/ by face.h)
+ *   start, serve, stop        supervisor/daemon.c    (main: cmd/tierd.c)
  *   the policy is read        policy/policy.c        (watched: supervisor/policywatch.c)
  *   the policy is decided     policy/engine.c        (carried out: supervisor/quota.c,
  *                                                     supervisor/autoarchive.c; files: usage.c)
@@ -179,7 +183,8 @@ struct container {
 
 struct tfile;   /* a file with fills or waiters in flight: dispatch.c */
 struct journal; /* the in-flight journal: journal.c */
-struct bus_job; /* an org.tierd1.Job: dbus/job.c */
+struct batch;   /* many files, or one long task: batch.c */
+struct tierd_face; /* what is told to the face over supervisor/: face.h */
 
 struct tierd {
         sd_event *event;
@@ -207,11 +212,12 @@ struct tierd {
         unsigned tallies_counting; /* tally.c: counts of whole trees running (at most one) */
         struct container *containers; /* attached: supervisor/containers.c */
         uint64_t last_container_serial;
-        struct bus_job *jobs; /* in the order they run */
-        uint32_t last_job_id;
-        unsigned job_files_running;
-        sd_event_source *jobs_src;
-        bool jobs_pumping;
+        struct batch *batches; /* in the order they run: batch.c */
+        uint32_t last_batch_id;
+        unsigned batch_files_running;
+        sd_event_source *batches_src;
+        bool batches_pumping;
+        const struct tierd_face *face; /* dbus/'s, once the bus is open; else NULL */
         bool stopping;
         bool handing_over; /* SIGTERM with a store: leave everything pending */
         sd_event_source *stop_src, *secrets_src, *resolver_src;

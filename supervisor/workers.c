@@ -18,9 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "container.h"
+#include "face.h"
 #include "log.h"
-#include "tenant.h"
 #include "macro.h"
 #include "resolver.h"
 #include "workerspawn.h"
@@ -39,12 +38,12 @@ static const char *const state_names[] = {
 
 const char *worker_state_to_string(enum worker_state s) { return state_names[s]; }
 
-/* The D-Bus object that shows this worker: its container's, or its tenant's. */
+/* The face's object that shows this worker: its container's, or its tenant's. */
 static void worker_announce_changed(struct worker *w) {
         if (w->container)
-                container_bus_worker_changed(w->container);
+                FACE_TELL(w->tenant->t, container_worker_changed, w->container);
         else
-                tenant_bus_worker_changed(w->tenant);
+                FACE_TELL(w->tenant->t, tenant_worker_changed, w->tenant);
 }
 
 struct request *request_new(int type, int fd, void (*done)(struct request *, const struct proto_reply *),
@@ -365,9 +364,10 @@ static int on_worker_exit(sd_event_source *s, const siginfo_t *si, void *userdat
         (void)s;
         worker_handle_exit(w, si);
         if (w->container)
-                container_bus_worker_changed(w->container);
+                FACE_TELL(w->tenant->t, container_worker_changed, w->container);
         else
-                tenant_bus_worker_exited(w->tenant, si->si_pid, si->si_code != CLD_EXITED, si->si_status);
+                FACE_TELL(w->tenant->t, tenant_worker_exited, w->tenant, si->si_pid, si->si_code != CLD_EXITED,
+                          si->si_status);
         return 0;
 }
 
@@ -488,10 +488,10 @@ int worker_start(struct worker *w) {
         w->state = WORKER_RUNNING;
         if (w->container) {
                 log_info("tenant %s: worker %d started for container %s", tn->cfg->name, (int)pid, w->container->id);
-                container_bus_worker_changed(w->container);
+                FACE_TELL(w->tenant->t, container_worker_changed, w->container);
         } else {
                 log_info("tenant %s: worker %d started", tn->cfg->name, (int)pid);
-                tenant_bus_worker_started(tn);
+                FACE_TELL(tn->t, tenant_worker_started, tn);
         }
         /* A replacement gets everything its predecessor left unanswered. */
         worker_send_pending(w);

@@ -60,7 +60,7 @@ completion_verbs=$(bash -c 'source contrib/bash-completion/tierctl; COMP_WORDS=(
 check "the bash completion offers every verb of tierctl --help, and no other" \
 	same "help < > completion" "$help_verbs" "$completion_verbs"
 
-tierd_options=$(sed -n '/static const struct option options\[\]/,/};/p' supervisor/main.c | grep -o '{ "[a-z-]*"' | cut -d'"' -f2)
+tierd_options=$(sed -n '/static const struct option options\[\]/,/};/p' supervisor/daemon.c | grep -o '{ "[a-z-]*"' | cut -d'"' -f2)
 missing=""
 for o in $tierd_options; do grep -qF "\\fB\\-\\-${o//-/\\-}\\fR" man/tierd.8 || missing="$missing --$o"; done
 check "tierd(8) describes every option tierd takes ($(echo $tierd_options | wc -w))${missing:+, not:$missing}" test -z "$missing"

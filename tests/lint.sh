@@ -5,7 +5,7 @@
 # tests/lint/cppcheck.supp and .clang-tidy.
 set -u
 cd "$(dirname "$0")/.."
-SRC=$(ls common/*.c policy/*.c supervisor/*.c dbus/*.c worker/*.c cli/*.c holder/*.c)
+SRC=$(ls cmd/*.c common/*.c policy/*.c supervisor/*.c dbus/*.c worker/*.c cli/*.c holder/*.c)
 INC="-Icommon -Ipolicy -Isupervisor -Idbus -Iworker -Icli"
 FLAGS="-std=gnu11 -D_GNU_SOURCE -DTIERD_LIBEXECDIR=\"/usr/libexec/tierd\" -DTIERD_VERSION=\"$(sed -n 's/^VERSION := //p' Makefile)\" $INC $(pkg-config --cflags mount libsystemd json-c libcurl)"
 status=0
@@ -31,4 +31,6 @@ else
 fi
 # The event path's rule, as far as a static look can hold it.
 bash tests/lint/eventpath.sh || status=1
+# The folders: arrows downward only, no header name twice.
+bash tests/lint/layers.sh || status=1
 exit $status

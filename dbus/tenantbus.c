@@ -4,18 +4,18 @@
  * Worker state changes are signalled; counters are read on demand, so a
  * busy node does not flood the system bus.
  */
-#include "tenant.h"
+#include "tenantbus.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobs.h"
+#include "fileops.h"
 #include "tally.h"
 #include "log.h"
 #include "macro.h"
 #include "property.h"
-#include "manager.h"
+#include "managerbus.h"
 #include "usage.h"
 #include "workers.h"
 

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tierd: reads the policy, watches each tiered filesystem, places the tenant
- * views, starts a worker per tenant and serves D-Bus. Foreground, logs to
- * stderr.
+ * tierd's life: reads the policy, watches each tiered filesystem, places
+ * the tenant views, starts a worker per tenant, opens its face (D-Bus) and
+ * serves until a signal.
  * SIGTERM with an fd store (systemd's, or tierd-holder): hand over at once,
  * leaving events pending and views in place for the next tierd.
  * SIGINT, or SIGTERM without a store: stop for good: finish in-flight
  * fills, answer them, stop the workers, remove the views, exit 0.
  */
+#include "daemon.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,16 +27,15 @@
 #include <unistd.h>
 
 #include "bootmount.h"
-#include "containers.h"
 #include "containerstate.h"
 #include "contentcheck.h"
 #include "dispatch.h"
 #include "settle.h"
+#include "setup.h"
 #include "fsgroup.h"
 #include "audit.h"
 #include "gc.h"
 #include "handover.h"
-#include "hostmounts.h"
 #include "holder-proto.h"
 #include "journal.h"
 #include "journallog.h"
@@ -43,7 +44,7 @@
 #include "log.h"
 #include "macro.h"
 #include "autoarchive.h"
-#include "job.h"
+#include "batch.h"
 #include "catalog.h"
 #include "catalogwatch.h"
 #include "quota.h"
@@ -52,11 +53,9 @@
 #include "usage.h"
 #include "usegroup.h"
 #include "policywatch.h"
-#include "manager.h"
 #include "sdstatus.h"
 #include "resolver.h"
 #include "secrets.h"
-#include "url.h"
 #include "views.h"
 #include "workers.h"
 
@@ -115,7 +114,7 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
                 return 0;
         log_info("signal %u: finishing in-flight fills, then exiting", si->ssi_signo);
         t->stopping = true;
-        bus_jobs_cancel_all(t); /* files in progress finish; queued ones are not started */
+        batch_cancel_all(t); /* files in progress finish; queued ones are not started */
         sd_event_add_time_relative(t->event, &t->stop_src, CLOCK_MONOTONIC, STOP_TIMEOUT_USEC, 0, on_stop_timeout, t);
         tierd_check_idle(t);
         return 0;
@@ -179,203 +178,11 @@ static void ensure_stdio(void) {
                         _exit(EXIT_FAILURE);
 }
 
-static struct tiered_fs *fs_for(struct tierd *t, const char *mountpoint, const char *fstype) {
-        for (size_t i = 0; i < t->n_fss; i++)
-                if (t->fss[i].mountpoint && strcmp(t->fss[i].mountpoint, mountpoint) == 0)
-                        return &t->fss[i];
-        struct tiered_fs *fs = &t->fss[t->n_fss++];
-        *fs = (struct tiered_fs){ .t = t, .mnt_fd = -1, .tree_fd = -1, .root_fd = -1, .pre_fd = -1, .notif_fd = -1, .use_fd = -1,
-                                   .catalog_fd = -1,
-                                  .mountpoint = strdup(mountpoint), .fstype = strdup(fstype) };
-        return fs;
-}
-
-/* Gives a store directory and what is in it to uid (and the gid of the same
- * number), without following links. Cheap when it is already theirs. */
-static int chown_tree(int dir_fd, uid_t uid) {
-        struct stat st;
-        if (fstatat(dir_fd, "", &st, AT_EMPTY_PATH) < 0)
-                return -errno;
-        if (st.st_uid == uid && st.st_gid == uid)
-                return 0;
-        if (fchownat(dir_fd, "", uid, uid, AT_EMPTY_PATH) < 0)
-                return -errno;
-        int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                safe_close(fd);
-                return -errno;
-        }
-        for (struct dirent *de; (de = readdir(d));) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (de->d_type == DT_DIR) {
-                        _cleanup_close_ int sub = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        int r = sub >= 0 ? chown_tree(sub, uid) : -errno;
-                        if (r < 0)
-                                return r;
-                } else if (fchownat(dirfd(d), de->d_name, uid, uid, AT_SYMLINK_NOFOLLOW) < 0)
-                        return -errno;
-        }
-        return 0;
-}
-
-static int open_store(struct tenant *tn) {
-        struct backend_url url;
-        const char *err;
-        int r = backend_url_parse(tn->cfg->backend, &url, &err);
-        if (r < 0)
-                return log_error_errno(r, "tenant %s: backend %s: %s", tn->cfg->name, tn->cfg->backend, err);
-        if (url.kind == BACKEND_FILE) {
-                /* Made by tierd, handed to the worker as its only directory. */
-                if (mkdir(url.path, 0700) < 0 && errno != EEXIST)
-                        r = log_error_errno(errno, "tenant %s: cannot create store %s: %m", tn->cfg->name, url.path);
-                else if ((tn->store_fd = open(url.path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-                        r = log_error_errno(errno, "tenant %s: cannot open store %s: %m", tn->cfg->name, url.path);
-                /* The worker runs as its own uid: the store is its. */
-                else if ((r = chown_tree(tn->store_fd, tn->worker_uid)) < 0)
-                        log_error_errno(r, "tenant %s: cannot give store %s to uid %u: %m", tn->cfg->name, url.path,
-                                        (unsigned)tn->worker_uid);
-        }
-        backend_url_done(&url);
-        return r;
-}
-
-/* Locate each tenant's filesystem and subvolume; open its store. */
-static int setup_tenants(struct tierd *t) {
-        struct policy *p = t->policy;
+static int run(struct tierd *t, const struct tierd_face *face) {
         int r;
 
-        t->tenants = calloc(p->n_tenants ?: 1, sizeof(*t->tenants));
-        if (!t->tenants)
-                return -ENOMEM;
-        for (size_t i = 0; i < p->n_tenants; i++) {
-                struct tenant *tn = &t->tenants[t->n_tenants++];
-                _cleanup_free_ char *mp = NULL, *type = NULL, *real = NULL;
-                *tn = (struct tenant){ .t = t, .cfg = &p->tenants[i], .subvol_fd = -1, .store_fd = -1,
-                                       .worker = { .sock = -1, .state = WORKER_STOPPED } };
-                tn->worker.tenant = tn;
-                tn->worker_uid = p->worker_uid_first + (uid_t)i;
-                real = realpath(tn->cfg->subvolume, NULL);
-                if (!real)
-                        return log_error_errno(errno, "tenant %s: subvolume %s: %m", tn->cfg->name, tn->cfg->subvolume);
-                if (strcmp(real, tn->cfg->subvolume) != 0)
-                        return log_error_errno(EINVAL, "tenant %s: subvolume %s resolves to %s: give the real path",
-                                               tn->cfg->name, tn->cfg->subvolume, real);
-                _cleanup_free_ char *why = NULL;
-                r = hostmounts_check(p, tn->cfg, &why);
-                if (r < 0)
-                        return log_error_errno(r, "%s", why ?: "out of memory");
-                r = fsgroup_locate(real, &mp, &type, &tn->subvol_rel);
-                if (r < 0)
-                        return log_error_errno(r, "tenant %s: cannot find the filesystem of %s: %m", tn->cfg->name, real);
-                tn->fs = fs_for(t, mp, type);
-                if (!tn->fs->mountpoint || !tn->fs->fstype)
-                        return -ENOMEM;
-                r = open_store(tn);
-                if (r < 0)
-                        return r;
-                r = tenant_secrets_load(tn);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-/* The policy's "filesystems" not mounted yet: mounted detached, marked,
- * and only then moved into place. */
-static int mount_filesystems(struct tierd *t) {
-        for (size_t i = 0; i < t->policy->n_filesystems; i++) {
-                const struct policy_filesystem *pf = &t->policy->filesystems[i];
-                const char *why = NULL;
-                int mnt, r = bootmount_open(pf, &mnt, &why);
-                if (r < 0)
-                        return log_error_errno(r, "filesystem %s at %s: %s: %m", pf->source, pf->mountpoint, why);
-                if (r > 0)
-                        continue; /* mounted already: located with the tenants */
-                struct tiered_fs *fs = fs_for(t, pf->mountpoint, pf->type);
-                if (!fs->mountpoint || !fs->fstype) {
-                        close(mnt);
-                        return -ENOMEM;
-                }
-                fs->mnt_fd = mnt;
-                fs->boot_owned = true;
-                if ((r = fsgroup_open(fs)) < 0 || (r = bootmount_attach(fs->mnt_fd, fs->mountpoint)) < 0)
-                        return r;
-                fs->mnt_fd = safe_close(fs->mnt_fd);
-        }
-        return 0;
-}
-
-static bool policy_mounts(const struct policy *p, const char *mountpoint) {
-        for (size_t i = 0; i < p->n_filesystems; i++)
-                if (strcmp(p->filesystems[i].mountpoint, mountpoint) == 0)
-                        return true;
-        return false;
-}
-
-/* Each tenant's subvolume through the private mount, its tallies and its
- * worker. */
-static int start_tenants(struct tierd *t) {
-        for (size_t i = 0; i < t->n_tenants; i++) {
-                struct tenant *tn = &t->tenants[i];
-                if (!tn->fs)
-                        return -EINVAL; /* setup_tenants gave every tenant its filesystem */
-                tn->subvol_fd = openat(tn->fs->tree_fd, tn->subvol_rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (tn->subvol_fd < 0)
-                        return log_error_errno(errno, "tenant %s: cannot open %s on the private mount: %m",
-                                               tn->cfg->name, tn->subvol_rel);
-                tally_start(tn);
-                int r = worker_start(&tn->worker);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-static int run(struct tierd *t) {
-        int r;
-
-        t->fss = calloc(t->policy->n_tenants + t->policy->n_filesystems + 1, sizeof(*t->fss));
-        if (!t->fss)
-                return -ENOMEM;
-        r = mount_filesystems(t);
-        if (r >= 0)
-                r = setup_tenants(t);
-        if (r < 0)
+        if ((r = tierd_setup(t)) < 0)
                 return r;
-        /* Mounted already and taken over: a predecessor mounted it. One the
-         * admin mounted stays the admin's. */
-        for (size_t i = 0; i < t->n_fss; i++)
-                if (t->store.n_inherited > 0 && policy_mounts(t->policy, t->fss[i].mountpoint))
-                        t->fss[i].boot_owned = true;
-        /* Mark every filesystem before any view exists: nothing can reach a
-         * stub through a view before tierd serves it. */
-        for (size_t i = 0; i < t->n_fss; i++) {
-                if (t->fss[i].pre_fd >= 0)
-                        continue; /* mounted by tierd: marked already */
-                r = fsgroup_open(&t->fss[i]);
-                if (r < 0)
-                        return r;
-        }
-        /* Stores' addresses are looked up on threads: the workers' requests
-         * wait for the first answers, the loop does not. */
-        if ((r = resolver_start(t)) < 0)
-                return r;
-        if ((r = start_tenants(t)) < 0)
-                return r;
-        /* Containers a predecessor attached get their own workers back. */
-        containers_adopt(t);
-        /* Quotas and background archive need the file tables: the use
-         * group first, so no write between the scan and it goes unheard. */
-        for (size_t i = 0; i < t->n_tenants; i++) {
-                struct tenant *tn = &t->tenants[i];
-                if (!tn->cfg->quota && !tn->cfg->archive_after_usec)
-                        continue;
-                if ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0)
-                        return r;
-                autoarchive_update(tn);
-        }
         r = keeper_start(t);
         if (r < 0)
                 return r;
@@ -392,7 +199,7 @@ static int run(struct tierd *t) {
                 if (r < 0)
                         return r;
         }
-        r = manager_bus_open(t);
+        r = face ? face->open(t) : 0;
         if (r < 0)
                 return r;
         r = secrets_watch_start(t);
@@ -422,12 +229,13 @@ static int run(struct tierd *t) {
         return sd_event_loop(t->event);
 }
 
-static void teardown(struct tierd *t) {
+static void teardown(struct tierd *t, const struct tierd_face *face) {
         policy_watch_stop(t);
-        bus_jobs_abort_all(t);
+        batch_abort_all(t);
         /* Before the bus goes: DetachContainer's signals still reach it. */
         containers_stop_all(t);
-        t->bus = sd_bus_flush_close_unref(t->bus);
+        if (face)
+                face->close(t);
         for (size_t i = 0; i < t->n_tenants && !t->handing_over; i++)
                 view_remove(&t->tenants[i]);
         for (size_t i = 0; i < t->n_tenants; i++) {
@@ -497,7 +305,9 @@ static void usage(void) {
                         "started when none listens).\n");
 }
 
-int main(int argc, char **argv) {
+/* The command line into t, *holder and *check_only: -1 to go on, else
+ * the exit status (--help, --version, a wrong option). */
+static int parse_args(int argc, char **argv, struct tierd *t, const char **holder, bool *check_only) {
         static const struct option options[] = {
                 { "policy", required_argument, NULL, 'p' },
                 { "debug", no_argument, NULL, 'd' },
@@ -509,31 +319,39 @@ int main(int argc, char **argv) {
                 { "version", no_argument, NULL, 'V' },
                 {},
         };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "p:dh", options, NULL)) >= 0)
+                switch (c) {
+                case 'p': t->policy_path = optarg; break;
+                case 'd': log_set_level(LOG_LVL_DEBUG); break;
+                case 'H': *holder = optarg; break;
+                case 'S': t->state_dir = optarg; break;
+                case 'N': *holder = NULL; break;
+                case 'C': t->policy_path = optarg; *check_only = true; break;
+                case 'h': usage(); return EXIT_SUCCESS;
+                case 'V': puts("tierd " TIERD_VERSION); return EXIT_SUCCESS;
+                default: usage(); return 2;
+                }
+        if (!t->policy_path || optind != argc) {
+                usage();
+                return 2;
+        }
+        return -1;
+}
+
+int tierd_main(int argc, char **argv, const struct tierd_face *face) {
         struct tierd t = { .keeper_pidfd = -1, .policy_inotify_fd = -1, .state_dir = STATE_DIR_DEFAULT };
         _cleanup_free_ char *error = NULL, *holder_binary = NULL;
         const char *holder = HOLDER_DEFAULT_SOCKET;
         bool check_only = false;
         sigset_t mask;
-        int c, r;
+        int r;
 
         log_set_ident("tierd");
         journallog_start();
-        while ((c = getopt_long(argc, argv, "p:dh", options, NULL)) >= 0)
-                switch (c) {
-                case 'p': t.policy_path = optarg; break;
-                case 'd': log_set_level(LOG_LVL_DEBUG); break;
-                case 'H': holder = optarg; break;
-                case 'S': t.state_dir = optarg; break;
-                case 'N': holder = NULL; break;
-                case 'C': t.policy_path = optarg; check_only = true; break;
-                case 'h': usage(); return EXIT_SUCCESS;
-                case 'V': puts("tierd " TIERD_VERSION); return EXIT_SUCCESS;
-                default: usage(); return 2;
-                }
-        if (!t.policy_path || optind != argc) {
-                usage();
-                return 2;
-        }
+        if ((r = parse_args(argc, argv, &t, &holder, &check_only)) >= 0)
+                return r;
         r = policy_load_file(t.policy_path, &t.policy, &error);
         if (r < 0) {
                 log_error("invalid policy: %s", error ? error : strerror(-r));
@@ -578,13 +396,13 @@ int main(int argc, char **argv) {
         if (r >= 0 && !(t.worker_path = find_helper_binary("tierd-worker")))
                 r = -ENOENT;
         if (r >= 0)
-                r = run(&t);
+                r = run(&t, face);
         /* A first start that failed leaves nothing in the store (and lets
          * a holder it started exit); one that took over keeps it all for
          * the next try: readers wait rather than read zeros. */
         if (r < 0 && t.store.n_inherited == 0)
                 t.stopping = true;
-        teardown(&t);
+        teardown(&t, face);
         if (r < 0) {
                 log_error_errno(r, "exiting: %m");
                 return EXIT_FAILURE;

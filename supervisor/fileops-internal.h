@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared by the file verbs only: jobs.c (archive, restore, pin, status),
+ * Shared by the file verbs only: fileops.c (archive, restore, pin, status),
  * release.c and fileref.c (finding the file a caller named).
  */
 #pragma once
 
 #include <stddef.h>
 
-#include "jobs.h"
+#include "fileops.h"
 
 /* Writes the message for the caller and returns r. */
 int file_job_say(char *message, size_t size, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

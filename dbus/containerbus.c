@@ -5,7 +5,7 @@
  * DetachContainer and ListContainers. The OCI hook (tierctl oci-hook) is
  * the usual caller.
  */
-#include "container.h"
+#include "containerbus.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "property.h"
-#include "manager.h"
+#include "managerbus.h"
 #include "workers.h"
 
 #define ERROR_NO_SUCH_TENANT "org.tierd1.Error.NoSuchTenant"

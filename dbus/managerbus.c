@@ -3,7 +3,7 @@
  * org.tierd1.Manager, server side (dbus/org.tierd1.Manager.xml). Each handler
  * reads its arguments, checks who is asking, acts, replies.
  */
-#include "manager.h"
+#include "managerbus.h"
 
 #include <errno.h>
 #include <unistd.h>
@@ -12,13 +12,13 @@
 
 #include "access.h"
 #include "catalogbus.h"
-#include "container.h"
-#include "job.h"
-#include "jobs.h"
+#include "containerbus.h"
+#include "jobbus.h"
+#include "fileops.h"
 #include "tally.h"
 #include "usage.h"
 #include "reload.h"
-#include "tenant.h"
+#include "tenantbus.h"
 #include "utf8.h"
 #include "log.h"
 #include "workers.h"
@@ -152,7 +152,8 @@ static int read_files(sd_bus_message *m, struct tierd *t, bool by_fd, struct fil
  * job, its path in the reply, then the job runs. */
 static int method_file_job(sd_bus_message *m, struct tierd *t, const char *operation, file_job_t fn, bool by_fd,
                            sd_bus_error *error) {
-        _cleanup_free_ char *path = NULL;
+        struct batch *b = NULL;
+        char path[64];
         struct file_ref *refs = NULL;
         size_t n = 0;
         int r;
@@ -163,14 +164,15 @@ static int method_file_job(sd_bus_message *m, struct tierd *t, const char *opera
                 return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
         if ((r = read_files(m, t, by_fd, &refs, &n, error)) < 0)
                 return r;
-        r = bus_job_start(t, operation, fn, refs, n, &path);
+        r = batch_start_files(t, operation, fn, refs, n, &b);
         for (size_t i = 0; i < n; i++)
                 file_ref_done(&refs[i]);
         free(refs);
         if (r < 0)
                 return r;
+        job_bus_path(b->id, path);
         r = sd_bus_reply_method_return(m, "o", path);
-        bus_jobs_run(t);
+        batch_run(t);
         return r;
 }
 
@@ -197,7 +199,7 @@ static int method_cancel_job(sd_bus_message *m, void *userdata, sd_bus_error *er
                 return r;
         if ((r = bus_check_admin(t, m, error)) < 0)
                 return r;
-        r = bus_job_cancel(t, path);
+        r = job_bus_cancel(t, path);
         if (r == 0)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_JOB, "no job %s (finished already?)", path);
         if (r < 0)
@@ -374,6 +376,10 @@ static int policy_error(sd_bus_error *error, int r, const char *why) {
         return sd_bus_error_set(error, name, why ?: strerror(-r));
 }
 
+static void manager_bus_policy_reloaded(struct tierd *t) {
+        sd_bus_emit_signal(t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "PolicyReloaded", "s", t->policy_path);
+}
+
 static int method_reload_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         struct tierd *t = userdata;
         _cleanup_free_ char *why = NULL;
@@ -386,11 +392,6 @@ static int method_reload_policy(sd_bus_message *m, void *userdata, sd_bus_error 
                 return policy_error(error, r, why);
         manager_bus_policy_reloaded(t);
         return sd_bus_reply_method_return(m, "");
-}
-
-void manager_bus_policy_reloaded(struct tierd *t) {
-        if (t->bus)
-                sd_bus_emit_signal(t->bus, TIERD_BUS_PATH, TIERD_BUS_MANAGER, "PolicyReloaded", "s", t->policy_path);
 }
 
 static int method_set_tenant_policy(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -476,7 +477,7 @@ static const sd_bus_vtable manager_vtable[] = {
                                 catalog_bus_method_start_collect, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("StartAudit", SD_BUS_ARGS("s", tenant, "b", repair), SD_BUS_RESULT("o", job),
                                 catalog_bus_method_start_audit, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("ListJobs", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(uosuuu)", jobs), bus_method_list_jobs,
+        SD_BUS_METHOD_WITH_ARGS("ListJobs", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(uosuuu)", jobs), job_bus_method_list,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("AttachContainer",
                                 SD_BUS_ARGS("s", id, "s", tenant, "u", pid, "s", rootfs, "s", mount_path, "s",
@@ -503,7 +504,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-int manager_bus_open(struct tierd *t) {
+static int manager_bus_open(struct tierd *t) {
         int r = sd_bus_open_system(&t->bus);
         if (r < 0)
                 return log_error_errno(r, "cannot connect to the system bus (DBUS_SYSTEM_BUS_ADDRESS?): %m");
@@ -513,6 +514,8 @@ int manager_bus_open(struct tierd *t) {
         r = tenant_bus_publish(t);
         if (r >= 0)
                 r = container_bus_publish(t);
+        if (r >= 0)
+                r = job_bus_publish(t);
         if (r < 0)
                 return r;
         /* A predecessor's connection may take a moment to be dropped by
@@ -529,5 +532,27 @@ int manager_bus_open(struct tierd *t) {
         r = sd_bus_attach_event(t->bus, t->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "sd_bus_attach_event: %m");
+        t->face = &bus_face; /* from now on supervisor/ tells us */
         return 0;
 }
+
+static void manager_bus_close(struct tierd *t) {
+        t->face = NULL;
+        t->bus = sd_bus_flush_close_unref(t->bus);
+}
+
+const struct tierd_face bus_face = {
+        .open = manager_bus_open,
+        .close = manager_bus_close,
+        .policy_reloaded = manager_bus_policy_reloaded,
+        .tenant_worker_started = tenant_bus_worker_started,
+        .tenant_worker_exited = tenant_bus_worker_exited,
+        .tenant_worker_changed = tenant_bus_worker_changed,
+        .tenant_quota_pressure = tenant_bus_quota_pressure,
+        .container_attached = container_bus_attached,
+        .container_detached = container_bus_detached,
+        .container_worker_changed = container_bus_worker_changed,
+        .batch_added = job_bus_added,
+        .batch_changed = job_bus_changed,
+        .batch_removed = job_bus_removed,
+};

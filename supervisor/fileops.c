@@ -3,7 +3,7 @@
  * The file verbs: archive (and again, rehash), restore, pin, status.
  * Release is in release.c; a caller's path or fd is found in fileref.c.
  */
-#include "jobs.h"
+#include "fileops.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include "dispatch.h"
 #include "fsgroup.h"
 #include "gc.h"
-#include "jobs-internal.h"
+#include "fileops-internal.h"
 #include "log.h"
 #include "macro.h"
 #include "tally.h"
