@@ -225,10 +225,75 @@ static int submit(sd_bus *bus, struct file_jobs *fj, const char *method, const i
         return denied ? -EACCES : r;
 }
 
+/* Every path, opened O_PATH and sent by fd, FDS_PER_CALL to a call. */
+static int submit_paths(sd_bus *bus, struct file_jobs *fj, const char *method, int argc, char **argv) {
+        int fds[FDS_PER_CALL], idx[FDS_PER_CALL], r = 0;
+        size_t n = 0;
+
+        for (int i = 0; i <= argc && r >= 0 && !interrupted; i++) {
+                if (i < argc) {
+                        /* O_PATH: no read access needed, nothing is opened for
+                         * real; no symlink followed: a link in a tenant does
+                         * not lead a verb to another tenant's file. */
+                        int fd = open_path_no_symlinks(argv[i]);
+                        struct stat st;
+                        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                                fprintf(stderr, "tierctl: %s: %s\n", argv[i],
+                                        fd < 0 ? path_error(fd) : "not a regular file");
+                                if (fd >= 0)
+                                        close(fd);
+                                fj->files_failed++;
+                                continue;
+                        }
+                        fds[n] = fd;
+                        idx[n++] = i;
+                }
+                if (n > 0 && (n == FDS_PER_CALL || i == argc)) {
+                        r = submit(bus, fj, method, fds, idx, n);
+                        for (size_t k = 0; k < n; k++)
+                                close(fds[k]);
+                        n = 0;
+                }
+        }
+        for (size_t k = 0; k < n; k++)
+                close(fds[k]);
+        return r;
+}
+
+/* Until every job is removed (or tierd is gone); Ctrl-C cancels them
+ * (files in progress finish). EXIT_OK, or the exit status of a bus error. */
+static int wait_jobs(sd_bus *bus, struct file_jobs *fj) {
+        bool canceling = false;
+        while (fj->n_removed < fj->n_jobs && !fj->tierd_gone) {
+                if (interrupted && !canceling) {
+                        canceling = true;
+                        for (size_t k = 0; k < fj->n_jobs; k++)
+                                if (!fj->jobs[k].removed)
+                                        sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "CancelJob", NULL,
+                                                           NULL, "o", fj->jobs[k].path);
+                }
+                int r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return call_failed("reading the bus", NULL, r);
+                /* Bounded: a Ctrl-C between the check above and here is seen. */
+                if (r == 0 && (r = sd_bus_wait(bus, 200 * 1000)) < 0 && r != -EINTR)
+                        return call_failed("waiting on the bus", NULL, r);
+        }
+        if (fj->tierd_gone) {
+                uint64_t unknown = 0;
+                for (size_t k = 0; k < fj->n_jobs; k++)
+                        if (!fj->jobs[k].removed)
+                                unknown += fj->jobs[k].total;
+                fprintf(stderr, "%stierctl: tierd stopped or restarted: the result of %llu files is unknown; run the "
+                                "command again\n", fj->progress ? "\r\033[K" : "", (unsigned long long)unknown);
+                fj->files_failed += unknown;
+        }
+        return EXIT_OK;
+}
+
 int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, char **argv) {
         struct file_jobs fj = { .verb = verb, .names = argv, .progress = isatty(STDERR_FILENO) };
-        int fds[FDS_PER_CALL], idx[FDS_PER_CALL], r = 0, ret = EXIT_OK;
-        size_t n = 0;
+        int r, ret = EXIT_OK;
 
         if (argc == 0) {
                 fprintf(stderr, "tierctl: %s needs at least one PATH\n", verb);
@@ -245,66 +310,12 @@ int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, c
                 return call_failed("AddMatch", NULL, r);
         signal(SIGINT, on_interrupt);
 
-        for (int i = 0; i <= argc && r >= 0 && !interrupted; i++) {
-                if (i < argc) {
-                        /* O_PATH: no read access needed, nothing is opened for
-                         * real; no symlink followed: a link in a tenant does
-                         * not lead a verb to another tenant's file. */
-                        int fd = open_path_no_symlinks(argv[i]);
-                        struct stat st;
-                        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                                fprintf(stderr, "tierctl: %s: %s\n", argv[i],
-                                        fd < 0 ? path_error(fd) : "not a regular file");
-                                if (fd >= 0)
-                                        close(fd);
-                                fj.files_failed++;
-                                continue;
-                        }
-                        fds[n] = fd;
-                        idx[n++] = i;
-                }
-                if (n > 0 && (n == FDS_PER_CALL || i == argc)) {
-                        r = submit(bus, &fj, method, fds, idx, n);
-                        for (size_t k = 0; k < n; k++)
-                                close(fds[k]);
-                        n = 0;
-                }
-        }
-        for (size_t k = 0; k < n; k++)
-                close(fds[k]);
+        r = submit_paths(bus, &fj, method, argc, argv);
         if (r < 0)
                 ret = r == -EACCES ? EXIT_DENIED : EXIT_FAILED;
-
-        /* Wait for every job; Ctrl-C cancels them (files in progress finish). */
-        bool canceling = false;
-        while (fj.n_removed < fj.n_jobs && !fj.tierd_gone) {
-                if (interrupted && !canceling) {
-                        canceling = true;
-                        for (size_t k = 0; k < fj.n_jobs; k++)
-                                if (!fj.jobs[k].removed)
-                                        sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "CancelJob", NULL,
-                                                           NULL, "o", fj.jobs[k].path);
-                }
-                r = sd_bus_process(bus, NULL);
-                if (r < 0) {
-                        ret = call_failed("reading the bus", NULL, r);
-                        break;
-                }
-                /* Bounded: a Ctrl-C between the check above and here is seen. */
-                if (r == 0 && (r = sd_bus_wait(bus, 200 * 1000)) < 0 && r != -EINTR) {
-                        ret = call_failed("waiting on the bus", NULL, r);
-                        break;
-                }
-        }
-        if (fj.tierd_gone) {
-                uint64_t unknown = 0;
-                for (size_t k = 0; k < fj.n_jobs; k++)
-                        if (!fj.jobs[k].removed)
-                                unknown += fj.jobs[k].total;
-                fprintf(stderr, "%stierctl: tierd stopped or restarted: the result of %llu files is unknown; run the "
-                                "command again\n", fj.progress ? "\r\033[K" : "", (unsigned long long)unknown);
-                fj.files_failed += unknown;
-        }
+        r = wait_jobs(bus, &fj);
+        if (r != EXIT_OK)
+                ret = r;
         if (fj.progress)
                 fprintf(stderr, "\r\033[K%s: %llu files done, %llu failed\n", verb, (unsigned long long)fj.files_ok,
                         (unsigned long long)fj.files_failed);

@@ -156,31 +156,11 @@ static const char *const field_names[F_COUNT] = {
         "manifest", "ctime_max", "checked",
 };
 
-int stub_parse(const char *text, size_t len, struct stub *ret, const char **error) {
-        const char *values[F_COUNT] = {};
-        char buf[STUB_TEXT_MAX + 1];
-        struct stub s = {};
+/* The record's lines (buf, NUL-terminated, ending in a newline) into
+ * values by key, each line cut at its '='. */
+static int split_fields(char *buf, const char *values[F_COUNT], const char **error) {
         uint64_t u;
-        const char *dummy;
-        int r;
 
-        if (!error)
-                error = &dummy;
-        *ret = (struct stub){};
-        if (len == 0 || len > STUB_TEXT_MAX) {
-                *error = len == 0 ? "empty stub record" : "stub record too long";
-                return -EINVAL;
-        }
-        memcpy(buf, text, len);
-        buf[len] = 0;
-        if (strlen(buf) != len) {
-                *error = "NUL byte in stub record";
-                return -EINVAL;
-        }
-        if (buf[len - 1] != '\n') {
-                *error = "stub record is truncated (no final newline)";
-                return -EINVAL;
-        }
         for (char *line = buf; *line;) {
                 char *nl = strchr(line, '\n'), *eq;
                 size_t i;
@@ -226,51 +206,89 @@ int stub_parse(const char *text, size_t len, struct stub *ret, const char **erro
                         *error = "stub record misses a required key";
                         return -EINVAL;
                 }
+        return 0;
+}
 
-#define CHECK(cond, msg) do { if (!(cond)) { *error = msg; r = -EINVAL; goto fail; } } while (0)
-        CHECK(parse_name(values[F_TENANT], s.tenant, sizeof(s.tenant)) == 0, "bad tenant in stub");
-        for (s.state = 0; s.state < _STUB_STATE_MAX && strcmp(values[F_STATE], state_names[s.state]) != 0; s.state++)
+/* Each value checked and decoded into s (which the caller frees on an
+ * error: it may hold ranges already). */
+static int decode_fields(const char *const values[F_COUNT], struct stub *s, const char **error) {
+        uint64_t u;
+
+#define CHECK(cond, msg) do { if (!(cond)) { *error = msg; return -EINVAL; } } while (0)
+        CHECK(parse_name(values[F_TENANT], s->tenant, sizeof(s->tenant)) == 0, "bad tenant in stub");
+        for (s->state = 0; s->state < _STUB_STATE_MAX && strcmp(values[F_STATE], state_names[s->state]) != 0; s->state++)
                 ;
-        CHECK(s.state < _STUB_STATE_MAX, "bad state in stub");
-        CHECK(parse_key(values[F_KEY], s.key) == 0, "bad object key in stub");
-        CHECK(parse_u64(values[F_SIZE], &s.size, 10) == 0 && s.size <= INT64_MAX, "bad size in stub");
-        CHECK(hex_decode(values[F_SHA], s.sha256, 32) == 0, "bad sha256 in stub");
+        CHECK(s->state < _STUB_STATE_MAX, "bad state in stub");
+        CHECK(parse_key(values[F_KEY], s->key) == 0, "bad object key in stub");
+        CHECK(parse_u64(values[F_SIZE], &s->size, 10) == 0 && s->size <= INT64_MAX, "bad size in stub");
+        CHECK(hex_decode(values[F_SHA], s->sha256, 32) == 0, "bad sha256 in stub");
         CHECK(parse_u64(values[F_MODE], &u, 8) == 0 && S_ISREG(u) && u <= 0177777, "bad mode in stub");
-        s.mode = (mode_t)u;
+        s->mode = (mode_t)u;
         CHECK(parse_u64(values[F_UID], &u, 10) == 0 && u < UINT32_MAX, "bad uid in stub");
-        s.uid = (uid_t)u;
+        s->uid = (uid_t)u;
         CHECK(parse_u64(values[F_GID], &u, 10) == 0 && u < UINT32_MAX, "bad gid in stub");
-        s.gid = (gid_t)u;
-        CHECK(parse_mtime(values[F_MTIME], &s.mtime) == 0, "bad mtime in stub");
-        CHECK(parse_u64(values[F_CHUNK], &s.chunk, 10) == 0 && s.chunk >= 4096 && s.chunk <= (1u << 30) &&
-              (s.chunk & (s.chunk - 1)) == 0, "bad chunk in stub (a power of two from 4K to 1G)");
+        s->gid = (gid_t)u;
+        CHECK(parse_mtime(values[F_MTIME], &s->mtime) == 0, "bad mtime in stub");
+        CHECK(parse_u64(values[F_CHUNK], &s->chunk, 10) == 0 && s->chunk >= 4096 && s->chunk <= (1u << 30) &&
+              (s->chunk & (s->chunk - 1)) == 0, "bad chunk in stub (a power of two from 4K to 1G)");
         if (*values[F_FCAPS]) {
                 size_t n = strlen(values[F_FCAPS]) / 2;
-                CHECK(n <= STUB_FCAPS_MAX && hex_decode(values[F_FCAPS], s.fcaps, n) == 0, "bad fcaps in stub");
-                s.fcaps_len = n;
+                CHECK(n <= STUB_FCAPS_MAX && hex_decode(values[F_FCAPS], s->fcaps, n) == 0, "bad fcaps in stub");
+                s->fcaps_len = n;
         }
-        r = parse_ranges(values[F_RANGES], s.size, &s.populated);
-        CHECK(r == 0, "bad ranges in stub");
-        CHECK(s.state == STUB_PARTIAL || s.populated.n == 0, "ranges in a stub that is not partial");
-        CHECK(s.state != STUB_PARTIAL || s.populated.n > 0, "a partial stub without ranges");
+        CHECK(parse_ranges(values[F_RANGES], s->size, &s->populated) == 0, "bad ranges in stub");
+        CHECK(s->state == STUB_PARTIAL || s->populated.n == 0, "ranges in a stub that is not partial");
+        CHECK(s->state != STUB_PARTIAL || s->populated.n > 0, "a partial stub without ranges");
         if (values[F_MANIFEST]) {
-                CHECK(strlen(values[F_MANIFEST]) == 64 && hex_decode(values[F_MANIFEST], s.manifest, 32) == 0,
+                CHECK(strlen(values[F_MANIFEST]) == 64 && hex_decode(values[F_MANIFEST], s->manifest, 32) == 0,
                       "bad manifest in stub");
-                s.has_manifest = true;
+                s->has_manifest = true;
         }
         if (values[F_CTIME_MAX])
-                CHECK(parse_mtime(values[F_CTIME_MAX], &s.ctime_max) == 0 && s.state == STUB_ARCHIVED &&
-                      s.ctime_max.tv_sec > 0, "bad ctime_max in stub");
+                CHECK(parse_mtime(values[F_CTIME_MAX], &s->ctime_max) == 0 && s->state == STUB_ARCHIVED &&
+                      s->ctime_max.tv_sec > 0, "bad ctime_max in stub");
         if (values[F_CHECKED]) {
-                CHECK(strcmp(values[F_CHECKED], "1") == 0 && s.state == STUB_PARTIAL, "bad checked in stub");
-                s.checked = true;
+                CHECK(strcmp(values[F_CHECKED], "1") == 0 && s->state == STUB_PARTIAL, "bad checked in stub");
+                s->checked = true;
         }
 #undef CHECK
+        return 0;
+}
+
+int stub_parse(const char *text, size_t len, struct stub *ret, const char **error) {
+        const char *values[F_COUNT] = {};
+        char buf[STUB_TEXT_MAX + 1];
+        struct stub s = {};
+        const char *dummy;
+        int r;
+
+        if (!error)
+                error = &dummy;
+        *ret = (struct stub){};
+        if (len == 0 || len > STUB_TEXT_MAX) {
+                *error = len == 0 ? "empty stub record" : "stub record too long";
+                return -EINVAL;
+        }
+        memcpy(buf, text, len);
+        buf[len] = 0;
+        if (strlen(buf) != len) {
+                *error = "NUL byte in stub record";
+                return -EINVAL;
+        }
+        if (buf[len - 1] != '\n') {
+                *error = "stub record is truncated (no final newline)";
+                return -EINVAL;
+        }
+        r = split_fields(buf, values, error);
+        if (r < 0)
+                return r;
+        r = decode_fields(values, &s, error);
+        if (r < 0) {
+                stub_done(&s);
+                return r;
+        }
         *ret = s;
         return 0;
-fail:
-        stub_done(&s);
-        return r;
 }
 
 int stub_format(const struct stub *s, char *buf, size_t size) {

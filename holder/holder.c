@@ -66,21 +66,75 @@ static bool name_valid(const char *name) {
         return true;
 }
 
-static int serve_request(struct holder *h, int sock, char *msg, int fd) {
-        if (strncmp(msg, "STORE ", 6) == 0) {
-                const char *name = msg + 6;
-                if (fd < 0)
-                        return reply(sock, "ERR no fd", -1);
-                if (!name_valid(name) || holder_find(h, name) || h->n >= HOLDER_MAX_FDS) {
-                        close(fd);
-                        return reply(sock, "ERR bad, duplicate or one name too many", -1);
-                }
-                strcpy(h->fds[h->n].name, name);
-                h->fds[h->n++].fd = fd;
-                h->generation++;
-                log_info("holding %s (%zu fds)", name, h->n);
-                return reply(sock, "OK", -1);
+/* STORE NAME, with the fd to hold under that name. */
+static int serve_store(struct holder *h, int sock, const char *name, int fd) {
+        if (fd < 0)
+                return reply(sock, "ERR no fd", -1);
+        if (!name_valid(name) || holder_find(h, name) || h->n >= HOLDER_MAX_FDS) {
+                close(fd);
+                return reply(sock, "ERR bad, duplicate or one name too many", -1);
         }
+        strcpy(h->fds[h->n].name, name);
+        h->fds[h->n++].fd = fd;
+        h->generation++;
+        log_info("holding %s (%zu fds)", name, h->n);
+        return reply(sock, "OK", -1);
+}
+
+/* What is held, for tierctl release-groups: the guard goes on. */
+static int serve_list(struct holder *h, int sock) {
+        char line[HOLDER_MSG_MAX];
+        for (size_t i = 0; i < h->n; i++) {
+                snprintf(line, sizeof(line), "NAME %s", h->fds[i].name);
+                int r = reply(sock, line, -1);
+                if (r < 0)
+                        return r;
+        }
+        snprintf(line, sizeof(line), "END %" PRIu64 " %s", h->generation, h->guarding ? "guarding" : "waiting");
+        return reply(sock, line, -1);
+}
+
+/* The explicit final stop: tierctl release-groups checked first that no
+ * file on these filesystems is a stub not whole, and no tierd has come
+ * since (the generation its LIST saw). */
+static int serve_release(struct holder *h, int sock, uint64_t generation) {
+        size_t n = h->n;
+        if (generation != h->generation)
+                return reply(sock, "ERR a tierd came since the check", -1);
+        if (!h->guarding)
+                return reply(sock, "ERR the guard is not running: a tierd may come back", -1);
+        guard_settle(h, 0, true); /* what it read is answered first */
+        h->guarding = false;
+        /* The dead tierd's keeper shares its fds, the groups too:
+         * groups nobody answers would hold every open. */
+        struct held *keeper = holder_find(h, "keeper");
+        if (keeper && syscall(SYS_pidfd_send_signal, keeper->fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+                log_warning("cannot end the last tierd's keeper: %m");
+        while (h->n > 0)
+                holder_drop(h, &h->fds[0]);
+        h->exit_when_empty = true;
+        log_info("let go of %zu fds on request (tierctl release-groups): exiting", n);
+        return reply(sock, "OK", -1);
+}
+
+/* Whoever takes the groups serves them: the guard reads no more (it
+ * answered all it read). */
+static int serve_fetch(struct holder *h, int sock) {
+        char line[HOLDER_MSG_MAX];
+        guard_stop(h);
+        h->generation++;
+        for (size_t i = 0; i < h->n; i++) {
+                snprintf(line, sizeof(line), "FD %s", h->fds[i].name);
+                int r = reply(sock, line, h->fds[i].fd);
+                if (r < 0)
+                        return r;
+        }
+        return reply(sock, "END", -1);
+}
+
+static int serve_request(struct holder *h, int sock, char *msg, int fd) {
+        if (strncmp(msg, "STORE ", 6) == 0)
+                return serve_store(h, sock, msg + 6, fd);
         safe_close(fd);
         if (strncmp(msg, "REMOVE ", 7) == 0) {
                 struct held *e = holder_find(h, msg + 7);
@@ -111,54 +165,12 @@ static int serve_request(struct holder *h, int sock, char *msg, int fd) {
                 h->guard_at_once = false;
                 return reply(sock, "OK", -1);
         }
-        /* What is held, for tierctl release-groups: the guard goes on. */
-        if (strcmp(msg, "LIST") == 0) {
-                char line[HOLDER_MSG_MAX];
-                for (size_t i = 0; i < h->n; i++) {
-                        snprintf(line, sizeof(line), "NAME %s", h->fds[i].name);
-                        int r = reply(sock, line, -1);
-                        if (r < 0)
-                                return r;
-                }
-                snprintf(line, sizeof(line), "END %" PRIu64 " %s", h->generation, h->guarding ? "guarding" : "waiting");
-                return reply(sock, line, -1);
-        }
-        /* The explicit final stop: tierctl release-groups checked first
-         * that no file on these filesystems is a stub not whole, and no
-         * tierd has come since (the generation its LIST saw). */
-        if (strncmp(msg, "RELEASE ", 8) == 0) {
-                size_t n = h->n;
-                if (strtoull(msg + 8, NULL, 10) != h->generation)
-                        return reply(sock, "ERR a tierd came since the check", -1);
-                if (!h->guarding)
-                        return reply(sock, "ERR the guard is not running: a tierd may come back", -1);
-                guard_settle(h, 0, true); /* what it read is answered first */
-                h->guarding = false;
-                /* The dead tierd's keeper shares its fds, the groups too:
-                 * groups nobody answers would hold every open. */
-                struct held *keeper = holder_find(h, "keeper");
-                if (keeper && syscall(SYS_pidfd_send_signal, keeper->fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
-                        log_warning("cannot end the last tierd's keeper: %m");
-                while (h->n > 0)
-                        holder_drop(h, &h->fds[0]);
-                h->exit_when_empty = true;
-                log_info("let go of %zu fds on request (tierctl release-groups): exiting", n);
-                return reply(sock, "OK", -1);
-        }
-        if (strcmp(msg, "FETCH") == 0) {
-                char line[HOLDER_MSG_MAX];
-                /* Whoever takes the groups serves them: the guard reads no
-                 * more (it answered all it read). */
-                guard_stop(h);
-                h->generation++;
-                for (size_t i = 0; i < h->n; i++) {
-                        snprintf(line, sizeof(line), "FD %s", h->fds[i].name);
-                        int r = reply(sock, line, h->fds[i].fd);
-                        if (r < 0)
-                                return r;
-                }
-                return reply(sock, "END", -1);
-        }
+        if (strcmp(msg, "LIST") == 0)
+                return serve_list(h, sock);
+        if (strncmp(msg, "RELEASE ", 8) == 0)
+                return serve_release(h, sock, strtoull(msg + 8, NULL, 10));
+        if (strcmp(msg, "FETCH") == 0)
+                return serve_fetch(h, sock);
         return reply(sock, "ERR unknown request", -1);
 }
 

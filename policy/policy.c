@@ -19,7 +19,6 @@
 #include "stub.h"
 #include "url.h"
 
-#define POLICY_FILE_MAX (4u << 20)
 
 
 /* Keys allowed in a tenant and in "defaults" (name/subvolume/mount/backend
@@ -44,7 +43,8 @@ struct tenant_settings {
         bool verify, catalog;
 };
 
-static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenant, struct tenant_settings *s) {
+/* The settings of the store and its client. */
+static int parse_store_settings(struct parse_ctx *c, json_object *o, const char *tenant, struct tenant_settings *s) {
         int r;
         if ((r = policy_get_string(c, o, tenant, "backend", &s->backend)) < 0)
                 return r;
@@ -94,6 +94,13 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
                 return r;
         if (r > 0 && (s->part_size < (5u << 20) || s->part_size > (5ull << 30)))
                 return policy_fail(c, tenant, "part_size", "must be from 5M to 5G (S3's part limits)");
+        return 0;
+}
+
+/* The settings of what tierd does with the tenant's files: quotas,
+ * background archive, pins, restores, checks, the catalog. */
+static int parse_file_settings(struct parse_ctx *c, json_object *o, const char *tenant, struct tenant_settings *s) {
+        int r;
         if ((r = policy_get_size(c, o, tenant, "quota", &s->quota)) < 0)
                 return r;
         if ((r = policy_get_fraction(c, o, tenant, "high_watermark", &s->high_watermark)) < 0)
@@ -130,6 +137,11 @@ static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenan
         if ((r = policy_get_opt_path(c, o, tenant, "catalog_key", &s->catalog_key)) < 0)
                 return r;
         return policy_get_bool(c, o, tenant, "catalog", &s->catalog);
+}
+
+static int parse_settings(struct parse_ctx *c, json_object *o, const char *tenant, struct tenant_settings *s) {
+        int r = parse_store_settings(c, o, tenant, s);
+        return r < 0 ? r : parse_file_settings(c, o, tenant, s);
 }
 
 static char **strings_to_strv(json_object *a) {
@@ -172,12 +184,46 @@ static char **headers_to_strv(json_object *h) {
         return v;
 }
 
+/* What one setting cannot say alone: the backend's URL and what it needs,
+ * and settings that must agree with each other. */
+static int check_settings_together(struct parse_ctx *c, const char *name, const struct tenant_settings *s) {
+        const char *err = NULL;
+        struct backend_url url;
+        int r;
+
+        if (!s->backend)
+                return policy_fail(c, name, "backend", "missing (set it in the tenant or in \"defaults\")");
+        r = backend_url_parse(s->backend, &url, &err);
+        enum backend_kind kind = url.kind;
+        backend_url_done(&url);
+        if (r < 0)
+                return policy_fail(c, name, "backend", "'%s': %s", s->backend, err);
+
+        if (kind == BACKEND_S3 && !s->credentials)
+                return policy_fail(c, name, "credentials", "missing: an s3:// backend needs an AWS shared-credentials file");
+        if (s->kms_key_id && (!s->sse || strcmp(s->sse, "aws:kms") != 0))
+                return policy_fail(c, name, "kms_key_id", "needs \"sse\": \"aws:kms\"");
+        if (s->catalog && !s->catalog_key)
+                return policy_fail(c, name, "catalog_key", "missing: a catalog is authenticated with a key kept outside the "
+                                                    "store (a root-owned 0600 file of at least 32 bytes, e.g. "
+                                                    "openssl rand -hex 32 >FILE), the same on every node that "
+                                                    "imports it");
+        if (s->part_size > s->multipart_threshold)
+                return policy_fail(c, name, "part_size", "must not exceed multipart_threshold");
+        if (s->low_watermark > s->high_watermark)
+                return policy_fail(c, name, "low_watermark", "%g is above high_watermark %g: release would never stop",
+                            s->low_watermark, s->high_watermark);
+        if (s->quota && s->quota < s->chunk)
+                return policy_fail(c, name, "quota", "must be at least one chunk (%llu bytes), or 0 for none",
+                            (unsigned long long)s->chunk);
+        return 0;
+}
+
 static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const struct tenant_settings *defaults,
                         struct policy_tenant *t) {
         struct tenant_settings s = *defaults;
-        const char *name = NULL, *subvolume = NULL, *mount = NULL, *err = NULL;
+        const char *name = NULL, *subvolume = NULL, *mount = NULL;
         char label[32];
-        struct backend_url url;
         int r;
 
         snprintf(label, sizeof(label), "#%zu", index);
@@ -219,31 +265,8 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 return r;
         if ((r = parse_settings(c, o, name, &s)) < 0)
                 return r;
-        if (!s.backend)
-                return policy_fail(c, name, "backend", "missing (set it in the tenant or in \"defaults\")");
-        r = backend_url_parse(s.backend, &url, &err);
-        enum backend_kind kind = url.kind;
-        backend_url_done(&url);
-        if (r < 0)
-                return policy_fail(c, name, "backend", "'%s': %s", s.backend, err);
-
-        if (kind == BACKEND_S3 && !s.credentials)
-                return policy_fail(c, name, "credentials", "missing: an s3:// backend needs an AWS shared-credentials file");
-        if (s.kms_key_id && (!s.sse || strcmp(s.sse, "aws:kms") != 0))
-                return policy_fail(c, name, "kms_key_id", "needs \"sse\": \"aws:kms\"");
-        if (s.catalog && !s.catalog_key)
-                return policy_fail(c, name, "catalog_key", "missing: a catalog is authenticated with a key kept outside the "
-                                                    "store (a root-owned 0600 file of at least 32 bytes, e.g. "
-                                                    "openssl rand -hex 32 >FILE), the same on every node that "
-                                                    "imports it");
-        if (s.part_size > s.multipart_threshold)
-                return policy_fail(c, name, "part_size", "must not exceed multipart_threshold");
-        if (s.low_watermark > s.high_watermark)
-                return policy_fail(c, name, "low_watermark", "%g is above high_watermark %g: release would never stop",
-                            s.low_watermark, s.high_watermark);
-        if (s.quota && s.quota < s.chunk)
-                return policy_fail(c, name, "quota", "must be at least one chunk (%llu bytes), or 0 for none",
-                            (unsigned long long)s.chunk);
+        if ((r = check_settings_together(c, name, &s)) < 0)
+                return r;
 
         *t = (struct policy_tenant){
                 .name = strdup(name), .subvolume = strdup(subvolume), .mount = strdup(mount),
@@ -478,65 +501,6 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
         }
         *ret = p;
         return 0;
-}
-
-int policy_read_file(const char *path, char **ret, size_t *ret_len, char **error) {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t n = 0;
-
-        if (error)
-                *error = NULL;
-        /* A directory, as a mounted ConfigMap is, holds policy.json. */
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-                int file = openat(fd, POLICY_DIR_FILE, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                close(fd);
-                fd = file;
-        }
-        if (fd < 0 || fstat(fd, &st) < 0) {
-                int r = -errno;
-                if (error && asprintf(error, "%s: cannot read policy: %s", path, strerror(-r)) < 0)
-                        *error = NULL;
-                return r;
-        }
-        if (!S_ISREG(st.st_mode) || st.st_size > POLICY_FILE_MAX) {
-                if (error && asprintf(error, "%s: not a regular file of at most %u bytes", path, POLICY_FILE_MAX) < 0)
-                        *error = NULL;
-                return -EINVAL;
-        }
-        buf = malloc((size_t)st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t k = read(fd, buf + n, (size_t)st.st_size + 1 - n);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                n += (size_t)k;
-                if (n > (size_t)st.st_size) {
-                        if (error && asprintf(error, "%s: policy changed while being read", path) < 0)
-                                *error = NULL;
-                        return -EAGAIN;
-                }
-        }
-        buf[n] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_len = n;
-        return 0;
-}
-
-int policy_load_file(const char *path, struct policy **ret, char **error) {
-        _cleanup_free_ char *buf = NULL;
-        size_t n = 0;
-        int r = policy_read_file(path, &buf, &n, error);
-        if (r < 0)
-                return r;
-        return policy_parse(buf, n, path, ret, error);
 }
 
 static void strv_free(char **v) {

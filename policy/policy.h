@@ -12,6 +12,7 @@
 
 #define POLICY_VERSION 1
 #define POLICY_DIR_FILE "policy.json" /* the policy in a directory given as the policy path */
+#define POLICY_FILE_MAX (4u << 20) /* bytes of a policy, read or parsed */
 
 struct policy_tenant {
         char *name;

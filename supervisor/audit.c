@@ -21,19 +21,19 @@
 #include "objkey.h"
 #include "offthread.h"
 #include "storeio.h"
+#include "taskrun.h"
 #include "utf8.h"
 
 #define AUDIT_LIST_MAX (512u << 20)
 #define AUDIT_FINDINGS_MAX 10000 /* kept and told; the rest are counted */
 
 struct audit_run {
+        struct task_run run; /* first: run_free finds the run from it; the walk counts as a request */
         struct tenant *tn;
         bool repair;
         audit_done_t done;
         audit_progress_t progress;
         void *userdata;
-        bool stopped;
-        unsigned requests;
         struct catalog_entries catalog; /* sorted by path */
         struct catalog_entries disk;    /* the walk's: sorted by path */
         int walk_error;
@@ -48,7 +48,9 @@ struct audit_run {
 
 /* ---- the run ---- */
 
-static void run_free(struct audit_run *a) {
+static void run_free(struct task_run *r) {
+        struct audit_run *a = (struct audit_run *)r;
+
         catalog_entries_done(&a->catalog);
         catalog_entries_done(&a->disk);
         free(a->objects);
@@ -60,30 +62,15 @@ static void run_free(struct audit_run *a) {
 
 static void audit_finish(struct audit_run *a, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void audit_finish(struct audit_run *a, int error, const char *fmt, ...) {
-        static char msg[1024];
+        char msg[1024];
         va_list ap;
 
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        task_run_end(&a->run, error, msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        if (error < 0)
-                log_error("tenant %s: audit: %s", a->tn->cfg->name, msg);
-        else
-                log_info("tenant %s: audit: %s", a->tn->cfg->name, msg);
         a->tn->audit = NULL;
-        a->stopped = true;
         a->done(a->userdata, error, msg, a->findings, a->n_findings);
-        if (a->requests == 0)
-                run_free(a);
-}
-
-static bool request_ended(struct audit_run *a) {
-        a->requests--;
-        if (!a->stopped)
-                return true;
-        if (a->requests == 0)
-                run_free(a);
-        return false;
+        task_run_release(&a->run);
 }
 
 static void found(struct audit_run *a, const char *kind, const char *name, size_t name_len, const char *detail) {
@@ -173,7 +160,7 @@ static void on_repaired(void *userdata, int error, const char *message) {
         }
         file_ref_done(&r->ref);
         free(r);
-        if (!request_ended(a))
+        if (!task_run_request_ended(&a->run))
                 return;
         a->progress(a->userdata, "repairing", a->repaired + a->repair_failed, a->repairs);
         if (a->compared && a->repaired + a->repair_failed == a->repairs)
@@ -214,7 +201,7 @@ static void object_missing(struct audit_run *a, const struct catalog_entry *e, c
         found(a, "object-missing", e->path, e->path_len, "the store lost this file's object: uploaded again");
         log_info("tenant %s: audit: %s: uploading it again (%s)", a->tn->cfg->name, r->ref.name, key);
         a->repairs++;
-        a->requests++;
+        a->run.requests++;
         if (job_archive_again(a->tn->t, &r->ref, on_repaired, r) < 0)
                 on_repaired(r, -ENOMEM, NULL);
 }
@@ -229,7 +216,7 @@ static int compare(struct audit_run *a, struct catalog_entries *disk) {
         a->progress(a->userdata, "comparing", 0, 0);
         qsort(disk->e, disk->n, sizeof(*disk->e), compare_entries);
         /* What the disk has: in the store, and in the catalog as it is? */
-        for (size_t i = 0; i < disk->n && !a->stopped; i++) {
+        for (size_t i = 0; i < disk->n && !a->run.ended; i++) {
                 const struct catalog_entry *e = &disk->e[i], *c = find_entry(&a->catalog, e);
                 if (has_object(e) && !in_store(a, e->sha256)) {
                         struct proto_object o = { .kind = PROTO_OBJECT_DATA };
@@ -246,7 +233,7 @@ static int compare(struct audit_run *a, struct catalog_entries *disk) {
                 }
         }
         /* What the catalog has and the disk not. */
-        for (size_t i = 0; i < a->catalog.n && !a->stopped; i++)
+        for (size_t i = 0; i < a->catalog.n && !a->run.ended; i++)
                 if (!find_entry(disk, &a->catalog.e[i])) {
                         a->catalog_differs = true;
                         found(a, "catalog-only", a->catalog.e[i].path, a->catalog.e[i].path_len,
@@ -255,7 +242,7 @@ static int compare(struct audit_run *a, struct catalog_entries *disk) {
         /* What nothing here names. */
         if (named_objects(lists, &named, &n_named) < 0)
                 return -ENOMEM;
-        for (size_t i = 0; i < a->n_objects && !a->stopped; i++)
+        for (size_t i = 0; i < a->n_objects && !a->run.ended; i++)
                 if (!n_named || !bsearch(a->objects[i].hash, named, n_named, 32, compare_hash)) {
                         object_key_format(&a->objects[i], key);
                         found(a, "unreferenced", key, strlen(key),
@@ -283,7 +270,7 @@ static void on_walked(void *userdata);
 
 static void on_listed(void *userdata, int error, const struct proto_object *o, size_t n) {
         struct audit_run *a = userdata;
-        if (!request_ended(a))
+        if (!task_run_request_ended(&a->run))
                 return;
         if (error < 0) {
                 audit_finish(a, error, "cannot list the store: %s", strerror(-error));
@@ -299,10 +286,10 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
         a->n_objects += n;
         if (!a->listed_manifests) {
                 a->listed_manifests = true;
-                a->requests++;
+                a->run.requests++;
                 int r = store_list(a->tn, PROTO_OBJECT_MANIFEST, AUDIT_LIST_MAX, on_listed, a);
                 if (r < 0) {
-                        a->requests--;
+                        a->run.requests--;
                         audit_finish(a, r, "cannot list the store: %s", strerror(-r));
                 }
                 return;
@@ -310,10 +297,10 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
         qsort(a->objects, a->n_objects, sizeof(*a->objects), compare_objects);
         /* The walk: what is on disk now, on a thread of its own. */
         a->progress(a->userdata, "reading the stubs", 0, 0);
-        a->requests++;
+        a->run.requests++;
         int r = offthread_start(a->tn->t->event, &a->tn->subvol_fd, 1, walk_run, on_walked, a, NULL);
         if (r < 0) {
-                a->requests--;
+                a->run.requests--;
                 audit_finish(a, r, "cannot walk the subvolume: %s", strerror(-r));
         }
 }
@@ -325,17 +312,17 @@ static void walk_run(void *userdata) {
 
 static void on_walked(void *userdata) {
         struct audit_run *a = userdata;
-        if (!request_ended(a))
+        if (!task_run_request_ended(&a->run))
                 return;
         if (a->walk_error < 0) {
                 audit_finish(a, a->walk_error, "cannot walk the subvolume: %s", strerror(-a->walk_error));
                 return;
         }
-        if (compare(a, &a->disk) < 0 && !a->stopped) {
+        if (compare(a, &a->disk) < 0 && !a->run.ended) {
                 audit_finish(a, -ENOMEM, "out of memory");
                 return;
         }
-        if (a->stopped)
+        if (a->run.ended)
                 return;
         a->compared = true; /* from here on, the last repair to end ends the audit */
         if (a->repaired + a->repair_failed == a->repairs)
@@ -344,7 +331,7 @@ static void on_walked(void *userdata) {
 
 static void on_tree(void *userdata, int error, const char *message, const struct catalog_entries *tree) {
         struct audit_run *a = userdata;
-        if (!request_ended(a))
+        if (!task_run_request_ended(&a->run))
                 return;
         if (error < 0) {
                 audit_finish(a, error, "cannot read the catalog: %s", message);
@@ -366,10 +353,10 @@ static void on_tree(void *userdata, int error, const char *message, const struct
         }
         qsort(a->catalog.e, a->catalog.n, sizeof(*a->catalog.e), compare_entries);
         a->progress(a->userdata, "listing the store", 0, 0);
-        a->requests++;
+        a->run.requests++;
         int r = store_list(a->tn, PROTO_OBJECT_DATA, AUDIT_LIST_MAX, on_listed, a);
         if (r < 0) {
-                a->requests--;
+                a->run.requests--;
                 audit_finish(a, r, "cannot list the store: %s", strerror(-r));
         }
 }
@@ -386,8 +373,8 @@ int audit_start(struct tenant *tn, bool repair, audit_done_t done, audit_progres
                 return -EBUSY;
         if (!(a = calloc(1, sizeof(*a))))
                 return -ENOMEM;
-        *a = (struct audit_run){ .tn = tn, .repair = repair, .done = done, .progress = progress, .userdata = userdata,
-                                 .requests = 1 };
+        *a = (struct audit_run){ .run = { .tn = tn, .name = "audit", .requests = 1, .free = run_free }, .tn = tn,
+                                 .repair = repair, .done = done, .progress = progress, .userdata = userdata };
         tn->audit = a; /* first: a failure may end it before catalog_read_tree returns */
         int r = catalog_read_tree(tn, on_tree, a);
         if (r < 0) {

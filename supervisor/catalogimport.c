@@ -62,7 +62,7 @@ static void import_free(struct catalog_import *imp) {
 /* The import's answer; the writer does not go on here (see import_fail). */
 static void import_end(struct catalog *c, int error, const char *fmt, va_list ap) {
         struct catalog_import *imp = c->import;
-        static char msg[512];
+        char msg[512];
 
         vsnprintf(msg, sizeof(msg), fmt, ap);
         if (error < 0)

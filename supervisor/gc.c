@@ -28,6 +28,7 @@
 #include "macro.h"
 #include "offthread.h"
 #include "storeio.h"
+#include "taskrun.h"
 #include "url.h"
 #include "wholefs.h"
 
@@ -37,13 +38,12 @@
 #define GC_WALKS_MAX 5                 /* walks that saw renames, before giving up */
 
 struct gc_run {
+        struct task_run run; /* first: run_free finds the run from it */
         struct tenant *tn;
         bool dry_run;
         gc_done_t done;
         gc_progress_t progress;
         void *userdata;
-        bool stopped;       /* gc_stop: freed when the last request ends */
-        unsigned requests;  /* to the worker, in flight */
         int64_t before;     /* objects last changed before this (seconds) may go */
         int64_t retention_start;
         struct hashes marks;    /* sorted once the mark phase is done */
@@ -57,8 +57,7 @@ struct gc_run {
         unsigned deleting;
         bool listed_manifests;
         uint64_t listed, listed_bytes, referenced, young, deleted, deleted_bytes, failed;
-        /* The walk, on its own thread (offthread.h). */
-        bool walking;
+        /* The walk, on its own thread (offthread.h, run.on_thread). */
         unsigned walks;        /* tried: walked again when something was renamed meanwhile */
         uint64_t walk_renames; /* catalogwatch_renames() when the walk began */
         int walk_root;
@@ -69,7 +68,9 @@ struct gc_run {
 
 /* ---- the run ---- */
 
-static void run_free(struct gc_run *g) {
+static void run_free(struct task_run *r) {
+        struct gc_run *g = (struct gc_run *)r;
+
         hashes_done(&g->marks);
         hashes_done(&g->archived);
         hashes_done(&g->walk_marks);
@@ -81,32 +82,15 @@ static void run_free(struct gc_run *g) {
 
 static void gc_finish(struct gc_run *g, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void gc_finish(struct gc_run *g, int error, const char *fmt, ...) {
-        static char msg[1024];
+        char msg[1024];
         va_list ap;
 
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        task_run_end(&g->run, error, msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        if (error < 0)
-                log_error("tenant %s: gc: %s", g->tn->cfg->name, msg);
-        else
-                log_info("tenant %s: gc: %s", g->tn->cfg->name, msg);
         g->tn->gc = NULL;
-        g->stopped = true;
         g->done(g->userdata, error, msg);
-        if (g->requests == 0 && !g->walking)
-                run_free(g);
-}
-
-/* Every reply starts here: false if the run was stopped (freed when its
- * last request ends). */
-static bool request_ended(struct gc_run *g) {
-        g->requests--;
-        if (!g->stopped)
-                return true;
-        if (g->requests == 0 && !g->walking)
-                run_free(g);
-        return false;
+        task_run_release(&g->run);
 }
 
 static bool request_started(struct gc_run *g, int r, const char *what) {
@@ -114,7 +98,7 @@ static bool request_started(struct gc_run *g, int r, const char *what) {
                 gc_finish(g, r, "cannot %s: %s; nothing was deleted", what, strerror(-r));
                 return false;
         }
-        g->requests++;
+        g->run.requests++;
         return true;
 }
 
@@ -141,7 +125,7 @@ static void on_catalog_object(void *userdata, int error, const char *data, size_
         char key[STUB_KEY_MAX];
         const char *why = "";
 
-        if (!request_ended(g))
+        if (!task_run_request_ended(&g->run))
                 return;
         object_key_format(&g->catalog[g->next_catalog - 1], key);
         /* (Gone since the listing: nothing of tierd's deletes catalog
@@ -183,7 +167,7 @@ static int keep_catalog_object(struct gc_run *g, const struct proto_object *o) {
 
 static void on_journals_listed(void *userdata, int error, const struct proto_object *o, size_t n) {
         struct gc_run *g = userdata;
-        if (!request_ended(g))
+        if (!task_run_request_ended(&g->run))
                 return;
         if (error < 0) {
                 gc_finish(g, error, "cannot list the catalog's journal: %s; nothing was deleted", strerror(-error));
@@ -202,7 +186,7 @@ static void on_journals_listed(void *userdata, int error, const struct proto_obj
  * object the catalog referred to since. */
 static void on_snapshots_listed(void *userdata, int error, const struct proto_object *o, size_t n) {
         struct gc_run *g = userdata;
-        if (!request_ended(g))
+        if (!task_run_request_ended(&g->run))
                 return;
         if (error == -EOPNOTSUPP) {
                 gc_finish(g, error, "the store (%s) cannot list its objects: only file:// and s3:// stores are collected",
@@ -259,12 +243,8 @@ static void mark_pending(void *userdata, const uint8_t hash[32]) {
 static void on_walked(void *userdata) {
         struct gc_run *g = userdata;
 
-        g->walking = false;
-        if (g->stopped) {
-                if (g->requests == 0)
-                        run_free(g);
+        if (!task_run_thread_ended(&g->run))
                 return;
-        }
         if (g->walk_error < 0 && g->walk_why) {
                 gc_finish(g, g->walk_error, "cannot walk the whole filesystem of %s (%s: %s), where a btrfs "
                           "snapshot of the tenant may name objects: nothing was deleted", g->tn->fs->mountpoint,
@@ -326,14 +306,14 @@ static void walk_start(struct gc_run *g) {
                 gc_finish(g, r, "cannot walk %s: %s; nothing was deleted", g->tn->fs->mountpoint, strerror(-r));
                 return;
         }
-        g->walking = true;
+        g->run.on_thread = true;
 }
 
 /* ---- the sweep ---- */
 
 static void on_listed(void *userdata, int error, const struct proto_object *o, size_t n) {
         struct gc_run *g = userdata;
-        if (!request_ended(g))
+        if (!task_run_request_ended(&g->run))
                 return;
         if (error < 0) {
                 gc_finish(g, error, "cannot list the store's objects: %s; nothing was deleted", strerror(-error));
@@ -387,7 +367,7 @@ static void on_deleted(void *userdata, int error) {
         uint64_t size = d->size;
 
         free(d);
-        if (!request_ended(g))
+        if (!task_run_request_ended(&g->run))
                 return;
         g->deleting--;
         if (error == 0) {
@@ -505,7 +485,8 @@ int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t prog
         if (!(g = calloc(1, sizeof(*g))))
                 return -ENOMEM;
         clock_gettime(CLOCK_REALTIME, &now);
-        *g = (struct gc_run){ .tn = tn, .dry_run = dry_run, .done = done, .progress = progress, .userdata = userdata,
+        *g = (struct gc_run){ .run = { .tn = tn, .name = "gc", .free = run_free }, .tn = tn, .dry_run = dry_run,
+                              .done = done, .progress = progress, .userdata = userdata,
                               .before = now.tv_sec - (int64_t)(tn->cfg->gc_grace_usec / 1000000),
                               .retention_start = now.tv_sec - (int64_t)(tn->cfg->catalog_retention_usec / 1000000),
                               .walk_root = -1 };
@@ -516,10 +497,10 @@ int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t prog
         int r = store_list(tn, PROTO_OBJECT_SNAPSHOT, GC_LIST_MAX, on_snapshots_listed, g);
         if (r < 0) {
                 tn->gc = NULL;
-                run_free(g);
+                run_free(&g->run);
                 return *why = "cannot ask the worker", r;
         }
-        g->requests++;
+        g->run.requests++;
         return 0;
 }
 

@@ -85,7 +85,7 @@ struct check {
 
 static void on_checked(struct request *req, const struct proto_reply *rep) {
         struct check *c = req->userdata;
-        static char msg[512];
+        char msg[512] = "";
         int r = rep->error;
 
         if (r == -ENOENT)

@@ -26,21 +26,22 @@
 #include "sandbox.h"
 
 #define MAX_THREADS 16
-#define JOB_CLEANUP 0 /* internal: not a request from tierd, no reply */
+#define QUEUED_CLEANUP 0 /* internal: not a request from tierd, no reply */
 
-struct job {
+/* A request from tierd, queued for a thread of its lane. */
+struct queued {
         struct proto_request req;
         int fd;
-        struct job *next;
+        struct queued *next;
 };
 
 /* Two lanes: syncs (PROTO_SYNC) have a thread of their own, so a flush
  * that waits behind the device's writeback never holds up a fetch, nor a
  * fetch a flush. */
-enum { LANE_JOBS, LANE_SYNCS, LANES_MAX };
+enum { LANE_STORE, LANE_SYNCS, LANES_MAX };
 
-/* A thread waiting for a job. The idle threads of a lane are a stack: a
- * job goes to the one that went idle last, whose fill buffer, connections
+/* A thread waiting for a request. The idle threads of a lane are a stack: a
+ * request goes to the one that went idle last, whose fill buffer, connections
  * and caches are warm (a shared condition variable wakes the one that has
  * waited longest: the coldest), and the ones at the bottom stay idle long
  * enough to give their buffers back. */
@@ -52,10 +53,10 @@ struct idle {
 
 struct lane {
         struct idle *idle; /* the last to go idle first */
-        struct job *head, *tail;
+        struct queued *head, *tail;
 };
 
-struct worker {
+struct pool {
         int sock;
         struct backend *backend;
         struct manifest_cache *mcache;
@@ -64,8 +65,8 @@ struct worker {
         bool done;
 };
 
-struct worker_thread_arg {
-        struct worker *w;
+struct pool_thread_arg {
+        struct pool *w;
         struct lane *lane;
 };
 
@@ -78,12 +79,12 @@ static void idle_unlist(struct lane *l, struct idle *me) {
         me->listed = false;
 }
 
-/* The lane's next job for this thread (me), waiting on top of the idle
+/* The lane's next request for this thread (me), waiting on top of the idle
  * stack for one; NULL once the worker is done. */
-static struct job *worker_pop(struct worker *w, struct lane *l, struct idle *me) {
+static struct queued *pool_pop(struct pool *w, struct lane *l, struct idle *me) {
         struct timespec until;
         bool released = false;
-        struct job *j;
+        struct queued *j;
 
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += FILLBUF_IDLE_SEC;
@@ -107,7 +108,7 @@ static struct job *worker_pop(struct worker *w, struct lane *l, struct idle *me)
                 }
         }
         if (me->listed)
-                idle_unlist(l, me); /* a job came, but not through a wake-up of ours */
+                idle_unlist(l, me); /* a request came, but not through a wake-up of ours */
         j = l->head;
         if (j) {
                 l->head = j->next;
@@ -128,8 +129,8 @@ static void wake_one(struct lane *l) {
         pthread_cond_signal(&t->cond);
 }
 
-static void worker_push(struct worker *w, struct job *j) {
-        struct lane *l = &w->lanes[j->req.type == PROTO_SYNC ? LANE_SYNCS : LANE_JOBS];
+static void pool_push(struct pool *w, struct queued *j) {
+        struct lane *l = &w->lanes[j->req.type == PROTO_SYNC ? LANE_SYNCS : LANE_STORE];
         pthread_mutex_lock(&w->lock);
         if (l->tail)
                 l->tail->next = j;
@@ -141,16 +142,16 @@ static void worker_push(struct worker *w, struct job *j) {
 }
 
 /* Several threads, so a slow fetch of one file never holds up another. */
-static void *worker_thread(void *arg) {
-        struct worker_thread_arg *a = arg;
-        struct worker *w = a->w;
+static void *pool_thread(void *arg) {
+        struct pool_thread_arg *a = arg;
+        struct pool *w = a->w;
         struct idle me = { .cond = PTHREAD_COND_INITIALIZER };
-        struct job *j;
+        struct queued *j;
 
-        while ((j = worker_pop(w, a->lane, &me))) {
+        while ((j = pool_pop(w, a->lane, &me))) {
                 struct proto_reply rep;
                 progress_begin(w->sock, j->req.id);
-                if (j->req.type == JOB_CLEANUP) {
+                if (j->req.type == QUEUED_CLEANUP) {
                         w->backend->ops->cleanup(w->backend);
                         free(j);
                         continue;
@@ -168,12 +169,138 @@ static void *worker_thread(void *arg) {
         return NULL;
 }
 
+/* tierd's configuration, the first message on the socket, with the
+ * store's directory fd for a file:// store: 0, or -1 said. */
+static int read_config(int sock, struct proto_config *cfg, int *store_fd) {
+        int r = proto_recv(sock, cfg, sizeof(*cfg), NULL, store_fd, 0);
+        if (r != 0) {
+                log_error("no configuration from tierd on fd %d: %s", PROTO_CONTROL_FD, r > 0 ? "end of stream" : strerror(-r));
+                return -1;
+        }
+        cfg->tenant[sizeof(cfg->tenant) - 1] = 0;
+        cfg->backend[sizeof(cfg->backend) - 1] = 0;
+        cfg->endpoint[sizeof(cfg->endpoint) - 1] = 0;
+        cfg->region[sizeof(cfg->region) - 1] = 0;
+        cfg->ca_file[sizeof(cfg->ca_file) - 1] = 0;
+        cfg->sse[sizeof(cfg->sse) - 1] = 0;
+        cfg->kms_key_id[sizeof(cfg->kms_key_id) - 1] = 0;
+        cfg->headers[sizeof(cfg->headers) - 1] = 0;
+        cfg->resolve[sizeof(cfg->resolve) - 1] = 0;
+        if (cfg->type != PROTO_CONFIG || cfg->threads == 0 || cfg->threads > MAX_THREADS) {
+                log_error("malformed configuration from tierd");
+                return -1;
+        }
+        return 0;
+}
+
+/* The backend and the sandbox, before any thread: 0, or -1 said. */
+static int open_store(struct pool *w, struct proto_config *cfg, int store_fd) {
+        /* Before any thread: libcurl's global state is not thread-safe to set up. */
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+                log_error("cannot initialize libcurl");
+                return -1;
+        }
+        int r = backend_open(cfg, store_fd, &w->backend);
+        if (r < 0) {
+                log_error_errno(r, "tenant %s: cannot open backend: %m", cfg->tenant);
+                return -1;
+        }
+        log_set_ident(cfg->tenant[0] ? cfg->tenant : "tierd-worker");
+        /* Before the first request and before any thread: see sandbox.c. */
+        r = sandbox_apply(cfg, store_fd, w->sock);
+        if (r < 0) {
+                log_error_errno(r, "cannot lock the worker down, not serving: %m");
+                return -1;
+        }
+        explicit_bzero(&cfg->headers, sizeof(cfg->headers));
+        w->mcache = mcache_new(cfg->manifest_cache);
+        return 0;
+}
+
+/* New credentials; the first ones also start the store's cleanup, on a
+ * thread (it talks to the store), with no reply. */
+static void take_credentials(struct pool *w, const struct proto_credentials *cred, bool *cleaned) {
+        if (w->backend->ops->set_credentials)
+                w->backend->ops->set_credentials(w->backend, cred);
+        if (!*cleaned && w->backend->ops->cleanup) {
+                struct queued *j = calloc(1, sizeof(*j));
+                if (j) {
+                        j->fd = -1;
+                        j->req.type = QUEUED_CLEANUP;
+                        pool_push(w, j);
+                }
+        }
+        *cleaned = true;
+}
+
+/* New extra headers or pinned addresses (text, NUL-terminated here). */
+static void take_text(struct pool *w, bool headers, struct proto_text *text) {
+        int (*set)(struct backend *, const char *) = headers ? w->backend->ops->set_headers : w->backend->ops->set_resolve;
+        text->text[sizeof(text->text) - 1] = 0;
+        int r = set ? set(w->backend, text->text) : 0;
+        if (r < 0)
+                log_error_errno(r, "cannot take the new %s, the old ones stay: %m", headers ? "headers" : "addresses");
+}
+
+static bool request_well_formed(const struct proto_request *req, size_t len, int fd) {
+        uint32_t t = req->type;
+        if (len != sizeof(*req))
+                return false;
+        if (t != PROTO_FILL && t != PROTO_VERIFY && t != PROTO_ARCHIVE && t != PROTO_CHECK && t != PROTO_GET &&
+            t != PROTO_PUT && t != PROTO_LIST && t != PROTO_DELETE && t != PROTO_SYNC)
+                return false;
+        return fd >= 0 || (t != PROTO_GET && t != PROTO_PUT && t != PROTO_LIST && t != PROTO_SYNC);
+}
+
+/* tierd's messages, until it closes the socket: 0, or -errno. */
+static int serve(struct pool *w) {
+        bool cleaned = false;
+        for (;;) {
+                union {
+                        uint32_t type;
+                        struct proto_request req;
+                        struct proto_credentials cred;
+                        struct proto_text text;
+                } m;
+                size_t len;
+                int fd;
+                int r = proto_recv(w->sock, &m, sizeof(m), &len, &fd, 0);
+                if (r != 0) {
+                        if (r < 0)
+                                log_error_errno(r, "bad message from tierd: %m");
+                        return r < 0 ? r : 0; /* end of stream: tierd stopped us */
+                }
+                if ((m.type == PROTO_CREDENTIALS && len == sizeof(m.cred)) ||
+                    ((m.type == PROTO_HEADERS || m.type == PROTO_RESOLVE) && len == sizeof(m.text))) {
+                        safe_close(fd);
+                        if (m.type == PROTO_CREDENTIALS)
+                                take_credentials(w, &m.cred, &cleaned);
+                        else
+                                take_text(w, m.type == PROTO_HEADERS, &m.text);
+                        explicit_bzero(&m, sizeof(m));
+                        continue;
+                }
+                if (!request_well_formed(&m.req, len, fd)) {
+                        safe_close(fd);
+                        log_error("malformed request from tierd (type %u, %zu bytes)", m.type, len);
+                        return -EBADMSG;
+                }
+                struct queued *j = calloc(1, sizeof(*j));
+                if (!j)
+                        _exit(EXIT_FAILURE);
+                j->req = m.req;
+                j->fd = fd;
+                j->req.key[sizeof(j->req.key) - 1] = 0;
+                pool_push(w, j);
+        }
+}
+
 int main(int argc, char **argv) {
-        struct worker w = { .sock = PROTO_CONTROL_FD, .lock = PTHREAD_MUTEX_INITIALIZER,
-                            .lanes = { [LANE_JOBS] = { 0 }, [LANE_SYNCS] = { 0 } } };
+        struct pool w = { .sock = PROTO_CONTROL_FD, .lock = PTHREAD_MUTEX_INITIALIZER,
+                          .lanes = { [LANE_STORE] = { 0 }, [LANE_SYNCS] = { 0 } } };
         struct proto_config cfg;
         pthread_t threads[MAX_THREADS + 1];
-        struct worker_thread_arg args[LANES_MAX] = { { &w, &w.lanes[LANE_JOBS] }, { &w, &w.lanes[LANE_SYNCS] } };
+        struct pool_thread_arg args[LANES_MAX] = { { &w, &w.lanes[LANE_STORE] }, { &w, &w.lanes[LANE_SYNCS] } };
         int store_fd, r;
 
         (void)argv;
@@ -187,118 +314,22 @@ int main(int argc, char **argv) {
          * ~10 MiB per idle worker, which 100 tenants (or containers) pay. */
         mallopt(M_MMAP_THRESHOLD, 128 * 1024);
         signal(SIGPIPE, SIG_IGN);
-        r = proto_recv(w.sock, &cfg, sizeof(cfg), NULL, &store_fd, 0);
-        if (r != 0) {
-                log_error("no configuration from tierd on fd %d: %s", PROTO_CONTROL_FD, r > 0 ? "end of stream" : strerror(-r));
+        if (read_config(w.sock, &cfg, &store_fd) < 0)
                 return EXIT_FAILURE;
-        }
-        cfg.tenant[sizeof(cfg.tenant) - 1] = 0;
-        cfg.backend[sizeof(cfg.backend) - 1] = 0;
-        cfg.endpoint[sizeof(cfg.endpoint) - 1] = 0;
-        cfg.region[sizeof(cfg.region) - 1] = 0;
-        cfg.ca_file[sizeof(cfg.ca_file) - 1] = 0;
-        cfg.sse[sizeof(cfg.sse) - 1] = 0;
-        cfg.kms_key_id[sizeof(cfg.kms_key_id) - 1] = 0;
-        cfg.headers[sizeof(cfg.headers) - 1] = 0;
-        cfg.resolve[sizeof(cfg.resolve) - 1] = 0;
-        if (cfg.type != PROTO_CONFIG || cfg.threads == 0 || cfg.threads > MAX_THREADS) {
-                log_error("malformed configuration from tierd");
-                return EXIT_FAILURE;
-        }
 #ifdef TIERD_TEST_HOOKS
         /* Fault switch (test builds only): a worker that crashes in a loop. */
         if (strcmp(cfg.tenant, "crashloop") == 0)
                 abort();
 #endif
-        /* Before any thread: libcurl's global state is not thread-safe to set up. */
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
-                log_error("cannot initialize libcurl");
+        if (open_store(&w, &cfg, store_fd) < 0)
                 return EXIT_FAILURE;
-        }
-        r = backend_open(&cfg, store_fd, &w.backend);
-        if (r < 0) {
-                log_error_errno(r, "tenant %s: cannot open backend: %m", cfg.tenant);
-                return EXIT_FAILURE;
-        }
-        log_set_ident(cfg.tenant[0] ? cfg.tenant : "tierd-worker");
-        /* Before the first request and before any thread: see sandbox.c. */
-        r = sandbox_apply(&cfg, store_fd, w.sock);
-        if (r < 0) {
-                log_error_errno(r, "cannot lock the worker down, not serving: %m");
-                return EXIT_FAILURE;
-        }
-        explicit_bzero(&cfg.headers, sizeof(cfg.headers));
-        w.mcache = mcache_new(cfg.manifest_cache);
         /* cfg.threads for the store, one more for syncs. */
         for (unsigned i = 0; i <= cfg.threads; i++)
-                if ((r = pthread_create(&threads[i], NULL, worker_thread, &args[i < cfg.threads ? LANE_JOBS : LANE_SYNCS])) != 0) {
+                if ((r = pthread_create(&threads[i], NULL, pool_thread, &args[i < cfg.threads ? LANE_STORE : LANE_SYNCS])) != 0) {
                         log_error_errno(r, "cannot start thread: %m");
                         return EXIT_FAILURE;
                 }
-        bool cleaned = false;
-        for (;;) {
-                union {
-                        uint32_t type;
-                        struct proto_request req;
-                        struct proto_credentials cred;
-                        struct proto_text text;
-                } m;
-                size_t len;
-                int fd;
-                r = proto_recv(w.sock, &m, sizeof(m), &len, &fd, 0);
-                if (r != 0) {
-                        if (r < 0)
-                                log_error_errno(r, "bad message from tierd: %m");
-                        break; /* end of stream: tierd stopped us */
-                }
-                if (m.type == PROTO_CREDENTIALS && len == sizeof(m.cred)) {
-                        safe_close(fd);
-                        if (w.backend->ops->set_credentials)
-                                w.backend->ops->set_credentials(w.backend, &m.cred);
-                        explicit_bzero(&m, sizeof(m));
-                        if (!cleaned && w.backend->ops->cleanup) {
-                                /* On a thread: it talks to the store. No reply. */
-                                struct job *j = calloc(1, sizeof(*j));
-                                if (j) {
-                                        j->fd = -1;
-                                        j->req.type = JOB_CLEANUP;
-                                        worker_push(&w, j);
-                                }
-                        }
-                        cleaned = true;
-                        continue;
-                }
-                if ((m.type == PROTO_HEADERS || m.type == PROTO_RESOLVE) && len == sizeof(m.text)) {
-                        bool headers = m.type == PROTO_HEADERS;
-                        int (*set)(struct backend *, const char *) =
-                                headers ? w.backend->ops->set_headers : w.backend->ops->set_resolve;
-                        safe_close(fd);
-                        m.text.text[sizeof(m.text.text) - 1] = 0;
-                        r = set ? set(w.backend, m.text.text) : 0;
-                        explicit_bzero(&m, sizeof(m));
-                        if (r < 0)
-                                log_error_errno(r, "cannot take the new %s, the old ones stay: %m",
-                                                headers ? "headers" : "addresses");
-                        continue;
-                }
-                if (len != sizeof(m.req) ||
-                    (m.type != PROTO_FILL && m.type != PROTO_VERIFY && m.type != PROTO_ARCHIVE && m.type != PROTO_CHECK &&
-                     m.type != PROTO_GET && m.type != PROTO_PUT && m.type != PROTO_LIST && m.type != PROTO_DELETE &&
-                     m.type != PROTO_SYNC) ||
-                    ((m.type == PROTO_GET || m.type == PROTO_PUT || m.type == PROTO_LIST || m.type == PROTO_SYNC) && fd < 0)) {
-                        safe_close(fd);
-                        log_error("malformed request from tierd (type %u, %zu bytes)", m.type, len);
-                        r = -EBADMSG;
-                        break;
-                }
-                struct job *j = calloc(1, sizeof(*j));
-                if (!j)
-                        return EXIT_FAILURE;
-                j->req = m.req;
-                j->fd = fd;
-                j->req.key[sizeof(j->req.key) - 1] = 0;
-                worker_push(&w, j);
-        }
+        r = serve(&w);
         pthread_mutex_lock(&w.lock);
         w.done = true;
         for (unsigned i = 0; i < LANES_MAX; i++)
