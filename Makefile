@@ -27,7 +27,9 @@ DEB_PKGS := $(BUILD_PKGS) libcmocka-dev btrfs-progs xfsprogs e2fsprogs attr dbus
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Werror
-BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -Icommon -Ipolicy -Isupervisor -Idbus -Iworker -Icli \
+# supervisor/ in families (supervisor/tierd.h): each folder on the include path.
+SUPERVISOR_DIRS := supervisor $(addprefix supervisor/,events files store workers views restart)
+BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -Icommon -Ipolicy $(addprefix -I,$(SUPERVISOR_DIRS)) -Idbus -Iworker -Icli \
 	-DTIERD_LIBEXECDIR='"$(LIBEXECDIR)"' -DTIERD_VERSION='"$(VERSION)"'
 CFLAGS ?=
 ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
@@ -36,7 +38,7 @@ COMMON_SRC := common/log.c common/ranges.c common/size.c common/url.c common/hex
 	common/utf8.c common/hash.c common/manifest.c common/catalog-format.c common/fdio.c common/objkey.c \
 	common/journal.c common/fanevent.c common/readeraccess.c common/treewalk.c
 POLICY_SRC := policy/policy.c policy/policyfile.c policy/policyquery.c policy/policyvalue.c policy/json-strict.c policy/edit.c policy/engine.c
-TIERD_SRC := cmd/tierd.c $(wildcard supervisor/*.c) $(wildcard dbus/*.c)
+TIERD_SRC := cmd/tierd.c $(foreach d,$(SUPERVISOR_DIRS),$(wildcard $(d)/*.c)) $(wildcard dbus/*.c)
 WORKER_SRC := $(wildcard worker/*.c)
 HOLDER_SRC := holder/holder.c holder/guard.c common/log.c common/proto.c common/journal.c common/fanevent.c \
 	common/stub.c common/ranges.c common/hex.c common/objkey.c common/readeraccess.c common/fdio.c
@@ -118,7 +120,7 @@ $(BUILD)/tests/%: tests/helpers/%.c | $(DEPS)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Unit tests, built plain and with ASan+UBSan.
-UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/credentials.c worker/http-check.c worker/mcache.c worker/s3xml.c
+UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/workers/credentials.c worker/http-check.c worker/mcache.c worker/s3xml.c
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 $(BUILD)/unit/%: tests/unit/%.c $(UNIT_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)

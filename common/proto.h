@@ -27,7 +27,7 @@ enum proto_type {
          * a memfd of tierd's: */
         PROTO_GET = 7, /* write the whole object key, at most `length` bytes, to fd */
         PROTO_PUT = 8, /* store fd's `size` bytes (hashing to sha256) as key */
-        /* Garbage collection (supervisor/gc.c): */
+        /* Garbage collection (supervisor/store/gc.c): */
         PROTO_LIST = 9,    /* the objects of kind `offset` (enum proto_object_kind), as
                             * struct proto_object records written to fd (a memfd of
                             * tierd's), at most `length` bytes of them */

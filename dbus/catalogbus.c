@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ImportTenant(s tenant, s backend, t at_usec, t flags) -> s summary: makes
- * the tree the tenant's catalog holds (supervisor/catalog.h) as released
+ * the tree the tenant's catalog holds (supervisor/store/catalog.h) as released
  * stubs; flags 1: files keep their setuid and setgid bits.
  * CollectGarbage(s tenant, b dry_run) -> s summary: deletes what nothing
- * refers to in the tenant's store (supervisor/gc.h).
+ * refers to in the tenant's store (supervisor/store/gc.h).
  * AuditTenant(s tenant, b repair) -> (s summary, a(sss) findings): stubs,
- * catalog and store compared (supervisor/audit.h).
+ * catalog and store compared (supervisor/store/audit.h).
  * The replies come when they are done (an import of 100,000 files takes
  * seconds); meanwhile a Job object shows how far each is.
  * StartImport, StartCollectGarbage and StartAudit take the same arguments

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * org.tierd1.Job objects (dbus/org.tierd1.Job.xml): each batch of
- * supervisor/batch.c, like systemd's jobs: the method that makes one
+ * supervisor/files/batch.c, like systemd's jobs: the method that makes one
  * returns the object at once, progress is in its properties, and the
  * manager's JobRemoved signal carries the result.
  */

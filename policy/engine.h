@@ -2,7 +2,7 @@
 /*
  * The policy engine's decisions: which files to release when a tenant is
  * over its quota, and which to archive in the background. Pure: it sees a
- * table of files (kept by supervisor/usage.c) and returns choices, so every
+ * table of files (kept by supervisor/files/usage.c) and returns choices, so every
  * decision is unit-testable over synthetic tables.
  */
 #pragma once

@@ -18,11 +18,11 @@ struct policy_tenant {
         char *name;
         char *subvolume; /* absolute, normalized */
         char *mount;     /* absolute, normalized: the host view */
-        /* Containers (supervisor/containers.c): which may attach the tenant's view */
+        /* Containers (supervisor/views/containers.c): which may attach the tenant's view */
         char **namespaces; /* Kubernetes namespaces, NULL-terminated */
         char **containers; /* container id globs for containers outside Kubernetes, NULL-terminated */
         /* "allow_setuid_mounts": the subvolume may be reachable on the host
-         * through a mount without nosuid,nodev (supervisor/hostmounts.c). */
+         * through a mount without nosuid,nodev (supervisor/views/hostmounts.c). */
         bool allow_setuid_mounts;
         char *backend;   /* URL */
         uint64_t chunk;      /* fill granularity */
@@ -49,9 +49,9 @@ struct policy_tenant {
         bool restore_whole;             /* "restore": "whole" or "open" */
         bool restore_open;              /* "restore": "open": whole before a read-only open returns */
         bool verify;                    /* ranged fills checked against the chunk manifest */
-        bool catalog;                   /* keep the tenant's catalog in its store: supervisor/catalog.c */
+        bool catalog;                   /* keep the tenant's catalog in its store: supervisor/store/catalog.c */
         char *catalog_key;              /* the file of the key that authenticates it (required with catalog) */
-        uint64_t catalog_retention_usec; /* its history kept, and the objects it names: supervisor/gc.c */
+        uint64_t catalog_retention_usec; /* its history kept, and the objects it names: supervisor/store/gc.c */
         uint64_t gc_grace_usec;          /* objects younger than this are never collected */
         uint64_t manifest_cache;        /* the worker's cache of manifest parts, bytes */
 };
@@ -60,7 +60,7 @@ struct policy_tenant {
 #define POLICY_WORKER_UIDS_DEFAULT_COUNT 1000u
 
 /* A tiered filesystem tierd mounts itself ("filesystems"), marking it
- * before anything can reach it: supervisor/bootmount.c. */
+ * before anything can reach it: supervisor/views/bootmount.c. */
 struct policy_filesystem {
         char *source;     /* "/dev/...", "UUID=...", "LABEL=..." or "PARTUUID=..." */
         char *mountpoint; /* absolute, normalized */

@@ -1,30 +1,42 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tierd's one context: everything the daemon knows hangs off struct tierd.
+ *
+ * supervisor/ in families, one folder each:
+ *   events/   the event path: read, decide, answer, record (preevent.c,
+ *             dispatch.c, fillrecord.c), the groups and marks (fsgroup.c)
+ *   files/    what tierd does to files: archive, release, restore, pin
+ *             (fileops.c, release.c), batches of them (batch.c), and the
+ *             local policy carried out: quotas, background archive, counts
+ *   store/    the catalog and the store's upkeep: catalog*.c, gc, audit
+ *   workers/  the tenants' workers and what they are given: credentials,
+ *             headers, the store's addresses
+ *   views/    tenant views on the host and in containers
+ *   restart/  restarts without a gap: handover, fd store, keeper
+ *   (top)     start, serve, stop (daemon.c, setup.c; main: cmd/tierd.c),
+ *             policy reloads, systemd, logs, threads (offthread.c)
+ *
  * Where things happen:
- *   events are served         supervisor/preevent.c  (dispatch_pre_content_event)
- *   fills are decided         supervisor/dispatch.c  (tfile_progress)
- *   fills are written         worker/fill.c          (in tierd-worker)
- *   fills are synced, recorded supervisor/fillrecord.c (tfile_fill_done)
- *   accessors are classified  common/readeraccess.c
- *   groups, marks, views      supervisor/fsgroup.c, supervisor/views.c
- *   restarts without a gap    supervisor/handover.c, journal.c, fdstore.c
- *   fills are checked         worker/verify.c        (chunk manifests, common/manifest.c)
- *   archive/release/restore   supervisor/fileops.c   (release.c; paths found: fileref.c;
- *                                                     many files, or a long task: batch.c)
- *   D-Bus methods and signals dbus/managerbus.c  (every method in its vtable; a file
- *                                                     per object: tenantbus.c, jobbus.c..;
- *                                                     supervisor/ tells dbus/ by face.h)
- *   start, serve, stop        supervisor/daemon.c    (main: cmd/tierd.c)
- *   the policy is read        policy/policy.c        (watched: supervisor/policywatch.c)
- *   the policy is decided     policy/engine.c        (carried out: supervisor/quota.c,
- *                                                     supervisor/autoarchive.c; files: usage.c)
- *   the catalog is kept       supervisor/catalog.c   (snapshots: catalogsnapshot.c, journal
- *                                                     objects: catalogjournal.c; imported:
- *                                                     catalogimport.c)
- *   the store is collected    supervisor/gc.c        (audited: supervisor/audit.c)
- *   status is counted         supervisor/tally.c     (trees walked off the loop: treewalk.c)
- *   systemd and the journal   supervisor/sdstatus.c  (STATUS=), journallog.c (log fields)
+ *   events are served          events/preevent.c    (dispatch_pre_content_event)
+ *   fills are decided          events/dispatch.c    (tfile_progress)
+ *   fills are written          worker/fill.c        (in tierd-worker)
+ *   fills are synced, recorded events/fillrecord.c  (tfile_fill_done)
+ *   accessors are classified   common/readeraccess.c
+ *   archive/release/restore    files/fileops.c      (release.c; paths found: fileref.c;
+ *                                                    many files, or a long task: batch.c)
+ *   a D-Bus method             dbus/managerbus.c    (every method in its vtable; a file per
+ *                                                    object: tenantbus.c, jobbus.c...;
+ *                                                    supervisor/ tells dbus/ by face.h)
+ *   the policy is read         policy/policy.c      (watched: policywatch.c)
+ *   the policy is decided      policy/engine.c      (carried out: files/quota.c,
+ *                                                    files/autoarchive.c; file tables: usage.c)
+ *   the catalog is kept        store/catalog.c      (snapshots: catalogsnapshot.c, journal
+ *                                                    objects: catalogjournal.c; imported:
+ *                                                    catalogimport.c)
+ *   the store is collected     store/gc.c           (audited: store/audit.c)
+ *   status is counted          files/tally.c        (trees walked off the loop: treewalk.c)
+ *   fills are checked          worker/verify.c      (chunk manifests, common/manifest.c)
+ *   systemd and the journal    sdstatus.c (STATUS=), journallog.c (log fields)
  */
 #pragma once
 
@@ -158,7 +170,7 @@ struct tenant {
         uint64_t archive_tokens_usec;
 };
 
-/* A container the tenant's view is attached to (supervisor/containers.c):
+/* A container the tenant's view is attached to (supervisor/views/containers.c):
  * its view sits in the container's mount namespace and its own worker
  * serves the container's readers. */
 struct container {
@@ -210,7 +222,7 @@ struct tierd {
         unsigned fd_budget;      /* stop reading events beyond this */
         bool reading_paused;
         unsigned tallies_counting; /* tally.c: counts of whole trees running (at most one) */
-        struct container *containers; /* attached: supervisor/containers.c */
+        struct container *containers; /* attached: supervisor/views/containers.c */
         uint64_t last_container_serial;
         struct batch *batches; /* in the order they run: batch.c */
         uint32_t last_batch_id;

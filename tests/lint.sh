@@ -5,8 +5,8 @@
 # tests/lint/cppcheck.supp and .clang-tidy.
 set -u
 cd "$(dirname "$0")/.."
-SRC=$(ls cmd/*.c common/*.c policy/*.c supervisor/*.c dbus/*.c worker/*.c cli/*.c holder/*.c)
-INC="-Icommon -Ipolicy -Isupervisor -Idbus -Iworker -Icli"
+SRC=$(ls cmd/*.c common/*.c policy/*.c supervisor/*.c supervisor/*/*.c dbus/*.c worker/*.c cli/*.c holder/*.c)
+INC="-Icommon -Ipolicy $(ls -d supervisor supervisor/*/ | sed "s|^|-I|; s|/$||" | tr "\n" " ")-Idbus -Iworker -Icli"
 FLAGS="-std=gnu11 -D_GNU_SOURCE -DTIERD_LIBEXECDIR=\"/usr/libexec/tierd\" -DTIERD_VERSION=\"$(sed -n 's/^VERSION := //p' Makefile)\" $INC $(pkg-config --cflags mount libsystemd json-c libcurl)"
 status=0
 

@@ -63,7 +63,7 @@ for i in $(seq 70); do head -c 1M /dev/urandom >"$ORIG/b$i"; cp "$ORIG/b$i" "$VB
 "$TIERCTL" archive "$VB"/b* >/dev/null && "$TIERCTL" release "$VB"/b* >/dev/null
 check "beta: 70 files archived and released" test "$(tl_allocated "$VB/b1")" -eq 0
 # The thread that answers events runs ahead of readers and workers (nice
-# -10: supervisor/loopnice.h); the workers it starts do not inherit that.
+# -10: supervisor/events/loopnice.h); the workers it starts do not inherit that.
 nice_of() { awk '{ sub(/^.*\) /, ""); print $17 }' "/proc/$1/stat"; }
 LOOP_NICE=$(nice_of "$TIERD")
 WORKER_NICES=$(for w in $(pgrep -P "$TIERD" -x tierd-worker); do nice_of "$w"; done | sort -u | tr '\n' ' ')

@@ -10,7 +10,7 @@
 #    that runs on threads (offthread.h, treewalk.h) or in the worker.
 #    tierd-holder's guard (holder/guard.c) answers events too;
 # 3. nor sleeps or yields to let another process run: a reader not asleep
-#    yet is looked at again later (supervisor/settle.c), never polled for;
+#    yet is looked at again later (supervisor/events/settle.c), never polled for;
 # 5. a log line (written from anywhere, the event path too) never waits
 #    for journald: the journal sink sends with MSG_DONTWAIT only, and no
 #    sd_journal_* call (which blocks while journald is behind) is made;
@@ -31,14 +31,14 @@ bad=$(awk '
 	/open_by_handle_at\(/ { stmt = ""; collecting = 1; line = FNR }
 	collecting { stmt = stmt $0; if ($0 ~ /;/) { collecting = 0
 		if (infn != "regular" && stmt !~ /O_PATH/) print FILENAME ":" line ": " stmt } }
-' supervisor/*.c dbus/*.c holder/*.c)
+' supervisor/*.c supervisor/*/*.c dbus/*.c holder/*.c)
 if [ -z "$bad" ]; then echo "ok - event path: every open by handle is O_PATH or fsgroup_open_regular"
 else echo "not ok - event path: an open by handle that may wait (use fsgroup_open_regular):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 
 # 2. No tree walk, directory read or whole-file hash where events are served
 # or the bus is answered.
-EVENT_FILES="supervisor/dispatch.c supervisor/fillrecord.c supervisor/preevent.c supervisor/fsgroup.c supervisor/settle.c common/readeraccess.c common/journal.c common/fanevent.c
-	supervisor/batch.c supervisor/usegroup.c supervisor/reload.c supervisor/sdstatus.c supervisor/journallog.c common/log.c dbus/*.c holder/*.c"
+EVENT_FILES="supervisor/events/dispatch.c supervisor/events/fillrecord.c supervisor/events/preevent.c supervisor/events/fsgroup.c supervisor/events/settle.c common/readeraccess.c common/journal.c common/fanevent.c
+	supervisor/files/batch.c supervisor/events/usegroup.c supervisor/reload.c supervisor/sdstatus.c supervisor/journallog.c common/log.c dbus/*.c holder/*.c"
 bad=$(grep -nE '\b(treewalk|opendir|fdopendir|readdir|nftw|fts_open|scandir|sha256_fd|hash_file|qsort)\(' $EVENT_FILES)
 if [ -z "$bad" ]; then echo "ok - event path: no tree walk, directory read, whole-file hash or sort in $(echo $EVENT_FILES | wc -w) files"
 else echo "not ok - event path: work that grows with a tenant's tree where events are answered:"; echo "$bad" | sed 's/^/# /'; status=1; fi
@@ -57,18 +57,18 @@ else echo "not ok - event path: a wait for another process to be scheduled where
 bad=$(awk '
 /^[a-z][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
 /(^|[^a-z_])(catalog_reduce|catalog_make_tree|catalog_walk)\(/ && fn !~ /(_run|_thread)$/ { print FILENAME ":" FNR ": in " fn "(): " $0 }
-' $(ls supervisor/*.c dbus/*.c | grep -v supervisor/catalogtree.c))
+' $(ls supervisor/*.c supervisor/*/*.c dbus/*.c | grep -v supervisor/store/catalogtree.c))
 if [ -z "$bad" ]; then echo "ok - event path: the catalog's tree work runs on threads only"
 else echo "not ok - event path: the catalog's tree work called on the event loop (give it an offthread job):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 5. The journal sink: every send non-blocking, no sd_journal_*.
 bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
-	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
+	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c supervisor/*/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
 if [ -z "$bad" ]; then echo "ok - event path: a log line never waits for journald (MSG_DONTWAIT, no sd_journal_*)"
 else echo "not ok - event path: a log line that may wait for journald:"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 6. Sends to a worker: only in workers.c, on a socket it made non-blocking
 # (every proto_send elsewhere is one: the holder's socket is the only other).
-bad=$( (grep -nE 'proto_send\(' supervisor/*.c dbus/*.c | grep -v '^supervisor/workers.c:' | grep -v 'holder_sock'
-	grep -qE 'fcntl\(w->sock, F_SETFL, O_NONBLOCK\)' supervisor/workers.c || echo "supervisor/workers.c: no fcntl(w->sock, F_SETFL, O_NONBLOCK)") | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
+bad=$( (grep -nE 'proto_send\(' supervisor/*.c supervisor/*/*.c dbus/*.c | grep -v '^supervisor/workers/workers.c:' | grep -v 'holder_sock'
+	grep -qE 'fcntl\(w->sock, F_SETFL, O_NONBLOCK\)' supervisor/workers/workers.c || echo "supervisor/workers/workers.c: no fcntl(w->sock, F_SETFL, O_NONBLOCK)") | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
 if [ -z "$bad" ]; then echo "ok - event path: a worker that stops reading never holds tierd (its socket is non-blocking, sends only in workers.c)"
 else echo "not ok - event path: a send that may wait for a worker:"; echo "$bad" | sed 's/^/# /'; status=1; fi
 exit $status

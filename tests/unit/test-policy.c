@@ -260,7 +260,7 @@ static void test_gc_keys(void **state) {
         p = parse_ok(T(", \"restore\": \"whole\""));
         assert_true(p->tenants[0].restore_whole && !p->tenants[0].restore_open);
         policy_free(p);
-        /* Setuid mounts: refused unless the tenant says so (supervisor/hostmounts.h). */
+        /* Setuid mounts: refused unless the tenant says so (supervisor/views/hostmounts.h). */
         p = parse_ok(T(""));
         assert_false(p->tenants[0].allow_setuid_mounts);
         policy_free(p);

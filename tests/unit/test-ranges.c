@@ -1,5 +1,5 @@
 /* Range arithmetic: the populated record and fill rounding, and the
- * dispatcher's range bookkeeping (supervisor/dispatch.c): the populated
+ * dispatcher's range bookkeeping (supervisor/events/dispatch.c): the populated
  * record limited to what a stub holds, and the "unverified" set. */
 #include "unit.h"
 #include <errno.h>

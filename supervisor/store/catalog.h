@@ -44,7 +44,7 @@ void catalog_stop(struct tenant *tn);
  * subvolume: its entry goes out with the next journal object. */
 void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const struct stub *s);
 
-/* The tree changed (supervisor/catalogwatch.c): rel was created or came
+/* The tree changed (supervisor/store/catalogwatch.c): rel was created or came
  * by a rename (it is recorded, with all beneath it), or went (with all
  * beneath it, for a directory). */
 void catalog_note_created(struct tenant *tn, const char *rel);
@@ -61,7 +61,7 @@ void catalog_note_lost(struct tenant *tn);
 bool catalog_file_durable(struct tenant *tn, int fd, const char **why);
 int catalog_when_written(struct tenant *tn, void (*callback)(void *userdata), void *userdata);
 
-/* Why a collection (supervisor/gc.c) cannot run now, or NULL: it needs
+/* Why a collection (supervisor/store/gc.c) cannot run now, or NULL: it needs
  * the catalog, written by this node, and no import. */
 const char *catalog_busy_why(const struct tenant *tn);
 /* The objects named by entries not in the store yet. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The catalog's notification group: creates, deletes and renames beneath
- * tenants that keep a catalog (supervisor/catalog.h).
+ * tenants that keep a catalog (supervisor/store/catalog.h).
  */
 #pragma once
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The store's host, resolved for the workers (supervisor/resolver.c). */
+/* The store's host, resolved for the workers (supervisor/workers/resolver.c). */
 #pragma once
 
 #include <stdbool.h>

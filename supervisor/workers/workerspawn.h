@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What a new worker is given (supervisor/workerspawn.c). */
+/* What a new worker is given (supervisor/workers/workerspawn.c). */
 #pragma once
 
 #include <sys/types.h>
