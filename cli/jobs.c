@@ -264,6 +264,7 @@ static int submit_paths(sd_bus *bus, struct file_jobs *fj, const char *method, i
  * (files in progress finish). EXIT_OK, or the exit status of a bus error. */
 static int wait_jobs(sd_bus *bus, struct file_jobs *fj) {
         bool canceling = false;
+        int ret = EXIT_OK;
         while (fj->n_removed < fj->n_jobs && !fj->tierd_gone) {
                 if (interrupted && !canceling) {
                         canceling = true;
@@ -273,11 +274,15 @@ static int wait_jobs(sd_bus *bus, struct file_jobs *fj) {
                                                            NULL, "o", fj->jobs[k].path);
                 }
                 int r = sd_bus_process(bus, NULL);
-                if (r < 0)
-                        return call_failed("reading the bus", NULL, r);
+                if (r < 0) {
+                        ret = call_failed("reading the bus", NULL, r);
+                        break;
+                }
                 /* Bounded: a Ctrl-C between the check above and here is seen. */
-                if (r == 0 && (r = sd_bus_wait(bus, 200 * 1000)) < 0 && r != -EINTR)
-                        return call_failed("waiting on the bus", NULL, r);
+                if (r == 0 && (r = sd_bus_wait(bus, 200 * 1000)) < 0 && r != -EINTR) {
+                        ret = call_failed("waiting on the bus", NULL, r);
+                        break;
+                }
         }
         if (fj->tierd_gone) {
                 uint64_t unknown = 0;
@@ -288,7 +293,7 @@ static int wait_jobs(sd_bus *bus, struct file_jobs *fj) {
                                 "command again\n", fj->progress ? "\r\033[K" : "", (unsigned long long)unknown);
                 fj->files_failed += unknown;
         }
-        return EXIT_OK;
+        return ret;
 }
 
 int verb_file_job(sd_bus *bus, const char *method, const char *verb, int argc, char **argv) {

@@ -46,6 +46,8 @@ uint64_t batch_done(const struct batch *b) {
         return b->task ? b->task_done : b->done;
 }
 
+/* Its face_data went with batch_removed: every batch is told before it
+ * goes, and teardown ends the batches before the face closes. */
 static void batch_free(struct batch *b) {
         for (size_t i = b->started; i < b->n; i++)
                 file_ref_done(&b->refs[i]);
