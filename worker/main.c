@@ -51,9 +51,19 @@ struct idle {
         bool listed;
 };
 
+/* Two classes in a lane. Demand work (fills, and the checks of what a
+ * fill restored) has a reader or a restore waiting on it; background work
+ * (archives, the catalog's and gc's objects, checks before a release,
+ * the store's tidying) has not. Demand goes first, and background takes
+ * at most all threads but one (bg_max), so a reader's fill never waits
+ * for a thread behind uploads, however many are queued or however long
+ * they take. */
+enum { CLASS_DEMAND, CLASS_BACKGROUND, CLASSES_MAX };
+
 struct lane {
         struct idle *idle; /* the last to go idle first */
-        struct queued *head, *tail;
+        struct queued *head[CLASSES_MAX], *tail[CLASSES_MAX];
+        unsigned bg_running, bg_max;
 };
 
 struct pool {
@@ -79,17 +89,38 @@ static void idle_unlist(struct lane *l, struct idle *me) {
         me->listed = false;
 }
 
+static int class_of(const struct queued *j) {
+        switch (j->req.type) {
+        case PROTO_FILL:
+        case PROTO_VERIFY:
+        case PROTO_SYNC:
+                return CLASS_DEMAND;
+        default:
+                return CLASS_BACKGROUND;
+        }
+}
+
+/* The class this lane may start now, or -1 (called with the lock held). */
+static int class_ready(const struct lane *l) {
+        if (l->head[CLASS_DEMAND])
+                return CLASS_DEMAND;
+        if (l->head[CLASS_BACKGROUND] && l->bg_running < l->bg_max)
+                return CLASS_BACKGROUND;
+        return -1;
+}
+
 /* The lane's next request for this thread (me), waiting on top of the idle
  * stack for one; NULL once the worker is done. */
 static struct queued *pool_pop(struct pool *w, struct lane *l, struct idle *me) {
         struct timespec until;
         bool released = false;
-        struct queued *j;
+        struct queued *j = NULL;
+        int c;
 
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += FILLBUF_IDLE_SEC;
         pthread_mutex_lock(&w->lock);
-        while (!l->head && !w->done) {
+        while ((c = class_ready(l)) < 0 && !w->done) {
                 if (!me->listed) {
                         me->next = l->idle;
                         l->idle = me;
@@ -99,7 +130,8 @@ static struct queued *pool_pop(struct pool *w, struct lane *l, struct idle *me) 
                         pthread_cond_wait(&me->cond, &w->lock);
                         continue;
                 }
-                if (pthread_cond_timedwait(&me->cond, &w->lock, &until) == ETIMEDOUT && !l->head && !w->done) {
+                if (pthread_cond_timedwait(&me->cond, &w->lock, &until) == ETIMEDOUT && class_ready(l) < 0 &&
+                    !w->done) {
                         /* Idle a while: the fill buffer goes back (fillbuf.h). */
                         pthread_mutex_unlock(&w->lock);
                         fillbuf_release();
@@ -109,11 +141,13 @@ static struct queued *pool_pop(struct pool *w, struct lane *l, struct idle *me) 
         }
         if (me->listed)
                 idle_unlist(l, me); /* a request came, but not through a wake-up of ours */
-        j = l->head;
-        if (j) {
-                l->head = j->next;
-                if (!l->head)
-                        l->tail = NULL;
+        if (c >= 0) {
+                j = l->head[c];
+                l->head[c] = j->next;
+                if (!l->head[c])
+                        l->tail[c] = NULL;
+                if (c == CLASS_BACKGROUND)
+                        l->bg_running++;
         }
         pthread_mutex_unlock(&w->lock);
         return j;
@@ -131,13 +165,24 @@ static void wake_one(struct lane *l) {
 
 static void pool_push(struct pool *w, struct queued *j) {
         struct lane *l = &w->lanes[j->req.type == PROTO_SYNC ? LANE_SYNCS : LANE_STORE];
+        int c = class_of(j);
         pthread_mutex_lock(&w->lock);
-        if (l->tail)
-                l->tail->next = j;
+        if (l->tail[c])
+                l->tail[c]->next = j;
         else
-                l->head = j;
-        l->tail = j;
-        wake_one(l);
+                l->head[c] = j;
+        l->tail[c] = j;
+        if (class_ready(l) >= 0)
+                wake_one(l);
+        pthread_mutex_unlock(&w->lock);
+}
+
+/* A background request is over: its thread's place may start the next. */
+static void pool_background_done(struct pool *w, struct lane *l) {
+        pthread_mutex_lock(&w->lock);
+        l->bg_running--;
+        if (class_ready(l) >= 0)
+                wake_one(l);
         pthread_mutex_unlock(&w->lock);
 }
 
@@ -150,20 +195,22 @@ static void *pool_thread(void *arg) {
 
         while ((j = pool_pop(w, a->lane, &me))) {
                 struct proto_reply rep;
+                bool background = class_of(j) == CLASS_BACKGROUND;
                 progress_begin(w->sock, j->req.id);
                 if (j->req.type == QUEUED_CLEANUP) {
                         w->backend->ops->cleanup(w->backend);
-                        free(j);
-                        continue;
-                }
-                worker_serve(w->backend, w->mcache, &j->req, j->fd, &rep);
-                close(j->fd);
-                int r = proto_send(w->sock, &rep, sizeof(rep), -1);
-                if (r < 0) {
-                        log_error_errno(r, "cannot reply to tierd: %m");
-                        _exit(EXIT_FAILURE);
+                } else {
+                        worker_serve(w->backend, w->mcache, &j->req, j->fd, &rep);
+                        close(j->fd);
+                        int r = proto_send(w->sock, &rep, sizeof(rep), -1);
+                        if (r < 0) {
+                                log_error_errno(r, "cannot reply to tierd: %m");
+                                _exit(EXIT_FAILURE);
+                        }
                 }
                 free(j);
+                if (background)
+                        pool_background_done(w, a->lane);
         }
         pthread_cond_destroy(&me.cond);
         return NULL;
@@ -296,8 +343,7 @@ static int serve(struct pool *w) {
 }
 
 int main(int argc, char **argv) {
-        struct pool w = { .sock = PROTO_CONTROL_FD, .lock = PTHREAD_MUTEX_INITIALIZER,
-                          .lanes = { [LANE_STORE] = { 0 }, [LANE_SYNCS] = { 0 } } };
+        struct pool w = { .sock = PROTO_CONTROL_FD, .lock = PTHREAD_MUTEX_INITIALIZER };
         struct proto_config cfg;
         pthread_t threads[MAX_THREADS + 1];
         struct pool_thread_arg args[LANES_MAX] = { { &w, &w.lanes[LANE_STORE] }, { &w, &w.lanes[LANE_SYNCS] } };
@@ -323,6 +369,9 @@ int main(int argc, char **argv) {
 #endif
         if (open_store(&w, &cfg, store_fd) < 0)
                 return EXIT_FAILURE;
+        /* At most all threads but one for background work (one if there
+         * is only one); the syncs' lane has no background work. */
+        w.lanes[LANE_STORE].bg_max = cfg.threads > 1 ? cfg.threads - 1 : 1;
         /* cfg.threads for the store, one more for syncs. */
         for (unsigned i = 0; i <= cfg.threads; i++)
                 if ((r = pthread_create(&threads[i], NULL, pool_thread, &args[i < cfg.threads ? LANE_STORE : LANE_SYNCS])) != 0) {

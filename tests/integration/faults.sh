@@ -209,6 +209,34 @@ check "d: a write after the archive is heard: the file is dirty at once" test "$
 check "... a release (mtime set back) refuses, saying it changed" bash -c "
 	! timeout 60 $TIERCTL release $XV/d 2>$TL_DIR/d.err && grep -q 'changed since it was archived' $TL_DIR/d.err"
 check "... and the new bytes are there" cmp "$XV/d" "$TL_DIR/d.new"
+# A reader's fill never waits for a thread behind uploads: background work
+# (archives, the catalog's objects, gc) takes at most all of the worker's
+# threads but one. Six archives against a store that holds every upload:
+# three are held (four threads, less one), and a cold read is served while
+# they still are. (The uploads would hold a thread for 30 s, the stall
+# timeout; the read's bound is 20 s.)
+head -c $((2 << 20)) /dev/urandom >"$XV/r"
+cp "$XV/r" "$TL_DIR/r.orig"
+timeout 60 "$TIERCTL" archive "$XV/r" >/dev/null && timeout 60 "$TIERCTL" release "$XV/r" >/dev/null
+for i in 1 2 3 4 5 6; do head -c $((2 << 20)) /dev/urandom >"$XV/u$i"; done
+HELD0=$(grep -c '^put held' "$FLOG") MOVED0=$(grep -c '^MOVE /x/sha256/' "$FLOG")
+rm -f "$CONTROL.go"
+echo holdput >"$CONTROL"
+timeout 120 "$TIERCTL" archive "$XV"/u[1-6] >"$TL_DIR/u.out" 2>&1 &
+ARCH=$!
+for _ in $(seq 300); do [ "$(grep -c '^put held' "$FLOG")" -ge $((HELD0 + 3)) ] && break; sleep 0.1; done
+sleep 1 # a fourth upload, were one allowed, would be held by now too
+held=$(( $(grep -c '^put held' "$FLOG") - HELD0 ))
+check "six archives, every upload held: three at once, a thread left (held: $held)" test "$held" = 3
+check "... a cold read is served while they are held" timeout 20 cmp "$XV/r" "$TL_DIR/r.orig"
+check "... (still held: no data object moved into place meanwhile)" test "$(grep -c '^MOVE /x/sha256/' "$FLOG")" = "$MOVED0"
+touch "$CONTROL.go"
+wait "$ARCH"
+rc=$?
+echo none >"$CONTROL"
+states=$(for i in 1 2 3 4 5 6; do state_of "$XV/u$i"; done | tr '\n' ' ')
+check "... then the six archives finish (exit $rc: $states)" \
+	test "$rc $states" = "0 archived archived archived archived archived archived "
 echo 'movelost 1' >"$CONTROL"
 head -c 200000 /dev/urandom >"$V/e"
 timeout 120 "$TIERCTL" archive "$V/e" >/dev/null 2>"$TL_DIR/e.err"
