@@ -47,23 +47,14 @@ static int container_find_object(sd_bus *bus, const char *path, const char *inte
 
 static int container_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes, sd_bus_error *error) {
         struct tierd *t = userdata;
-        size_t n = 0, i = 0;
+        char **v = NULL;
+        size_t n = 0;
         (void)bus, (void)prefix, (void)error;
 
         for (struct container *c = t->containers; c; c = c->next)
-                n++;
-        char **v = calloc(n + 1, sizeof(char *));
-        if (!v)
-                return -ENOMEM;
-        for (struct container *c = t->containers; c; c = c->next)
-                if (!(v[i++] = container_bus_path(c))) {
-                        for (size_t j = 0; j < i; j++)
-                                free(v[j]);
-                        free(v);
+                if (bus_nodes_add(&v, &n, container_bus_path(c)) < 0)
                         return -ENOMEM;
-                }
-        *nodes = v;
-        return 0;
+        return bus_nodes_done(v, nodes);
 }
 
 GETTER(get_string) {

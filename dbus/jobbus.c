@@ -66,26 +66,17 @@ static int job_find_object(sd_bus *bus, const char *path, const char *interface,
 
 static int job_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes, sd_bus_error *error) {
         struct tierd *t = userdata;
-        size_t n = 0, i = 0;
+        char **v = NULL;
+        size_t n = 0;
         (void)bus, (void)prefix, (void)error;
 
-        for (struct batch *b = t->batches; b; b = b->next)
-                n++;
-        char **v = calloc(n + 1, sizeof(char *));
-        if (!v)
-                return -ENOMEM;
         for (struct batch *b = t->batches; b; b = b->next) {
                 char path[64];
                 job_bus_path(b->id, path);
-                if (!(v[i++] = strdup(path))) {
-                        for (size_t j = 0; j < i; j++)
-                                free(v[j]);
-                        free(v);
+                if (bus_nodes_add(&v, &n, strdup(path)) < 0)
                         return -ENOMEM;
-                }
         }
-        *nodes = v;
-        return 0;
+        return bus_nodes_done(v, nodes);
 }
 
 GETTER(get_job_property) {

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Property shapes the tenant and container objects share. */
+/* Shapes the tenant, container and job objects share: properties, node lists. */
 #include "property.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
@@ -38,4 +40,32 @@ int bus_append_wait_property(sd_bus_message *reply, const char *property, const 
         if (strcmp(property, "ReaderWaitBuckets") == 0)
                 return bus_append_wait_buckets(reply, h);
         return bus_append_wait_percentiles(reply, h);
+}
+
+static void nodes_free(char **v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
+int bus_nodes_add(char ***v, size_t *n, char *path) {
+        char **grown = path ? reallocarray(*v, *n + 2, sizeof(char *)) : NULL;
+        if (!grown) {
+                free(path);
+                nodes_free(*v, *n);
+                *v = NULL;
+                *n = 0;
+                return -ENOMEM;
+        }
+        grown[(*n)++] = path;
+        grown[*n] = NULL;
+        *v = grown;
+        return 0;
+}
+
+int bus_nodes_done(char **v, char ***nodes) {
+        if (!v && !(v = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        *nodes = v;
+        return 0;
 }

@@ -41,22 +41,14 @@ static int tenant_find(sd_bus *bus, const char *path, const char *interface, voi
 
 static int tenant_enumerate(sd_bus *bus, const char *prefix, void *userdata, char ***nodes, sd_bus_error *error) {
         struct tierd *t = userdata;
-        char **v = calloc(t->n_tenants + 1, sizeof(char *));
-        (void)bus;
-        (void)prefix;
-        (void)error;
+        char **v = NULL;
+        size_t n = 0;
+        (void)bus, (void)prefix, (void)error;
 
-        if (!v)
-                return -ENOMEM;
         for (size_t i = 0; i < t->n_tenants; i++)
-                if (!(v[i] = tenant_bus_path(&t->tenants[i]))) {
-                        for (size_t j = 0; j < i; j++)
-                                free(v[j]);
-                        free(v);
+                if (bus_nodes_add(&v, &n, tenant_bus_path(&t->tenants[i])) < 0)
                         return -ENOMEM;
-                }
-        *nodes = v;
-        return 0;
+        return bus_nodes_done(v, nodes);
 }
 
 GETTER(get_config) {
