@@ -22,7 +22,7 @@ VERSION := 0.3.0
 BUILD_PKGS := gcc make pkg-config libmount-dev libsystemd-dev libjson-c-dev libcurl4-openssl-dev libssl-dev \
 	libseccomp-dev libexpat1-dev
 DEB_PKGS := $(BUILD_PKGS) libcmocka-dev btrfs-progs xfsprogs e2fsprogs attr dbus dbus-bin systemd util-linux procps \
-	runc busybox-static python3-yaml clang clang-tidy cppcheck valgrind acl bc mandoc groff-base curl
+	runc busybox-static python3-yaml clang clang-tidy cppcheck valgrind acl bc mandoc groff-base curl tinyproxy
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -120,7 +120,7 @@ $(BUILD)/tests/%: tests/helpers/%.c | $(DEPS)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Unit tests, built plain and with ASan+UBSan.
-UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/workers/credentials.c worker/http-check.c worker/mcache.c worker/s3xml.c
+UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/workers/credentials.c supervisor/workers/proxy.c worker/http-check.c worker/mcache.c worker/s3xml.c
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 $(BUILD)/unit/%: tests/unit/%.c $(UNIT_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)

@@ -96,6 +96,7 @@ struct proto_config {
         char kms_key_id[256];
         char headers[PROTO_HEADERS_MAX]; /* "Name: value" lines, files already read */
         char resolve[PROTO_URL_MAX]; /* "HOST:PORT:ADDR" for CURLOPT_RESOLVE: no DNS in the worker */
+        char proxy[300];             /* "http://HOST:PORT" the store is reached through; "" directly */
         uint32_t virtual_hosted;
         uint32_t uid, gid;  /* the worker's own ids */
         uint32_t net_port;  /* the only TCP port it may connect to; 0: none */

@@ -288,6 +288,9 @@ static int attempt_start(struct remote *r, struct http_req *q, CURL *c, struct a
         curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
         curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)MAX(1u, r->stall_timeout_usec / 1000000));
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        /* Through the proxy tierd chose (resolver.c), or none: "" also keeps
+         * curl from reading a proxy from the environment. */
+        curl_easy_setopt(c, CURLOPT_PROXY, r->proxy);
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
         /* A small answer (a manifest page) never waits for a delayed ACK. */
         curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
@@ -448,6 +451,7 @@ int remote_init(struct remote *r, const struct proto_config *cfg, bool s3) {
         snprintf(r->sse, sizeof(r->sse), "%s", cfg->sse);
         snprintf(r->kms_key_id, sizeof(r->kms_key_id), "%s", cfg->kms_key_id);
         snprintf(r->ca_file, sizeof(r->ca_file), "%s", cfg->ca_file);
+        snprintf(r->proxy, sizeof(r->proxy), "%s", cfg->proxy);
         snprintf(r->sigv4, sizeof(r->sigv4), "aws:amz:%s:s3", cfg->region);
         r->connect_timeout_usec = cfg->connect_timeout_usec ?: 10000000ull;
         r->stall_timeout_usec = cfg->stall_timeout_usec ?: 30000000ull;

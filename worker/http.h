@@ -36,6 +36,7 @@ struct remote {
         struct curl_slist *resolve; /* under lock: tierd resolves the host, the worker reads no file to */
         bool need_resolve;          /* a store on the network: no request without an address */
         char sse[16], kms_key_id[256], ca_file[PROTO_URL_MAX];
+        char proxy[300]; /* "" directly (curl reads no environment here: the worker has none) */
         uint64_t connect_timeout_usec, stall_timeout_usec, multipart_threshold, part_size;
         pthread_mutex_t lock; /* guards cred and extra_headers: rotated while threads fetch */
         struct proto_credentials cred;

@@ -233,6 +233,7 @@ static int read_config(int sock, struct proto_config *cfg, int *store_fd) {
         cfg->kms_key_id[sizeof(cfg->kms_key_id) - 1] = 0;
         cfg->headers[sizeof(cfg->headers) - 1] = 0;
         cfg->resolve[sizeof(cfg->resolve) - 1] = 0;
+        cfg->proxy[sizeof(cfg->proxy) - 1] = 0;
         if (cfg->type != PROTO_CONFIG || cfg->threads == 0 || cfg->threads > MAX_THREADS) {
                 log_error("malformed configuration from tierd");
                 return -1;

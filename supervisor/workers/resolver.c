@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The store's host name, resolved for the workers, which ask no DNS server
- * (their sandbox reads no /etc/resolv.conf). A lookup runs on a thread: a
+ * The store's host name (or its proxy's, proxy.h: what the workers connect
+ * to), resolved for the workers, which ask no DNS server (their sandbox
+ * reads no /etc/resolv.conf). A lookup runs on a thread: a
  * DNS server is the network's to stall, and the event loop waits on
  * nothing the network controls. Every address the name gives goes to the
  * workers (curl tries them in turn), and the name is looked up again:
@@ -29,6 +30,7 @@
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
+#include "proxy.h"
 #include "proto.h"
 #include "url.h"
 #include "workers.h"
@@ -56,6 +58,7 @@ struct tenant_net {
         uint64_t next_usec, last_usec;
         struct offthread *thread; /* a lookup in flight */
         struct lookup *lookup;
+        char proxy_said[300]; /* the proxy (or why none) last logged */
 };
 
 int resolver_endpoint(const struct policy_tenant *p, char *host, size_t size, unsigned *port, bool *tls) {
@@ -82,6 +85,21 @@ int resolver_endpoint(const struct policy_tenant *p, char *host, size_t size, un
         *tls = h.tls;
         http_url_done(&h);
         return 0;
+}
+
+int resolver_target(const struct policy_tenant *p, char *host, size_t size, unsigned *port, bool *tls,
+                    struct proxy *proxy, const char **error) {
+        int r = resolver_endpoint(p, host, size, port, tls);
+        *error = NULL;
+        *proxy = (struct proxy){};
+        if (r < 0)
+                return r;
+        r = proxy_for(host, *tls, proxy, error);
+        if (r <= 0) /* directly (a proxy that cannot be used: said in *error) */
+                return 0;
+        snprintf(host, size, "%s", proxy->host);
+        *port = proxy->port;
+        return 1;
 }
 
 /* On the thread: every address of the name, once each, in its order. */
@@ -200,8 +218,20 @@ void resolver_tenant_changed(struct tenant *tn) {
         char host[256] = "";
         unsigned port = 0;
         bool tls;
+        struct proxy proxy;
+        const char *why = NULL;
+        int r = net ? resolver_target(tn->cfg, host, sizeof(host), &port, &tls, &proxy, &why) : -EINVAL;
+
+        if (net && (r > 0 || why) && strcmp(why ?: proxy.url, net->proxy_said) != 0) { /* said once */
+                if (why)
+                        log_error("tenant %s: the proxy in tierd's environment cannot be used (%s): its store is "
+                                  "reached directly", tn->cfg->name, why);
+                else
+                        log_info("tenant %s: its store is reached through the proxy %s", tn->cfg->name, proxy.url);
+                snprintf(net->proxy_said, sizeof(net->proxy_said), "%s", why ?: proxy.url);
+        }
         /* An address needs no lookup (curl asks none for it). */
-        if (net && (resolver_endpoint(tn->cfg, host, sizeof(host), &port, &tls) < 0 || resolver_is_address(host)))
+        if (r < 0 || resolver_is_address(host))
                 host[0] = '\0';
         if (!net || (strcmp(host, net->host) == 0 && port == net->port))
                 return;

@@ -5,12 +5,19 @@
 #include <stdbool.h>
 
 #include "policy.h"
+#include "proxy.h"
 #include "tierd.h"
 
 /* The host, port and TLS of a tenant's store (its endpoint, the regional
  * AWS one, or an http(s):// backend's): -EINVAL for one not on the
  * network (file://). */
 int resolver_endpoint(const struct policy_tenant *p, char *host, size_t size, unsigned *port, bool *tls);
+/* What a worker of the tenant connects to: its store's host and port, or
+ * its proxy's (proxy.h): 1 through the proxy (*proxy), 0 directly (with
+ * *error set if the environment names a proxy that cannot be used),
+ * -EINVAL no store on the network. *tls is the store's. */
+int resolver_target(const struct policy_tenant *p, char *host, size_t size, unsigned *port, bool *tls,
+                    struct proxy *proxy, const char **error);
 /* A literal IPv4 or IPv6 address, which needs no lookup. */
 bool resolver_is_address(const char *host);
 /* Looks every tenant's store up now, and again from then on. */

@@ -54,16 +54,20 @@ void worker_exec(const char *path, int sock, pid_t parent, const char *vg_log) {
 #define DEFAULT_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
 /* The worker reads no file and asks no DNS server: tierd names the one
- * port it may connect to, the CA bundle it may read and the addresses of
- * its store's host (resolver.c, on a thread: never here, on the loop). */
+ * port it may connect to (its store's, or its proxy's), the CA bundle it
+ * may read and the addresses of that host (resolver.c, on a thread: never
+ * here, on the loop). */
 static void worker_network(const struct tenant *tn, struct proto_config *cfg) {
         const struct policy_tenant *p = tn->cfg;
         char host[256];
         unsigned port;
         bool tls;
+        struct proxy proxy;
+        const char *why;
 
-        if (resolver_endpoint(p, host, sizeof(host), &port, &tls) < 0)
+        if (resolver_target(p, host, sizeof(host), &port, &tls, &proxy, &why) < 0)
                 return;
+        snprintf(cfg->proxy, sizeof(cfg->proxy), "%s", proxy.url);
         cfg->net_port = port;
         if (tls && !p->ca_file && access(DEFAULT_CA_BUNDLE, R_OK) == 0)
                 snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", DEFAULT_CA_BUNDLE);
