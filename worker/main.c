@@ -51,13 +51,14 @@ struct idle {
         bool listed;
 };
 
-/* Two classes in a lane. Demand work (fills, and the checks of what a
- * fill restored) has a reader or a restore waiting on it; background work
- * (archives, the catalog's and gc's objects, checks before a release,
- * the store's tidying) has not. Demand goes first, and background takes
- * at most all threads but one (bg_max), so a reader's fill never waits
- * for a thread behind uploads, however many are queued or however long
- * they take. */
+/* Two classes in a lane. Background work (archives, listings and
+ * deletions for gc and audit, the store's tidying) has no reader waiting
+ * on it; everything else may: fills and the checks of what they restored,
+ * and, on a tenant at its quota, the existence checks (PROTO_CHECK) and
+ * catalog objects (PROTO_PUT, PROTO_GET) a release must finish before a
+ * fill may go on. Demand goes first, and background takes at most all
+ * threads but one (bg_max), so a reader's fill never waits for a thread
+ * behind uploads, however many are queued or however long they take. */
 enum { CLASS_DEMAND, CLASS_BACKGROUND, CLASSES_MAX };
 
 struct lane {
@@ -91,12 +92,13 @@ static void idle_unlist(struct lane *l, struct idle *me) {
 
 static int class_of(const struct queued *j) {
         switch (j->req.type) {
-        case PROTO_FILL:
-        case PROTO_VERIFY:
-        case PROTO_SYNC:
-                return CLASS_DEMAND;
-        default:
+        case PROTO_ARCHIVE:
+        case PROTO_LIST:
+        case PROTO_DELETE:
+        case QUEUED_CLEANUP:
                 return CLASS_BACKGROUND;
+        default:
+                return CLASS_DEMAND;
         }
 }
 

@@ -218,6 +218,7 @@ check "... and the new bytes are there" cmp "$XV/d" "$TL_DIR/d.new"
 head -c $((2 << 20)) /dev/urandom >"$XV/r"
 cp "$XV/r" "$TL_DIR/r.orig"
 timeout 60 "$TIERCTL" archive "$XV/r" >/dev/null && timeout 60 "$TIERCTL" release "$XV/r" >/dev/null
+check "r: archived and released, for a cold read later" test "$(state_of "$XV/r")" = released
 for i in 1 2 3 4 5 6; do head -c $((2 << 20)) /dev/urandom >"$XV/u$i"; done
 HELD0=$(grep -c '^put held' "$FLOG") MOVED0=$(grep -c '^MOVE /x/sha256/' "$FLOG")
 rm -f "$CONTROL.go"
