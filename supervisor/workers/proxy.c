@@ -64,22 +64,31 @@ static int address_matches(const char *entry, const char *host) {
 static bool entry_matches(const char *e, size_t n, const char *host) {
         char entry[256];
 
-        if (n == 1 && e[0] == '*')
-                return true;
         if (n > 0 && e[0] == '.')
                 e++, n--;
         if (n == 0 || n >= sizeof(entry))
                 return false;
         memcpy(entry, e, n);
         entry[n] = '\0';
+        if (entry[n - 1] == '.') /* a trailing dot says nothing more */
+                entry[--n] = '\0';
         int r = address_matches(entry, host);
-        if (r >= 0)
-                return r;
+        if (r >= 0 || n == 0)
+                return r > 0;
+        unsigned char a[16];
+        if (inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1)
+                return false; /* an address is matched by addresses only */
         size_t h = strlen(host);
-        return strcasecmp(host, entry) == 0 || (h > n && host[h - n - 1] == '.' && strcasecmp(host + h - n, entry) == 0);
+        if (h > 0 && host[h - 1] == '.')
+                h--;
+        return (h == n && strncasecmp(host, entry, n) == 0) ||
+               (h > n && host[h - n - 1] == '.' && strncasecmp(host + h - n, entry, n) == 0);
 }
 
 bool proxy_bypassed(const char *list, const char *host) {
+        const char *star = list ? list + strspn(list, " \t") : NULL;
+        if (star && star[0] == '*' && !star[1 + strspn(star + 1, " \t")]) /* "*" alone: every host, as curl */
+                return true;
         while (list && *list) {
                 size_t skip = strspn(list, ", \t"), n;
                 list += skip;
@@ -101,28 +110,28 @@ static int proxy_parse(const char *text, struct proxy *ret, const char **error) 
         char full[sizeof(ret->url)];
         CURLU *u = curl_url();
         char *scheme = NULL, *host = NULL, *port = NULL, *user = NULL, *path = NULL;
-        int r = -EINVAL;
+        const char *why = NULL;
 
         if (!u)
                 return -ENOMEM;
         snprintf(full, sizeof(full), "%s%s", strstr(text, "://") ? "" : "http://", text);
         if (curl_url_set(u, CURLUPART_URL, full, 0) != CURLUE_OK || !(scheme = url_part(u, CURLUPART_SCHEME)) ||
             !(host = url_part(u, CURLUPART_HOST)))
-                *error = "not a proxy's URL (http://HOST[:PORT])";
+                why = "not a proxy's URL (http://HOST[:PORT])";
         else if (strcasecmp(scheme, "http") != 0)
-                *error = "only an http:// proxy can be used (https:// and socks proxies cannot)";
+                why = "only an http:// proxy can be used (https:// and socks proxies cannot)";
         else if ((user = url_part(u, CURLUPART_USER)))
-                *error = "a proxy with user:password@ cannot be used";
+                why = "a proxy with user:password@ cannot be used";
         else if ((path = url_part(u, CURLUPART_PATH)) && strcmp(path, "/") != 0 && *path)
-                *error = "a proxy's URL has no path";
+                why = "a proxy's URL has no path";
+        else if ((port = url_part(u, CURLUPART_PORT)) && (strtoul(port, NULL, 10) == 0 || strtoul(port, NULL, 10) > 65535))
+                why = "a proxy's port is from 1 to 65535";
         else {
-                port = url_part(u, CURLUPART_PORT);
-                ret->port = port ? (unsigned)strtoul(port, NULL, 10) : PROXY_DEFAULT_PORT;
                 size_t n = strlen(host);
                 bool v6 = n > 2 && host[0] == '[' && host[n - 1] == ']';
+                ret->port = port ? (unsigned)strtoul(port, NULL, 10) : PROXY_DEFAULT_PORT;
                 snprintf(ret->host, sizeof(ret->host), "%.*s", (int)(v6 ? n - 2 : n), v6 ? host + 1 : host);
                 snprintf(ret->url, sizeof(ret->url), "http://%s:%u", host, ret->port);
-                r = 0;
         }
         curl_free(scheme);
         curl_free(host);
@@ -130,7 +139,12 @@ static int proxy_parse(const char *text, struct proxy *ret, const char **error) 
         curl_free(user);
         curl_free(path);
         curl_url_cleanup(u);
-        return r;
+        if (why) {
+                *ret = (struct proxy){};
+                *error = why;
+                return -EINVAL;
+        }
+        return 0;
 }
 
 int proxy_for(const char *host, bool tls, struct proxy *ret, const char **error) {

@@ -95,7 +95,9 @@ int resolver_target(const struct policy_tenant *p, char *host, size_t size, unsi
         if (r < 0)
                 return r;
         r = proxy_for(host, *tls, proxy, error);
-        if (r <= 0) /* directly (a proxy that cannot be used: said in *error) */
+        if (r < 0) /* never around a proxy that cannot be used */
+                return -EINVAL;
+        if (r == 0)
                 return 0;
         snprintf(host, size, "%s", proxy->host);
         *port = proxy->port;
@@ -224,8 +226,9 @@ void resolver_tenant_changed(struct tenant *tn) {
 
         if (net && (r > 0 || why) && strcmp(why ?: proxy.url, net->proxy_said) != 0) { /* said once */
                 if (why)
-                        log_error("tenant %s: the proxy in tierd's environment cannot be used (%s): its store is "
-                                  "reached directly", tn->cfg->name, why);
+                        log_error("tenant %s: the proxy in tierd's environment cannot be used (%s): its store is not "
+                                  "reached (readers get EIO) until the proxy is fixed, or no_proxy names the store",
+                                  tn->cfg->name, why);
                 else
                         log_info("tenant %s: its store is reached through the proxy %s", tn->cfg->name, proxy.url);
                 snprintf(net->proxy_said, sizeof(net->proxy_said), "%s", why ?: proxy.url);

@@ -13,9 +13,10 @@
  * network (file://). */
 int resolver_endpoint(const struct policy_tenant *p, char *host, size_t size, unsigned *port, bool *tls);
 /* What a worker of the tenant connects to: its store's host and port, or
- * its proxy's (proxy.h): 1 through the proxy (*proxy), 0 directly (with
- * *error set if the environment names a proxy that cannot be used),
- * -EINVAL no store on the network. *tls is the store's. */
+ * its proxy's (proxy.h): 1 through the proxy (*proxy), 0 directly,
+ * -EINVAL no store on the network, or one behind a proxy that cannot be
+ * used (*error says why): the worker is then let connect nowhere. *tls
+ * is the store's. */
 int resolver_target(const struct policy_tenant *p, char *host, size_t size, unsigned *port, bool *tls,
                     struct proxy *proxy, const char **error);
 /* A literal IPv4 or IPv6 address, which needs no lookup. */

@@ -66,7 +66,7 @@ static void worker_network(const struct tenant *tn, struct proto_config *cfg) {
         const char *why;
 
         if (resolver_target(p, host, sizeof(host), &port, &tls, &proxy, &why) < 0)
-                return;
+                return; /* no port: Landlock lets it connect nowhere (a file:// store needs none) */
         snprintf(cfg->proxy, sizeof(cfg->proxy), "%s", proxy.url);
         cfg->net_port = port;
         if (tls && !p->ca_file && access(DEFAULT_CA_BUNDLE, R_OK) == 0)

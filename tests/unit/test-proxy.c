@@ -29,6 +29,12 @@ static void test_bypassed(void **state) {
         assert_false(proxy_bypassed("", "example.com"));
         assert_false(proxy_bypassed(NULL, "example.com"));
         assert_false(proxy_bypassed("*.example.com", "s3.example.com")); /* no wildcards but "*" alone, as curl */
+        assert_false(proxy_bypassed("localhost,*", "s3.example.com"));
+        assert_true(proxy_bypassed(" * ", "s3.example.com"));
+        assert_false(proxy_bypassed("2.3", "10.1.2.3")); /* an address is matched by addresses only */
+        assert_true(proxy_bypassed("example.com.", "s3.example.com"));
+        assert_true(proxy_bypassed("example.com", "s3.example.com."));
+        assert_false(proxy_bypassed(".", "example.com"));
 }
 
 static void test_for(void **state) {
@@ -63,6 +69,13 @@ static void test_for(void **state) {
         assert_int_equal(proxy_for("store.example", true, &p, &err), -EINVAL);
         setenv("https_proxy", "http://p:3128/path", 1);
         assert_int_equal(proxy_for("store.example", true, &p, &err), -EINVAL);
+        err = NULL;
+        setenv("https_proxy", "http://p:0", 1);
+        assert_int_equal(proxy_for("store.example", true, &p, &err), -EINVAL);
+        assert_string_equal(err, "a proxy's port is from 1 to 65535");
+        setenv("https_proxy", "HTTP://P:3128", 1);
+        assert_int_equal(proxy_for("store.example", true, &p, &err), 1);
+        assert_int_equal(p.port, 3128);
         clear_env();
 }
 
