@@ -27,6 +27,8 @@ void http_req_init(struct http_req *q, const char *method) {
 void http_req_done(struct http_req *q) {
         curl_slist_free_all(q->headers);
         q->headers = NULL;
+        EVP_MD_CTX_free(q->body_md_start);
+        q->body_md_start = NULL;
         free(q->collect);
         q->collect = NULL;
 }
@@ -142,6 +144,20 @@ static size_t on_upload(char *buf, size_t size, size_t n, void *userdata) {
         return (size_t)k;
 }
 
+/* curl sends an upload's body again from its start when the connection
+ * it reused turns out closed (a store's or a proxy's keep-alive ran out):
+ * the body is read again from its start, and the hash taken as it goes
+ * back to where it was before its first byte. */
+static int on_upload_seek(void *userdata, curl_off_t offset, int origin) {
+        struct http_req *q = userdata;
+        if (origin != SEEK_SET || offset != 0 || (q->body_md && !q->body_md_start))
+                return CURL_SEEKFUNC_CANTSEEK;
+        if (q->body_md && !EVP_MD_CTX_copy_ex(q->body_md, q->body_md_start))
+                return CURL_SEEKFUNC_FAIL;
+        q->body_pos = 0;
+        return CURL_SEEKFUNC_OK;
+}
+
 /* A thread's handles: one multi handle, whose connection cache all its
  * easy handles share (a transfer alone and transfers side by side reuse
  * the same kept-alive connections), and up to REMOTE_PARALLEL_MAX easy
@@ -208,6 +224,18 @@ static void set_method(CURL *c, struct http_req *q) {
                 curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
                 curl_easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
                 curl_easy_setopt(c, CURLOPT_READDATA, q);
+                curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_upload_seek);
+                curl_easy_setopt(c, CURLOPT_SEEKDATA, q);
+                /* Before its first byte: where a rewind takes the hash back to
+                 * (none kept: the rewind is refused, the upload fails). */
+                if (q->body_md && q->body_pos == 0) {
+                        if (!q->body_md_start)
+                                q->body_md_start = EVP_MD_CTX_new();
+                        if (q->body_md_start && !EVP_MD_CTX_copy_ex(q->body_md_start, q->body_md)) {
+                                EVP_MD_CTX_free(q->body_md_start);
+                                q->body_md_start = NULL;
+                        }
+                }
                 curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)q->body_len);
         } else if (strcmp(q->method, "POST") == 0) {
                 curl_easy_setopt(c, CURLOPT_POST, 1L);

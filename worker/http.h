@@ -54,6 +54,7 @@ struct http_req {
         int body_fd;
         uint64_t body_off, body_len, body_pos;
         EVP_MD_CTX *body_md;
+        EVP_MD_CTX *body_md_start; /* body_md before the body's first byte: a rewind goes back to it */
         const char *body_mem;
         size_t body_mem_len;
         /* Download: exactly want bytes from want_off, to sink. */
