@@ -238,6 +238,18 @@ echo none >"$CONTROL"
 states=$(for i in 1 2 3 4 5 6; do state_of "$XV/u$i"; done | tr '\n' ' ')
 check "... then the six archives finish (exit $rc: $states)" \
 	test "$rc $states" = "0 archived archived archived archived archived archived "
+# A kept-alive connection the store closed when the next request came: curl
+# sends the upload again on a new connection, its body from the start (a
+# seek callback), and the archive holds (its hash taken once).
+echo 'dropreused 1' >"$CONTROL"
+head -c 300000 /dev/urandom >"$V/k"
+cp "$V/k" "$TL_DIR/k.orig"
+timeout 120 "$TIERCTL" archive "$V/k" >/dev/null 2>"$TL_DIR/k.err"
+rc=$?
+echo none >"$CONTROL"
+check "an upload on a reused connection the store closes: sent again, archived (exit $rc: $(head -c 300 "$TL_DIR/k.err"))" \
+	bash -c "[ $rc = 0 ] && grep -q '^put dropped /t/' '$FLOG'"
+check "... and it releases and reads back" bash -c "timeout 60 '$TIERCTL' release '$V/k' >/dev/null && timeout 120 cmp '$V/k' '$TL_DIR/k.orig'"
 echo 'movelost 1' >"$CONTROL"
 head -c 200000 /dev/urandom >"$V/e"
 timeout 120 "$TIERCTL" archive "$V/e" >/dev/null 2>"$TL_DIR/e.err"

@@ -23,6 +23,10 @@ GETs unless said otherwise; DELETE is always served right. Modes:
               lost an answer or a listing not yet consistent
   holdput     (PUT of more than 1 MiB) reads the first MiB, writes "put held" to
               LOG, then waits (up to 60 s) until the file CONTROL.go exists
+  dropreused  (PUT on a connection that served a request before) closes it
+              without reading or answering: the client's reused keep-alive
+              connection turns out closed, and the client must send the
+              request again, body and all, on a new one (LOG: "put dropped")
   nomove      (MOVE) 405, as a server without WebDAV MOVE
   movelost    (MOVE) moves, then drops the connection without an answer
 LOG gets one line per GET (mode, range asked, bytes sent) and per fault.
@@ -40,7 +44,7 @@ PORT, ROOT, CONTROL, LOG = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[
 lock = threading.Lock()
 
 
-METHOD_OF = {"head404": "HEAD", "holdput": "PUT", "nomove": "MOVE", "movelost": "MOVE"}
+METHOD_OF = {"head404": "HEAD", "holdput": "PUT", "nomove": "MOVE", "movelost": "MOVE", "dropreused": "PUT-REUSED"}
 
 
 def take_fault(method="GET", path=""):
@@ -83,9 +87,18 @@ class Store(BaseHTTPRequestHandler):
             return None
         return os.path.join(ROOT, rel)
 
+    def handle_one_request(self):
+        super().handle_one_request()
+        self.served = getattr(self, "served", 0) + 1
+
     def do_PUT(self):
         path = self.path_of()
         n = int(self.headers.get("Content-Length", "0"))
+        if getattr(self, "served", 0) > 0 and take_fault("PUT-REUSED", self.path) == "dropreused":
+            log(f"put dropped {self.path}")
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         hold = n > (1 << 20) and take_fault("PUT", self.path) == "holdput"
         if hold:  # what the client can send ahead while held: little
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
