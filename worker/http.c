@@ -322,11 +322,6 @@ static int attempt_start(struct remote *r, struct http_req *q, CURL *c, struct a
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
         /* A small answer (a manifest page) never waits for a delayed ACK. */
         curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-        /* 100 KiB reads from the socket, not curl's 16 KiB: a GiB in about
-         * 10,500 recvfrom and poll instead of 65,800 (0.2 s of CPU a GiB).
-         * Below the worker's mmap threshold (main.c, 128 KiB), so the buffer
-         * comes from the thread's arena, not a fresh mapping per transfer. */
-        curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 100L * 1024);
         if (r->ca_file[0])
                 curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_file);
         if (a->resolve)
