@@ -177,6 +177,9 @@ check "... then a 4 KiB read brings back its chunk only, right" \
 partial_no_manifest() { # FILE: released, one chunk read, manifest line dropped
 	release "$1"
 	read4k "$1" 0 >/dev/null
+	# The range is recorded once durable, a moment after the read: the
+	# stub is rewritten after that, or tierd's record would overwrite it.
+	tl_eventually bash -c "getfattr -n security.tierd --only-values '$1' 2>/dev/null | grep -qx state=partial"
 	setfattr -n security.tierd -v "$(stub "$1" | grep -v '^manifest=')
 " "$1"
 }
