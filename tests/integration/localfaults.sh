@@ -272,10 +272,15 @@ worker_pid() { tl_tenant_field "$1" worker.pid; }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 t0=$(date +%s)
 check "load: warm-up round: 64 readers, every byte right" round
+# Each worker thread keeps its fill buffer until it has been idle 2 s
+# (worker/fillbuf.h): the worker's memory is compared idle, after both.
+IDLE_WAIT=4
 WPID=$(worker_pid alpha)
+sleep "$IDLE_WAIT"
 T_RSS0=$(rss_kb "$TL_TIERD_PID") W_RSS0=$(rss_kb "$WPID")
 ROUND_FAIL=0 t1=$(date +%s) F0=$(tl_tenant_field alpha fills)
 while [ $(($(date +%s) - t1)) -lt "$LOAD_SECONDS" ]; do round || true; done
+sleep "$IDLE_WAIT"
 T_RSS1=$(rss_kb "$TL_TIERD_PID") W_RSS1=$(rss_kb "$WPID")
 echo "# load: $ROUNDS rounds in $(($(date +%s) - t0)) s; tierd VmRSS ${T_RSS0} -> ${T_RSS1} KiB, worker ($WPID) ${W_RSS0} -> ${W_RSS1} KiB"
 check "load: $((ROUNDS - 1)) more rounds over ${LOAD_SECONDS} s: every reader right, none hung" test "$ROUND_FAIL" = 0
