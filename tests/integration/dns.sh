@@ -46,14 +46,7 @@ cat >"$TL_DIR/policy.json" <<EOF
 EOF
 tl_dbus_start
 check "tierd starts with a store named $NAME" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
-# logged SECONDS TEXT: TEXT in tierd's log, since the last `since`, within SECONDS.
-since() { SINCE=$(wc -l <"$TL_TIERD_LOG"); }
-logged() {
-	for _ in $(seq $(($1 * 10))); do tail -n +$((SINCE + 1)) "$TL_TIERD_LOG" | grep -qF -- "$2" && return 0; sleep 0.1; done
-	return 1
-}
-SINCE=0
-check "... looked up: tenant web: $NAME:$HTTP_PORT:127.0.0.3" logged 15 "tenant web: $NAME:$HTTP_PORT:127.0.0.3"
+check "... looked up: tenant web: $NAME:$HTTP_PORT:127.0.0.3" tl_logged 15 "tenant web: $NAME:$HTTP_PORT:127.0.0.3"
 
 for i in 1 2 3 4; do head -c 1M /dev/urandom >"$TL_DIR/orig/f$i"; cp "$TL_DIR/orig/f$i" "$WEB/f$i"; done
 for i in 1 2 3; do head -c 64K /dev/urandom >"$TL_DIR/orig/l$i"; cp "$TL_DIR/orig/l$i" "$LOCAL/l$i"; done
@@ -66,18 +59,18 @@ check "a released file reads back" timeout 30 cmp "$WEB/f1" "$TL_DIR/orig/f1"
 # there. A worker given only the first address would fail.
 hosts "127.0.0.3 $NAME" "127.0.0.1 $NAME"
 tl_tierd_stop
-since
+tl_log_mark
 check "tierd restarts with two addresses for the name" tl_tierd_start "$TL_DIR/policy.json"
-check "... both handed to the workers, the refusing one first" logged 15 "tenant web: $NAME:$HTTP_PORT:127.0.0.1,127.0.0.3"
+check "... both handed to the workers, the refusing one first" tl_logged 15 "tenant web: $NAME:$HTTP_PORT:127.0.0.1,127.0.0.3"
 check "a read goes through the second address" timeout 30 cmp "$WEB/f2" "$TL_DIR/orig/f2"
 
 # A name that does not resolve when tierd starts: reads fail (EIO, at
 # once: not a hang), then it resolves and they work, with no restart.
 hosts
 tl_tierd_stop
-since
+tl_log_mark
 check "tierd starts while the name does not resolve" tl_tierd_start "$TL_DIR/policy.json"
-check "... and says so" logged 15 "tenant web: cannot resolve $NAME"
+check "... and says so" tl_logged 15 "tenant web: cannot resolve $NAME"
 rc=0
 timeout 20 cat "$WEB/f3" >/dev/null 2>"$TL_DIR/f3.err" || rc=$?
 check "a read meanwhile fails with EIO, not a hang (exit $rc: $(cat "$TL_DIR/f3.err"))" \
@@ -118,9 +111,9 @@ else
 	skip "a DNS server that does not answer: cannot bind 127.0.0.1:53 here ($(cat "$TL_DIR/dns.log"))"
 fi
 
-since
+tl_log_mark
 hosts "127.0.0.3 $NAME"
-check "the name resolves again: picked up by itself (within 40 s)" logged 40 "tenant web: $NAME:$HTTP_PORT:127.0.0.3"
+check "the name resolves again: picked up by itself (within 40 s)" tl_logged 40 "tenant web: $NAME:$HTTP_PORT:127.0.0.3"
 check "... a read works now" timeout 30 cmp "$WEB/f4" "$TL_DIR/orig/f4"
 check "... the same tierd, never restarted" kill -0 "$TIERD"
 check "SIGTERM: tierd exits 0" tl_tierd_stop

@@ -55,16 +55,10 @@ cat >"$TL_DIR/policy.json" <<EOF
               "backend": "http://$STORE:$HTTP_PORT/objects/web"}]}
 EOF
 tl_dbus_start
-# logged SECONDS TEXT: TEXT in tierd's log, since the last `since`, within SECONDS.
-since() { SINCE=$(cat "${TL_TIERD_LOG:-/dev/null}" 2>/dev/null | wc -l); }
-logged() {
-	for _ in $(seq $(($1 * 10))); do tail -n +$((SINCE + 1)) "$TL_TIERD_LOG" | grep -qF -- "$2" && return 0; sleep 0.1; done
-	return 1
-}
 # start_with ENV...: tierd (stopped first if running) with these proxy variables only.
 start_with() {
 	tl_tierd_stop
-	since
+	tl_log_mark
 	unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 	local v
 	for v in "$@"; do export "${v?}"; done
@@ -79,8 +73,8 @@ proxied() { grep -c "Request (file descriptor [0-9]*): $1 http://$STORE:$HTTP_PO
 check "tierd starts with http_proxy=http://$PROXY:$PROXY_PORT in its environment" \
 	start_with "http_proxy=http://$PROXY:$PROXY_PORT"
 check "... says so: its store is reached through the proxy" \
-	logged 15 "tenant web: its store is reached through the proxy http://$PROXY:$PROXY_PORT"
-check "... looks the proxy's name up for its workers (not the store's)" logged 15 "tenant web: $PROXY:$PROXY_PORT:127.0.0.4"
+	tl_logged 15 "tenant web: its store is reached through the proxy http://$PROXY:$PROXY_PORT"
+check "... looks the proxy's name up for its workers (not the store's)" tl_logged 15 "tenant web: $PROXY:$PROXY_PORT:127.0.0.4"
 for i in 1 2 3; do head -c 1M /dev/urandom >"$TL_DIR/orig/f$i"; cp "$TL_DIR/orig/f$i" "$WEB/f$i"; done
 check "files archived through the proxy and released" \
 	bash -c "timeout 60 '$TIERCTL' archive '$WEB'/f* >/dev/null && timeout 60 '$TIERCTL' release '$WEB'/f* >/dev/null"
@@ -105,7 +99,7 @@ check "tierd restarted with no_proxy=$STORE too" \
 	start_with "http_proxy=http://$PROXY:$PROXY_PORT" "no_proxy=example.com,$STORE"
 proxy_stop
 check "... a cold read with the proxy down goes to the store directly" timeout 30 cmp "$WEB/f3" "$TL_DIR/orig/f3"
-check "... (looked up: the store's name)" logged 15 "tenant web: $STORE:$HTTP_PORT:127.0.0.3"
+check "... (looked up: the store's name)" tl_logged 15 "tenant web: $STORE:$HTTP_PORT:127.0.0.3"
 head -c 64K /dev/urandom >"$WEB/g"
 cp "$WEB/g" "$TL_DIR/orig/g"
 check "... archives and releases directly" bash -c "timeout 60 '$TIERCTL' archive '$WEB/g' >/dev/null &&
@@ -115,7 +109,7 @@ check "... archives and releases directly" bash -c "timeout 60 '$TIERCTL' archiv
 # (its worker may connect nowhere): a cold read fails with EIO.
 check "tierd restarted with http_proxy=socks5://$PROXY:1080" start_with "http_proxy=socks5://$PROXY:1080"
 check "... says it cannot use it, and that the store is not reached" \
-	logged 15 "tenant web: the proxy in tierd's environment cannot be used ("
+	tl_logged 15 "tenant web: the proxy in tierd's environment cannot be used ("
 rc=0
 timeout 60 "$PREAD" "$WEB/g" 0 4096 >/dev/null 2>"$TL_DIR/err" || rc=$?
 check "... a cold read fails with EIO, the store not reached around the proxy (exit $rc: $(cat "$TL_DIR/err"))" \

@@ -180,6 +180,19 @@ for k in sys.argv[2].split("."): t = t[k]
 print(t)' "$1" "$2"
 }
 
+# tl_log_mark: from here on, what tl_logged looks for in tierd's log must
+# be new (the log may not exist yet).
+tl_log_mark() { TL_LOG_MARK=$(cat "${TL_TIERD_LOG:-/dev/null}" 2>/dev/null | wc -l); }
+# tl_logged SECONDS TEXT: TEXT in tierd's log since the last tl_log_mark,
+# within SECONDS (polled).
+tl_logged() {
+	for _ in $(seq $(($1 * 10))); do
+		tail -n +$((${TL_LOG_MARK:-0} + 1)) "$TL_TIERD_LOG" | grep -qF -- "$2" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # tl_eventually CMD...: CMD comes true within 5 s (polled), for what tierd
 # records just after it answers a reader: a restored range is recorded once
 # it is durable, a moment after the reader got its bytes.
