@@ -28,7 +28,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN := -Wall -Wextra -Werror
 # supervisor/ in families (supervisor/tierd.h): each folder on the include path.
-SUPERVISOR_DIRS := supervisor $(addprefix supervisor/,events files store workers views restart)
+SUPERVISOR_DIRS := supervisor $(addprefix supervisor/,events files store workers views restart traces)
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -O2 -g -Icommon -Ipolicy $(addprefix -I,$(SUPERVISOR_DIRS)) -Idbus -Iworker -Icli \
 	-DTIERD_LIBEXECDIR='"$(LIBEXECDIR)"' -DTIERD_VERSION='"$(VERSION)"'
 CFLAGS ?=
@@ -120,7 +120,7 @@ $(BUILD)/tests/%: tests/helpers/%.c | $(DEPS)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Unit tests, built plain and with ASan+UBSan.
-UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/workers/credentials.c supervisor/workers/proxy.c worker/http-check.c worker/mcache.c worker/s3xml.c
+UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/workers/credentials.c supervisor/workers/proxy.c worker/http-check.c worker/mcache.c worker/s3xml.c supervisor/traces/traceformat.c
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 $(BUILD)/unit/%: tests/unit/%.c $(UNIT_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)
@@ -137,7 +137,7 @@ UNIT_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit
 # ASan+UBSan; make fuzz builds them for libFuzzer, to run for longer.
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz-*.c))
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
-FUZZ_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) worker/http-check.c worker/s3xml.c cli/ocihook.c
+FUZZ_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) worker/http-check.c worker/s3xml.c cli/ocihook.c supervisor/traces/traceformat.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $(FUZZ_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS)

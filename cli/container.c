@@ -83,6 +83,7 @@ static double elapsed_ms(const struct timespec *start) {
 
 struct attach_args {
         const char *id, *tenant, *rootfs, *mount_path, *k8s_namespace;
+        const char *trace; /* NULL: none */
         uint32_t pid;
         bool read_only;
 };
@@ -95,8 +96,13 @@ static int call_attach(sd_bus *bus, const struct attach_args *a, char **ret_path
                 r = sd_bus_message_append(m, "ssusss", a->id, a->tenant, a->pid, a->rootfs, a->mount_path,
                                           a->k8s_namespace);
         if (r >= 0)
-                r = a->read_only ? sd_bus_message_append(m, "a{sv}", 1, "ReadOnly", "b", 1)
-                                 : sd_bus_message_append(m, "a{sv}", 0);
+                r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (r >= 0 && a->read_only)
+                r = sd_bus_message_append(m, "{sv}", "ReadOnly", "b", 1);
+        if (r >= 0 && a->trace)
+                r = sd_bus_message_append(m, "{sv}", "Trace", "s", a->trace);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
         if (r >= 0)
                 r = sd_bus_call(bus, m, HOOK_CALL_TIMEOUT_USEC, e, &reply);
         if (r >= 0)
@@ -166,7 +172,7 @@ int verb_oci_hook(sd_bus *unused, int argc, char **argv) {
         }
         struct attach_args a = { .id = h.id, .tenant = h.tenant, .rootfs = h.rootfs, .pid = h.pid,
                                  .mount_path = h.mount_path, .k8s_namespace = h.k8s_namespace,
-                                 .read_only = h.read_only };
+                                 .read_only = h.read_only, .trace = h.trace };
         r = call_attach(bus, &a, &object, &e);
         if (r < 0 && (sd_bus_error_has_names(&e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER) ||
                       r == -ENOENT || r == -ECONNREFUSED)) {
@@ -190,7 +196,7 @@ static int container_attach_verb(sd_bus *bus, int argc, char **argv) {
                 { "tenant", required_argument, NULL, 't' }, { "pid", required_argument, NULL, 'p' },
                 { "path", required_argument, NULL, 'P' },   { "rootfs", required_argument, NULL, 'r' },
                 { "namespace", required_argument, NULL, 'n' }, { "read-only", no_argument, NULL, 'R' },
-                {},
+                { "trace", required_argument, NULL, 'T' }, {},
         };
         struct attach_args a = { .rootfs = "", .mount_path = DEFAULT_MOUNT_PATH, .k8s_namespace = "" };
         _cleanup_free_ char *object = NULL;
@@ -216,11 +222,12 @@ static int container_attach_verb(sd_bus *bus, int argc, char **argv) {
                 case 'r': a.rootfs = optarg; break;
                 case 'n': a.k8s_namespace = optarg; break;
                 case 'R': a.read_only = true; break;
+                case 'T': a.trace = optarg; break;
                 default: return EXIT_USAGE;
                 }
         if (optind + 1 != argc || !a.tenant || !a.pid) {
                 fprintf(stderr, "tierctl: usage: tierctl container attach ID --tenant NAME --pid PID [--path /data] "
-                                "[--rootfs DIR] [--namespace NS] [--read-only]\n");
+                                "[--rootfs DIR] [--namespace NS] [--read-only] [--trace NAME]\n");
                 return EXIT_USAGE;
         }
         a.id = argv[optind];

@@ -10,6 +10,7 @@
 #define ANNOTATION_TENANT "tierd.io/tenant"
 #define ANNOTATION_MOUNT_PATH "tierd.io/mount-path"
 #define ANNOTATION_READ_ONLY "tierd.io/read-only"
+#define ANNOTATION_TRACE "tierd.io/trace"
 #define DEFAULT_MOUNT_PATH "/data"
 
 static json_object *parse_json(const char *text, size_t len) {
@@ -106,6 +107,7 @@ int oci_hook_parse_config(struct oci_hook *h, const char *text, size_t len, cons
         h->read_only = ro && strcmp(ro, "true") == 0;
         if (ro && !h->read_only && strcmp(ro, "false") != 0)
                 return *why = "annotation " ANNOTATION_READ_ONLY " must be \"true\" or \"false\"", -EINVAL;
+        h->trace = get_str(ann, ANNOTATION_TRACE); /* checked by tierd */
         if (pod_namespace(ann, &h->k8s_namespace) < 0)
                 return *why = "the pod namespace annotations disagree: refused", -EINVAL;
         return 0;

@@ -20,6 +20,7 @@ struct oci_hook {
         /* From config.json, for a container with tierd.io/tenant: */
         bool ours; /* false: no annotation, or a pod's sandbox: leave it alone */
         const char *tenant, *mount_path, *k8s_namespace, *stage;
+        const char *trace; /* tierd.io/trace: its access trace's name, or NULL */
         char *rootfs; /* malloc'd: root.path, made absolute under the bundle */
         uint32_t pid;
         bool read_only;

@@ -114,9 +114,11 @@ static int verb_ping(sd_bus *bus, int argc, char **argv) {
 #define U_MONITOR "  monitor                  tierd's signals as they come (worker exits and starts,\n" \
         "                           property changes), until interrupted\n"
 #define U_CONTAINER "  container attach ID --tenant NAME --pid PID [--path /data] [--rootfs DIR]\n" \
-        "            [--namespace NS] [--read-only]\n" \
+        "            [--namespace NS] [--read-only] [--trace NAME]\n" \
         "                           place the tenant's view in a running container (its\n" \
-        "                           own root unless --rootfs) and give it a worker\n" \
+        "                           own root unless --rootfs) and give it a worker;\n" \
+        "                           --trace: fetch that access trace ahead of its readers,\n" \
+        "                           and record this run into it\n" \
         "  container detach ID      undo it\n" \
         "  container list [--json]  the attached containers\n"
 #define U_RELEASE_GROUPS "  release-groups [--holder SOCKET] MOUNTPOINT...\n" \
@@ -127,7 +129,13 @@ static int verb_ping(sd_bus *bus, int argc, char **argv) {
 #define U_OCI_HOOK "  oci-hook [createRuntime|poststop]\n" \
         "                           the OCI runtime hook: reads the container state on stdin\n" \
         "                           and the bundle's annotations tierd.io/tenant,\n" \
-        "                           tierd.io/mount-path (default /data), tierd.io/read-only\n"
+        "                           tierd.io/mount-path (default /data), tierd.io/read-only,\n" \
+        "                           tierd.io/trace (its access trace, as container --trace)\n"
+#define U_TRACE "  trace start TENANT NAME  fetch access trace NAME ahead of the tenant's host\n" \
+        "                           readers, and record their first touches into it\n" \
+        "  trace show TENANT NAME [--json]\n" \
+        "                           the trace as stored: runs, and per file its bytes,\n" \
+        "                           ranges and the runs that touched it\n"
 
 static int file_verb(sd_bus *bus, const char *verb, int argc, char **argv);
 #define FILE_VERB(name) \
@@ -167,6 +175,7 @@ static const struct verb {
         { "metrics", verb_metrics, U_METRICS, true },
         { "monitor", verb_monitor, U_MONITOR, false },
         { "container", verb_container, U_CONTAINER, false },
+        { "trace", verb_trace, U_TRACE, false },
         { "release-groups", verb_release_groups, U_RELEASE_GROUPS, true },
         { "oci-hook", verb_oci_hook, U_OCI_HOOK, true },
 };

@@ -61,6 +61,8 @@ int verb_oci_hook(sd_bus *bus, int argc, char **argv);
 int verb_release_groups(sd_bus *bus, int argc, char **argv);
 /* tierctl container attach|detach|list: argv starts after "container". */
 int verb_container(sd_bus *bus, int argc, char **argv);
+/* tierctl trace start|show (cli/trace.c): argv starts after "trace". */
+int verb_trace(sd_bus *bus, int argc, char **argv);
 /* tierctl monitor: tierd's signals as they come, until interrupted. */
 int verb_monitor(sd_bus *bus, int argc, char **argv);
 /* tierctl jobs, tierctl cancel JOB: cli/joblist.c. */

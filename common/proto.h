@@ -76,6 +76,9 @@ enum proto_flags {
         PROTO_PUT_IF_ABSENT = 1u << 3,
         /* PROTO_GET of nothing but the object's size (in bytes): a HEAD. */
         PROTO_GET_SIZE_ONLY = 1u << 4,
+        /* A fill ahead of readers (a trace's prefetch): after every fill a
+         * reader waits for, on at most all threads but one. */
+        PROTO_FILL_PREFETCH = 1u << 5,
 };
 
 /* A fill's error: the object's manifest is not in the store (lost, or a

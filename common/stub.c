@@ -362,8 +362,8 @@ bool stub_ctime_moved(const struct stub *s, const struct timespec *ctime) {
 static ssize_t fd_getxattr(int fd, const char *name, void *buf, size_t size) {
         ssize_t n = fgetxattr(fd, name, buf, size);
         if (n < 0 && errno == EBADF && fd >= 0) {
-                char proc[32];
-                snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+                char proc[40]; /* thread-self: right on a thread with an fd table of its own too */
+                snprintf(proc, sizeof(proc), "/proc/thread-self/fd/%d", fd);
                 n = getxattr(proc, name, buf, size);
         }
         return n;

@@ -178,7 +178,7 @@ void container_bus_worker_changed(struct container *c) {
 }
 
 /* Options: "ReadOnly" (b). Anything else is refused, not ignored. */
-static int read_options(sd_bus_message *m, bool *read_only, sd_bus_error *error) {
+static int read_options(sd_bus_message *m, struct container_request *req, sd_bus_error *error) {
         int r = sd_bus_message_enter_container(m, 'a', "{sv}");
         while (r >= 0) {
                 const char *key;
@@ -186,12 +186,16 @@ static int read_options(sd_bus_message *m, bool *read_only, sd_bus_error *error)
                         break;
                 if ((r = sd_bus_message_read(m, "s", &key)) < 0)
                         return r;
-                if (strcmp(key, "ReadOnly") != 0)
+                if (strcmp(key, "ReadOnly") == 0) {
+                        int v;
+                        if ((r = sd_bus_message_read(m, "v", "b", &v)) < 0)
+                                return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "option ReadOnly must be a boolean");
+                        req->read_only = v;
+                } else if (strcmp(key, "Trace") == 0) {
+                        if ((r = sd_bus_message_read(m, "v", "s", &req->trace)) < 0)
+                                return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "option Trace must be a string");
+                } else
                         return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "unknown option \"%.64s\"", key);
-                int v;
-                if ((r = sd_bus_message_read(m, "v", "b", &v)) < 0)
-                        return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "option ReadOnly must be a boolean");
-                *read_only = v;
                 r = sd_bus_message_exit_container(m);
         }
         return r < 0 ? r : sd_bus_message_exit_container(m);
@@ -221,7 +225,7 @@ int container_bus_method_attach(sd_bus_message *m, void *userdata, sd_bus_error 
                                 &req.k8s_namespace);
         if (r < 0)
                 return r;
-        if ((r = read_options(m, &req.read_only, error)) < 0)
+        if ((r = read_options(m, &req, error)) < 0)
                 return r;
         req.pid = (pid_t)pid;
         if ((r = bus_check_root(m, error)) < 0)

@@ -19,6 +19,7 @@
 #include "usage.h"
 #include "reload.h"
 #include "tenantbus.h"
+#include "tracebus.h"
 #include "utf8.h"
 #include "log.h"
 #include "workers.h"
@@ -483,6 +484,11 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_ARGS("s", id, "s", tenant, "u", pid, "s", rootfs, "s", mount_path, "s",
                                             kubernetes_namespace, "a{sv}", options),
                                 SD_BUS_RESULT("o", container), container_bus_method_attach, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("StartTrace", SD_BUS_ARGS("s", tenant, "s", name), SD_BUS_NO_RESULT,
+                                trace_bus_method_start, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetTrace", SD_BUS_ARGS("s", tenant, "s", name),
+                                SD_BUS_RESULT("u", runs, "t", bytes, "a(sttu)", files), trace_bus_method_get,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("DetachContainer", SD_BUS_ARGS("s", id), SD_BUS_NO_RESULT, container_bus_method_detach,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListContainers", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ssuso)", containers),

@@ -26,7 +26,7 @@
 #define SETTING_KEYS "backend", "chunk", "readahead", "small_file", "endpoint", "region", "credentials", "addressing", \
         "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size", \
         "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "pin", "restore", \
-        "verify", "manifest_cache", "catalog", "catalog_key", "catalog_retention", "gc_grace"
+        "trace_window", "verify", "manifest_cache", "catalog", "catalog_key", "catalog_retention", "gc_grace"
 static const char *const tenant_keys[] = { "name", "subvolume", "mount", "namespaces", "containers", "allow_setuid_mounts",
                                            SETTING_KEYS };
 static const char *const default_keys[] = { SETTING_KEYS };
@@ -36,7 +36,7 @@ struct tenant_settings {
         const char *catalog_key;
         json_object *headers, *pin;
         uint64_t chunk, readahead, small_file, connect_timeout, stall_timeout, multipart_threshold, part_size;
-        uint64_t quota, archive_after, archive_min_size, archive_rate, manifest_cache;
+        uint64_t quota, archive_after, archive_min_size, archive_rate, manifest_cache, trace_window;
         uint64_t catalog_retention, gc_grace;
         double high_watermark, low_watermark;
         const char *restore;
@@ -113,6 +113,10 @@ static int parse_file_settings(struct parse_ctx *c, json_object *o, const char *
                 return r;
         if ((r = policy_get_size(c, o, tenant, "archive_rate", &s->archive_rate)) < 0)
                 return r;
+        if ((r = policy_get_duration(c, o, tenant, "trace_window", &s->trace_window)) < 0)
+                return r;
+        if (s->trace_window > 3600000000ull)
+                return policy_fail(c, tenant, "trace_window", "must be at most \"1h\"");
         if (json_object_object_get_ex(o, "pin", &s->pin) &&
             (r = policy_check_string_list(c, tenant, "pin", s->pin, "[\"models/**\", \"*.db\"] (globs)", true)) < 0)
                 return r;
@@ -281,6 +285,7 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .multipart_threshold = s.multipart_threshold, .part_size = s.part_size,
                 .quota = s.quota, .high_watermark = s.high_watermark, .low_watermark = s.low_watermark,
                 .archive_after_usec = s.archive_after, .archive_min_size = s.archive_min_size,
+                .trace_window_usec = s.trace_window,
                 .archive_rate = s.archive_rate, .pin = strings_to_strv(s.pin),
                 .restore_whole = s.restore && strcmp(s.restore, "range") != 0,
                 .restore_open = s.restore && strcmp(s.restore, "open") == 0, .verify = s.verify,
@@ -458,7 +463,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                                                 "require_landlock" };
         struct tenant_settings defaults = {
                 .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
-                .connect_timeout = 10000000ull, .stall_timeout = 30000000ull,
+                .connect_timeout = 10000000ull, .stall_timeout = 30000000ull, .trace_window = 60000000ull,
                 .multipart_threshold = 64u << 20, .part_size = 8u << 20,
                 .high_watermark = 0.90, .low_watermark = 0.80, .verify = true, .manifest_cache = 8u << 20,
                 .catalog_retention = 7 * 86400 * 1000000ull, .gc_grace = 86400 * 1000000ull,

@@ -52,6 +52,8 @@
 #include "tally.h"
 #include "usage.h"
 #include "usegroup.h"
+#include "prefetch.h"
+#include "trace.h"
 #include "policywatch.h"
 #include "sdstatus.h"
 #include "resolver.h"
@@ -247,6 +249,10 @@ static void teardown(struct tierd *t, const struct tierd_face *face) {
                         worker_abandon(&t->tenants[i].worker);
                 else
                         worker_stop(&t->tenants[i].worker);
+                if (t->tenants[i].recording)
+                        trace_record_drop(t->tenants[i].recording);
+                if (t->tenants[i].prefetch)
+                        prefetch_cancel(t->tenants[i].prefetch);
                 quota_stop(&t->tenants[i]);
                 usage_save(&t->tenants[i]);
                 autoarchive_stop(&t->tenants[i]);

@@ -130,6 +130,8 @@ void tenant_record_wait(struct tenant *tn, uint64_t route, double seconds, int e
 void tenant_set_last_error(struct tenant *tn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct tenant_net;
+struct trace_recording;
+struct prefetch;
 
 struct tenant {
         struct tierd *t;
@@ -152,6 +154,9 @@ struct tenant {
         struct worker worker;
         struct tenant_counters counters;
         unsigned n_containers; /* attached, each with its own worker */
+        struct trace_recording *recording; /* its host readers' trace: traces/trace.c */
+        struct prefetch *prefetch;         /* a trace fetched ahead of its host readers: traces/prefetch.c */
+        unsigned recordings;               /* open, its containers' and its own */
         struct usage *usage; /* the file table, with a quota or archive_after: usage.c */
         sd_event_source *quota_src, *archive_src, *usage_save_src;
         uint64_t quota_pressure_usec, quota_stuck_until, busy_cleared_usec;
@@ -190,6 +195,8 @@ struct container {
         uint64_t attach_took_usec;  /* from the request to the view served */
         uint64_t fills, fill_bytes, fill_errors;
         struct wait_histogram wait; /* its readers' */
+        struct trace_recording *recording; /* its readers' first touches: traces/trace.c */
+        struct prefetch *prefetch;         /* its trace, fetched ahead of them: traces/prefetch.c */
         struct worker worker;
 };
 

@@ -60,6 +60,7 @@ else
 	run_suite "remote stores (nginx WebDAV, Ceph RGW)" bash tests/integration/remote.sh
 	run_suite "the store's host name: every address, looked up again, never on the loop" bash tests/integration/dns.sh
 	run_suite "proxies: a store reached through an HTTP proxy (tinyproxy), no_proxy" bash tests/integration/proxy.sh
+	run_suite "access traces: recorded, merged, fetched ahead" bash tests/integration/traces.sh
 	run_suite "the worker's sandbox" bash tests/integration/sandbox.sh
 	run_suite "the D-Bus API through busctl, dbus-send and dbus-monitor" bash tests/integration/dbus.sh
 	run_suite "tierctl on trees: find, du, -r, --files-from" bash tests/integration/cli.sh

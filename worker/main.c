@@ -51,15 +51,17 @@ struct idle {
         bool listed;
 };
 
-/* Two classes in a lane. Background work (archives, listings and
+/* Three classes in a lane. Background work (archives, listings and
  * deletions for gc and audit, the store's tidying) has no reader waiting
  * on it; everything else may: fills and the checks of what they restored,
  * and, on a tenant at its quota, the existence checks (PROTO_CHECK) and
  * catalog objects (PROTO_PUT, PROTO_GET) a release must finish before a
- * fill may go on. Demand goes first, and background takes at most all
- * threads but one (bg_max), so a reader's fill never waits for a thread
- * behind uploads, however many are queued or however long they take. */
-enum { CLASS_DEMAND, CLASS_BACKGROUND, CLASSES_MAX };
+ * fill may go on. Prefetch (PROTO_FILL_PREFETCH: ranges a trace says a
+ * container will read) comes between. Demand goes first, and prefetch and
+ * background together take at most all threads but one (bg_max), so a
+ * reader's fill never waits for a thread behind uploads or prefetches,
+ * however many are queued or however long they take. */
+enum { CLASS_DEMAND, CLASS_PREFETCH, CLASS_BACKGROUND, CLASSES_MAX };
 
 struct lane {
         struct idle *idle; /* the last to go idle first */
@@ -97,6 +99,8 @@ static int class_of(const struct queued *j) {
         case PROTO_DELETE:
         case QUEUED_CLEANUP:
                 return CLASS_BACKGROUND;
+        case PROTO_FILL:
+                return j->req.flags & PROTO_FILL_PREFETCH ? CLASS_PREFETCH : CLASS_DEMAND;
         default:
                 return CLASS_DEMAND;
         }
@@ -106,8 +110,9 @@ static int class_of(const struct queued *j) {
 static int class_ready(const struct lane *l) {
         if (l->head[CLASS_DEMAND])
                 return CLASS_DEMAND;
-        if (l->head[CLASS_BACKGROUND] && l->bg_running < l->bg_max)
-                return CLASS_BACKGROUND;
+        for (int c = CLASS_PREFETCH; c < CLASSES_MAX; c++)
+                if (l->head[c] && l->bg_running < l->bg_max)
+                        return c;
         return -1;
 }
 
@@ -148,7 +153,7 @@ static struct queued *pool_pop(struct pool *w, struct lane *l, struct idle *me) 
                 l->head[c] = j->next;
                 if (!l->head[c])
                         l->tail[c] = NULL;
-                if (c == CLASS_BACKGROUND)
+                if (c != CLASS_DEMAND)
                         l->bg_running++;
         }
         pthread_mutex_unlock(&w->lock);
@@ -179,7 +184,7 @@ static void pool_push(struct pool *w, struct queued *j) {
         pthread_mutex_unlock(&w->lock);
 }
 
-/* A background request is over: its thread's place may start the next. */
+/* A prefetch or background request is over: its thread's place may start the next. */
 static void pool_background_done(struct pool *w, struct lane *l) {
         pthread_mutex_lock(&w->lock);
         l->bg_running--;
@@ -197,7 +202,7 @@ static void *pool_thread(void *arg) {
 
         while ((j = pool_pop(w, a->lane, &me))) {
                 struct proto_reply rep;
-                bool background = class_of(j) == CLASS_BACKGROUND;
+                bool background = class_of(j) != CLASS_DEMAND;
                 progress_begin(w->sock, j->req.id);
                 if (j->req.type == QUEUED_CLEANUP) {
                         w->backend->ops->cleanup(w->backend);

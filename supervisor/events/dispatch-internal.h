@@ -30,6 +30,7 @@ struct waiter {
          * tierd's own jobs, which read the record next. */
         bool needs_record;
         uint64_t route; /* the reader's container (its serial), 0: the host */
+        bool ahead;     /* no reader yet: a trace's prefetch (PROTO_FILL_PREFETCH) */
         int event_fd; /* a parked kernel event, or -1 */
         struct tiered_fs *event_fs;
         void (*callback)(void *userdata, int error);
@@ -95,6 +96,8 @@ struct tfile {
 };
 
 /* dispatch.c */
+/* fd's handle (fh has room for MAX_HANDLE_SZ bytes). */
+int file_handle_of(int fd, struct file_handle *fh);
 /* The file's entry, made (with its fill fd) if it has none. */
 int tfile_get(struct tenant *tn, int any_fd, struct tfile **ret);
 struct waiter *tfile_waiter_new(void);

@@ -74,7 +74,7 @@ static void waiter_finish(struct tfile *f, struct waiter *w, int error) {
         free(w);
 }
 
-static int file_handle_of(int fd, struct file_handle *fh) {
+int file_handle_of(int fd, struct file_handle *fh) {
         int mount_id;
         fh->handle_bytes = MAX_HANDLE_SZ;
         if (name_to_handle_at(fd, "", fh, &mount_id, AT_EMPTY_PATH) < 0)
@@ -204,7 +204,7 @@ static bool waiter_satisfied(const struct tfile *f, const struct waiter *w, cons
 
 
 static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const struct stub *s, int type, bool whole,
-                       uint64_t route) {
+                       uint64_t route, bool ahead) {
         struct fill *fl = calloc(1, sizeof(*fl));
         struct request *req;
 
@@ -246,7 +246,7 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
         req->msg.offset = start;
         req->msg.length = end - start;
         req->msg.size = s->size;
-        req->msg.flags = whole ? PROTO_FILL_WHOLE : 0;
+        req->msg.flags = (whole ? PROTO_FILL_WHOLE : 0) | (ahead ? PROTO_FILL_PREFETCH : 0);
         req->msg.chunk = s->chunk;
         /* A ranged fill is checked chunk by chunk against the manifest. */
         if (fl->checked) {
@@ -278,7 +278,7 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
                 if (s->state == STUB_RELEASED && !f->fills) {
                         if ((r = quota_admit(f->tenant, f->fd, s->size)) < 0)
                                 return r;
-                        return fill_submit(f, 0, s->size, s, PROTO_FILL, true, w->route);
+                        return fill_submit(f, 0, s->size, s, PROTO_FILL, true, w->route, w->ahead);
                 }
                 start = 0;
                 end = s->size;
@@ -337,7 +337,7 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
                 return waiter_dispatch(f, w, s);
         }
         for (unsigned i = 0; i < n; i++)
-                if ((r = fill_submit(f, piece[i].start, piece[i].end, s, PROTO_FILL, false, w->route)) < 0)
+                if ((r = fill_submit(f, piece[i].start, piece[i].end, s, PROTO_FILL, false, w->route, w->ahead)) < 0)
                         return r;
         return 0;
 }
@@ -389,7 +389,7 @@ void tfile_progress(struct tfile *f) {
          * ignore mark. */
         if (r == 0 && s.state == STUB_PARTIAL && !f->fills && tfile_all_in(f, &s)) {
                 /* On a waiting reader's worker: its container's, if any. */
-                int k = fill_submit(f, 0, s.size, &s, PROTO_VERIFY, false, f->waiters ? f->waiters->route : 0);
+                int k = fill_submit(f, 0, s.size, &s, PROTO_VERIFY, false, f->waiters ? f->waiters->route : 0, false);
                 if (k < 0)
                         log_error_errno(k, "tenant %s: cannot start a verification: %m", f->tenant->cfg->name);
         }
@@ -452,6 +452,25 @@ int dispatch_restore_whole(struct tenant *tn, int fd, void (*callback)(void *use
         w->needs_record = true;
         w->callback = callback;
         w->userdata = userdata;
+        tfile_add_waiter(f, w);
+        return 0;
+}
+
+int dispatch_prefetch(struct tenant *tn, int fd, uint64_t start, uint64_t end, bool whole, uint64_t route,
+                      void (*callback)(void *userdata, int error), void *userdata) {
+        struct waiter *w = tfile_waiter_new();
+        struct tfile *f = NULL;
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        r = tfile_get(tn, fd, &f);
+        if (r < 0 || !f) {
+                free(w);
+                return r < 0 ? r : -EIO;
+        }
+        *w = (struct waiter){ .start = start, .end = end, .want_end = end, .whole = whole, .route = route,
+                              .ahead = true, .event_fd = -1, .callback = callback, .userdata = userdata };
         tfile_add_waiter(f, w);
         return 0;
 }

@@ -25,6 +25,13 @@ int dispatch_orphan(struct tiered_fs *fs, const struct journal_event *ev, int nu
  * a negative errno) runs when it is (maybe before this returns). */
 int dispatch_restore_whole(struct tenant *tn, int fd, void (*callback)(void *userdata, int error), void *userdata);
 
+/* Fetches [start, end) (whole: the whole file, checked whole) of the file
+ * behind fd ahead of its readers, on route's worker at prefetch priority;
+ * a reader of the same range meanwhile waits for this fetch, never for a
+ * second one. callback(userdata, 0 or an errno) once it is in. */
+int dispatch_prefetch(struct tenant *tn, int fd, uint64_t start, uint64_t end, bool whole, uint64_t route,
+                      void (*callback)(void *userdata, int error), void *userdata);
+
 /* Has the file behind fd fills or waiters in flight? */
 bool dispatch_file_busy(struct tierd *t, struct tiered_fs *fs, int fd);
 /* Runs callback(userdata) once the file behind fd has nothing in flight

@@ -21,6 +21,7 @@
 #include "macro.h"
 #include "quota.h"
 #include "tally.h"
+#include "trace.h"
 #include "usage.h"
 
 int inode_attrs_read(int fd, struct inode_attrs *a) {
@@ -143,7 +144,10 @@ static int file_record(struct tfile *f, struct stub *s, bool whole, const struct
         usage_update_fd(f->tenant, f->fd);
         quota_check_high(f->tenant);
         if (whole) {
-                fsgroup_ignore_file(f->fs, f->fd);
+                /* While a trace records, reads of it are still heard
+                 * (trace.h); its next event outside one adds the mark. */
+                if (!trace_watching(f->tenant))
+                        fsgroup_ignore_file(f->fs, f->fd);
                 log_info("tenant %s: %s restored whole (%llu bytes, %s)", f->tenant->cfg->name, s->key,
                          (unsigned long long)s->size, checked);
         }

@@ -18,11 +18,13 @@
 #include "dispatch-internal.h"
 #include "fanotify-uapi.h"
 #include "fsgroup.h"
+#include "handle.h"
 #include "journal.h"
 #include "log.h"
 #include "macro.h"
 #include "readeraccess.h"
 #include "settle.h"
+#include "trace.h"
 
 /* The file's name, for a message: where the event's fd leads. */
 static const char *fd_path(int fd, char *buf, size_t size) {
@@ -51,6 +53,18 @@ static uint64_t readahead_for(const struct tfile *f, const struct stub *s, uint6
                 if (in.r[i].start < offset && offset <= in.r[i].end)
                         return MIN(MAX(offset - in.r[i].start, s->chunk), max);
         return 0;
+}
+
+/* A read served at once while a trace records (trace.h): the reader's
+ * touch is recorded, and the file keeps its events for the window. */
+static void touch_served(struct tenant *tn, const struct fanotify_event_metadata *md, const struct stub *s) {
+        union file_handle_buf h;
+        uint64_t offset = 0, count = 0;
+
+        if (!fanotify_event_range(md, &offset, &count) || count == 0)
+                offset = 0, count = s->size;
+        if (file_handle_of(md->fd, &h.fh) == 0)
+                trace_touch(tn, container_of_thread(tn, md->pid), &h.fh, s, offset, MIN(offset + count, s->size));
 }
 
 /* A reader that needs bytes: a waiter on its file (dispatch.c), for the
@@ -87,6 +101,7 @@ static void park_reader(struct tenant *tn, struct tiered_fs *fs, const struct fa
                 w->end = offset + count;
                 w->want_end = w->end + readahead_for(f, s, offset, tn->cfg->readahead);
         }
+        trace_touch(tn, w->route, &f->h.fh, s, w->whole ? 0 : w->start, w->whole ? s->size : w->end);
         log_debug("tenant %s: pid %d %s [%llu, +%llu)%s", tn->cfg->name, (int)md->pid, access_kind_to_string(kind),
                   (unsigned long long)offset, (unsigned long long)count, w->whole ? " whole" : "");
         tfile_add_waiter(f, w);
@@ -121,12 +136,15 @@ void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_even
                 dispatch_answer(fs, fd, EIO);
                 return;
         }
+        tn = tierd_find_tenant(fs->t, s.tenant);
         if (s.state == STUB_ARCHIVED || s.state == STUB_DIRTY) {
-                fsgroup_ignore_file(fs, fd);
+                if (tn && tn->fs == fs && trace_watching(tn))
+                        touch_served(tn, md, &s);
+                else
+                        fsgroup_ignore_file(fs, fd);
                 dispatch_answer(fs, fd, 0);
                 return;
         }
-        tn = tierd_find_tenant(fs->t, s.tenant);
         if (!tn || tn->fs != fs) {
                 log_error("stub names tenant '%s', which is not served on %s: EIO", s.tenant, fs->mountpoint);
                 dispatch_answer(fs, fd, EIO);
@@ -146,6 +164,8 @@ void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_even
         }
         if (kind == ACCESS_READ && fanotify_event_range(md, &offset, &count) && count > 0 && s.state == STUB_PARTIAL &&
             range_set_covers(&s.populated, MIN(offset, s.size), MIN(offset + count, s.size))) {
+                if (trace_watching(tn))
+                        touch_served(tn, md, &s);
                 dispatch_answer(fs, fd, 0); /* a read of bytes already here */
                 return;
         }

@@ -149,20 +149,23 @@ static bool pinned(const struct tenant *tn, int fd, const char *rel) {
         return false;
 }
 
-char *usage_rel_of_fd(const struct tenant *tn, int fd) {
-        char link[32], where[PATH_MAX];
-        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+char *subvol_rel_of_fd(const char *subvol_rel, int fd) {
+        char link[40], where[PATH_MAX];
+        /* thread-self: also right on a thread with an fd table of its own (offthread.h). */
+        snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
         ssize_t n = readlink(link, where, sizeof(where) - 1);
         if (n <= 1)
                 return NULL;
         where[n] = 0;
-        if (strcmp(tn->subvol_rel, ".") == 0)
+        if (strcmp(subvol_rel, ".") == 0)
                 return strdup(where + 1);
-        size_t k = strlen(tn->subvol_rel);
-        if (strncmp(where + 1, tn->subvol_rel, k) != 0 || (where[1 + k] != '/' && where[1 + k] != 0))
+        size_t k = strlen(subvol_rel);
+        if (strncmp(where + 1, subvol_rel, k) != 0 || (where[1 + k] != '/' && where[1 + k] != 0))
                 return NULL;
         return strdup(where[1 + k] ? where + 2 + k : ""); /* "": the subvolume itself */
 }
+
+char *usage_rel_of_fd(const struct tenant *tn, int fd) { return subvol_rel_of_fd(tn->subvol_rel, fd); }
 
 static void entry_set(struct usage *u, size_t slot, const struct stat *st, enum engine_state state, bool pin) {
         struct engine_file *f = &u->files[slot];

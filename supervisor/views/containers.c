@@ -24,6 +24,9 @@
 #include "containerstate.h"
 #include "face.h"
 #include "log.h"
+#include "prefetch.h"
+#include "trace.h"
+#include "traceformat.h"
 #include "macro.h"
 #include "mount-uapi.h"
 #include "nsmount.h"
@@ -138,6 +141,10 @@ static int check_request(const struct container_request *req, const char **why) 
         if (req->rootfs[0] && (req->rootfs[0] != '/' || strlen(req->rootfs) >= 4096))
                 return *why = "the rootfs must be an absolute path, or empty for a running container's root",
                        -EINVAL;
+        if (req->trace && *req->trace && !trace_name_valid(req->trace))
+                return *why = "a trace name has 1 to 200 of letters, digits, '.', '_', ':', '-' and '/' (no '..', "
+                              "no empty part)",
+                       -EINVAL;
         return 0;
 }
 
@@ -157,6 +164,10 @@ static int on_container_exit(sd_event_source *s, int fd, uint32_t revents, void 
 static void container_free(struct container *c) {
         if (!c)
                 return;
+        if (c->recording)
+                trace_record_drop(c->recording);
+        if (c->prefetch)
+                prefetch_cancel(c->prefetch);
         c->exit_src = sd_event_source_disable_unref(c->exit_src);
         safe_close(c->pidfd);
         safe_close(c->mntns_fd);
@@ -267,6 +278,16 @@ static int container_serve(struct container *c, const char **why) {
         return 0;
 }
 
+/* Its trace fetched ahead of its readers, and this run recorded: neither
+ * stops the container (logged). */
+static void container_trace(struct container *c, const char *name) {
+        int r = prefetch_start(c->tenant, c, name);
+        if (r < 0)
+                log_error_errno(r, "container %s: trace %s: cannot fetch it ahead: %m", c->id, name);
+        if ((r = trace_record_start(c->tenant, c, name)) < 0)
+                log_error_errno(r, "container %s: trace %s: cannot record it: %m", c->id, name);
+}
+
 int container_attach(struct tierd *t, const struct container_request *req, struct container **ret, const char **why) {
         uint64_t start = now(CLOCK_MONOTONIC);
         struct container *c, *old;
@@ -313,6 +334,8 @@ int container_attach(struct tierd *t, const struct container_request *req, struc
                  c->mount_path, c->idmapped ? " (idmapped)" : "", (int)c->worker.pid,
                  c->cgroup ? "cgroup" : "mount namespace", (double)c->attach_took_usec / 1000.0);
         FACE_TELL(c->tenant->t, container_attached, c);
+        if (req->trace && *req->trace)
+                container_trace(c, req->trace);
         *ret = c;
         return 0;
 }
@@ -374,6 +397,8 @@ void container_detach(struct container *c, const char *reason) {
                 if (r < 0)
                         log_error_errno(r, "container %s: cannot unmount the view at %s: %m", c->id, c->mount_path);
         }
+        if (c->recording)
+                trace_record_end(c->recording, "container gone");
         /* Its readers' fills finish on the host worker: none waits forever. */
         worker_hand_over(&c->worker, &c->tenant->worker);
         container_state_forget(t, c->id);
@@ -426,7 +451,7 @@ uint64_t container_of_thread(struct tenant *tn, pid_t tid) {
         return 0;
 }
 
-static struct container *container_by_serial(struct tenant *tn, uint64_t serial) {
+struct container *container_by_serial(struct tenant *tn, uint64_t serial) {
         for (struct container *c = serial ? tn->t->containers : NULL; c; c = c->next)
                 if (c->serial == serial)
                         return c->tenant == tn ? c : NULL;

@@ -17,6 +17,7 @@ struct container_request {
         const char *mount_path;  /* where the view appears inside, such as /data */
         const char *k8s_namespace; /* the pod's namespace, or "" outside Kubernetes */
         bool read_only;
+        const char *trace; /* a trace name (traces/trace.h), or NULL */
 };
 
 /* What a predecessor recorded of an attached container (containerstate.c). */
@@ -44,6 +45,8 @@ void containers_stop_all(struct tierd *t);
 
 /* Which container the thread tid belongs to: its serial, 0 for the host. */
 uint64_t container_of_thread(struct tenant *tn, pid_t tid);
+/* The attached container of that serial, or NULL (0: the host). */
+struct container *container_by_serial(struct tenant *tn, uint64_t serial);
 /* The worker that serves serial's readers: the container's, or the host
  * worker if it is gone. */
 struct worker *container_worker(struct tenant *tn, uint64_t serial);

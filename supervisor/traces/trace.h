@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Access traces: what a container's (or the host's) readers touch first
+ * in the tenant's "trace_window" after it starts, kept in the tenant's
+ * store (traceformat.h) and merged across runs, so that the next start
+ * with the same trace name can fetch it ahead of them (prefetch.h).
+ *
+ * Recording is a bounded append on the event path (trace_touch): no I/O,
+ * no lookup beyond the reader's container. Naming the files (handle to
+ * path) runs on a thread of its own when the window closes; reading,
+ * merging and writing the object go through the tenant's worker.
+ */
+#pragma once
+
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stub.h"
+#include "tierd.h"
+
+#define TRACE_TOUCHES_MAX 8192 /* first touches one run records; more are dropped (logged) */
+
+struct trace_recording;
+
+/* Records route's readers (c: a container's; NULL: the tenant's host
+ * readers) for the tenant's trace_window, as the trace name. -EBUSY: one
+ * is recording already. */
+int trace_record_start(struct tenant *tn, struct container *c, const char *name);
+/* A reader of route touched [start, end) of the file of handle fh, whose
+ * stub is s: appended to route's recording, if it has one. O(1). */
+void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh, const struct stub *s,
+                 uint64_t start, uint64_t end);
+/* Is a recording of the tenant open? Files made whole meanwhile keep
+ * sending their events (no ignore mark), so the reads of what a prefetch
+ * brought are seen too. */
+bool trace_watching(const struct tenant *tn);
+/* The recording ends early (its container goes): what it has is saved,
+ * unless it has nothing. */
+void trace_record_end(struct trace_recording *rec, const char *why);
+/* tierd stops, or hands over: dropped, unsaved. */
+void trace_record_drop(struct trace_recording *rec);
+
+/* The trace name as stored: done(userdata, 0, NULL, trace), or a negative
+ * errno (-ENOENT: none yet; -EINVAL: refused, why says how). */
+struct trace;
+typedef void (*trace_read_t)(void *userdata, int error, const char *why, const struct trace *t);
+int trace_read(struct tenant *tn, const char *name, trace_read_t done, void *userdata);

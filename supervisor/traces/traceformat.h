@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An access trace as it is kept in a tenant's store, under "trace/NAME":
+ * which ranges of which files readers first touched after a container (or
+ * a host recording) started, in the order they did, merged across runs.
+ *
+ *   {"tierd_trace":1,"name":"web","runs":3,
+ *    "files":[{"path":"lib/a.so","key":"sha256/...","size":N,
+ *              "ranges":[[start,end,seen,last,at_ms],...]},...]}
+ *
+ * path is beneath the tenant's subvolume; key and size are the file's stub
+ * when it was recorded (a file whose key changed since is skipped); seen is
+ * the runs that touched the range, last the run (1..runs) that last did,
+ * at_ms when, after the start. Files come in the order of their first
+ * touch. The store is outside tierd: parsing checks everything, and bounds
+ * what a hostile object can ask for.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stub.h"
+
+#define TRACE_NAME_MAX 200
+#define TRACE_OBJECT_MAX (16u << 20)
+#define TRACE_FILES_MAX 65536
+#define TRACE_RANGES_MAX 256 /* per file; more are merged into one */
+#define TRACE_PATH_MAX 4096
+
+struct trace_range {
+        uint64_t start, end;
+        uint32_t seen, last, at_ms;
+};
+
+struct trace_file {
+        char *path;
+        char key[STUB_KEY_MAX];
+        uint64_t size;
+        struct trace_range *r;
+        size_t n;
+};
+
+struct trace {
+        char name[TRACE_NAME_MAX + 1];
+        uint32_t runs;
+        struct trace_file *files;
+        size_t n_files;
+};
+
+void trace_done(struct trace *t);
+/* A name: 1 to TRACE_NAME_MAX of [A-Za-z0-9._:/-], no "..", no empty part
+ * ("a//b", "/a", "a/"): a piece of a store key. */
+bool trace_name_valid(const char *name);
+/* A path beneath a subvolume: relative, no "." or ".." part, no empty one. */
+bool trace_path_valid(const char *path, size_t len);
+/* "trace/NAME" */
+int trace_store_key(const char *name, char *buf, size_t size);
+
+/* 0, or -EINVAL with *why (static text) for an object that is not one. */
+int trace_parse(const char *text, size_t len, struct trace *ret, const char **why);
+/* The object's text (malloc'd), or NULL (-ENOMEM). */
+char *trace_format(const struct trace *t);
+
+/* Adds a range touched in a new run (its runs 1) to run: appended to the
+ * file's ranges (the file added at the end if new). */
+int trace_add(struct trace *run, const char *path, const char *key, uint64_t size, uint64_t start, uint64_t end,
+              uint32_t at_ms);
+/* Merges one recorded run (runs == 1) into into (runs == 0: empty): a range
+ * seen in most runs, or in one of the last two, is kept; others age out. A
+ * file whose key changed starts again from the run's ranges. */
+int trace_merge(struct trace *into, const struct trace *run);
+
+/* Totals, for tierctl trace show and the D-Bus properties. */
+uint64_t trace_bytes(const struct trace *t);
+size_t trace_ranges(const struct trace *t);

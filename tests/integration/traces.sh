@@ -1,0 +1,114 @@
+#!/bin/bash
+# Access traces on the real kernel: a host trace records the first touches
+# of the tenant's readers in its window and stores them in the tenant's
+# store (file://), merged across runs; the next start fetches exactly those
+# ranges ahead of the readers (before any read), skips a file whose content
+# changed since (logged), refuses a trace object that is not one, and
+# leaves files nobody touched alone.
+set -u
+source "$(dirname "$0")/../lib/lib.sh"
+tl_init
+echo "# access traces and prefetch (btrfs, file:// store)"
+TIERCTL=$BUILD/tierctl PREAD=$BUILD/tests/pread-at
+FS=$TL_DIR/fs W=$TL_DIR/views/web STORE=$TL_DIR/store/web ORIG=$TL_DIR/orig
+mkdir -p "$ORIG" "$STORE"
+
+tl_loopfs btrfs 1G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
+tl_subvol btrfs "$FS/web"
+cat >"$TL_DIR/policy.json" <<EOF2
+{"version": 1,
+ "defaults": {"chunk": "1M", "readahead": "1M", "small_file": "64K"},
+ "tenants": [{"name": "web", "subvolume": "$FS/web", "mount": "$W", "backend": "file://$STORE",
+              "trace_window": "3s"}]}
+EOF2
+tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
+check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
+
+mkdir -p "$W/lib" "$W/bin"
+for f in lib/a.so lib/b.so bin/app bin/unused; do head -c 8M /dev/urandom >"$ORIG/${f//\//_}"; cp "$ORIG/${f//\//_}" "$W/$f"; done
+release_all() { timeout 60 "$TIERCTL" archive "$W"/lib/* "$W"/bin/* >/dev/null &&
+	timeout 60 "$TIERCTL" release "$W"/lib/* "$W"/bin/* >/dev/null; }
+check "files archived and released" release_all
+same() { cmp -s "$W/$1" "$ORIG/${1//\//_}"; }
+
+# No trace yet: said, with tierctl's failure status, not a hang.
+out=$(timeout 20 "$TIERCTL" trace show web app 2>&1); rc=$?
+check "trace show of a trace never stored fails with status 1 (got $rc)" test "$rc" -eq 1
+check "... saying so" grep -q "no trace of that name is stored yet" <<<"$out"
+out=$(timeout 20 "$TIERCTL" trace start web ../app 2>&1); rc=$?
+check "a trace name with '..' is refused with status 1 (got $rc), saying why" \
+	bash -c "[ $rc -eq 1 ] && grep -q 'a trace name has' <<<'$out'"
+
+# Run 1: the app reads bin/app's first chunk, then all of lib/a.so.
+tl_log_mark
+check "trace start web app" timeout 20 "$TIERCTL" trace start web app
+check "... nothing stored yet to fetch ahead: said" tl_logged 10 "trace app: none stored yet"
+read1() {
+	timeout 20 "$PREAD" "$W/bin/app" 0 4096 >/dev/null && timeout 20 cat "$W/lib/a.so" >/dev/null
+}
+check "run 1 reads bin/app's first 4 KiB and lib/a.so" read1
+check "the window ends and the trace is stored: run 1, 2 files" tl_logged 20 "trace app stored: run 1, 2 files"
+check "... as an object of the tenant's store" test -s "$STORE/trace/app"
+out=$(timeout 20 "$TIERCTL" trace show web app --json)
+check "trace show: 1 run, bin/app then lib/a.so, in first-touch order" \
+	python3 -c "
+import json, sys
+t = json.loads(sys.argv[1])
+paths = [f['path'] for f in t['files']]
+assert t['runs'] == 1 and paths == ['bin/app', 'lib/a.so'], t
+assert t['files'][0]['bytes'] == 1 << 20 and t['files'][1]['bytes'] == 8 << 20, t
+" "$out"
+
+# Run 2: everything released again; the trace's ranges come before any read.
+check "released again" release_all
+for f in bin/app lib/a.so lib/b.so bin/unused; do
+	check "$f holds no data before run 2" test "$(tl_allocated "$W/$f")" -eq 0
+done
+tl_log_mark
+check "trace start web app (run 2)" timeout 20 "$TIERCTL" trace start web app
+check "... fetched ahead: 2 files, nothing skipped or failed" \
+	tl_logged 20 "trace app fetched ahead of the host in"
+check "... the log line counts 2 files, 0 skipped, 0 failed" \
+	bash -c "tail -n +$((TL_LOG_MARK + 1)) '$TL_TIERD_LOG' | grep 'trace app fetched ahead' | grep -q ': 2 files (9437184 bytes), 0 already here, 0 skipped, 0 failed'"
+check "lib/a.so is whole before anyone read it" test "$(tl_allocated "$W/lib/a.so")" -eq $((8 << 20))
+check "bin/app has its first chunk, and only that" test "$(tl_allocated "$W/bin/app")" -eq $((1 << 20))
+check "lib/b.so and bin/unused, never read, are left alone" \
+	bash -c "[ $(tl_allocated "$W/lib/b.so") -eq 0 ] && [ $(tl_allocated "$W/bin/unused") -eq 0 ]"
+check "run 2 reads the same" read1
+check "... lib/a.so is the original" same lib/a.so
+check "run 2 is merged: 2 runs" tl_logged 20 "trace app stored: run 2, 2 files"
+out=$(timeout 20 "$TIERCTL" trace show web app --json)
+check "trace show: both files seen in 2 runs (reads of prefetched files are heard)" \
+	python3 -c "
+import json, sys
+t = json.loads(sys.argv[1])
+assert t['runs'] == 2 and [f['runs'] for f in t['files']] == [2, 2], t
+" "$out"
+
+# lib/a.so's content changes: the next prefetch skips it, and says so.
+head -c 8M /dev/urandom >"$ORIG/lib_a.so"
+cp "$ORIG/lib_a.so" "$W/lib/a.so"
+check "lib/a.so rewritten, archived and everything released" release_all
+tl_log_mark
+check "trace start web app (run 3)" timeout 20 "$TIERCTL" trace start web app
+check "... lib/a.so skipped: its content changed since the trace" \
+	tl_logged 20 "trace app: lib/a.so skipped: its content changed since the trace"
+check "... and not fetched" test "$(tl_allocated "$W/lib/a.so")" -eq 0
+check "... bin/app still is" tl_eventually test "$(tl_allocated "$W/bin/app")" -eq $((1 << 20))
+check "... reading the new lib/a.so gives its new bytes" bash -c "timeout 20 cat '$W/lib/a.so' | cmp -s - '$ORIG/lib_a.so'"
+check "run 3 stored" tl_logged 20 "trace app stored: run 3"
+
+# A trace object that is not one: refused, nothing fetched, said.
+mkdir -p "$STORE/trace"
+printf '{"tierd_trace":1,"name":"bad","runs":1,"files":[{"path":"../../etc/passwd","key":"k","size":10,"ranges":[[0,10,1,1,0]]}]}' >"$STORE/trace/bad"
+tl_log_mark
+check "trace start web bad" timeout 20 "$TIERCTL" trace start web bad
+check "... the object is refused: a path out of the subvolume" \
+	tl_logged 20 "trace bad in the store is refused: a path is not one beneath a subvolume"
+out=$(timeout 20 "$TIERCTL" trace show web bad 2>&1); rc=$?
+check "trace show of it fails with status 1 (got $rc), saying it is refused" \
+	bash -c "[ $rc -eq 1 ] && grep -q 'the stored trace is refused' <<<'$out'"
+check "a second host trace while one records is refused (Busy)" \
+	bash -c "! timeout 20 '$TIERCTL' trace start web other 2>&1 | grep -q . || timeout 20 '$TIERCTL' trace start web other 2>&1 | grep -q 'a host trace is running already'"
+check "tierd is still serving: bin/unused reads right" bash -c "timeout 20 cat '$W/bin/unused' | cmp -s - '$ORIG/bin_unused'"
+tl_summary
