@@ -7,20 +7,12 @@
 #include <unistd.h>
 
 #include "containers.h"
-#include "handle.h"
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
 #include "storeio.h"
 #include "traceformat.h"
-#include "usage.h"
-
-struct trace_touch {
-        union file_handle_buf h;
-        char key[STUB_KEY_MAX];
-        uint64_t size, start, end;
-        uint32_t at_ms;
-};
+#include "tracework.h"
 
 struct trace_recording {
         struct tenant *tn;
@@ -31,25 +23,19 @@ struct trace_recording {
         struct trace_touch *touches;
         size_t n, allocated;
         bool dropped; /* touches past TRACE_TOUCHES_MAX */
-        /* Saving, once the window is over. */
-        struct offthread *thread;
-        int root_fd;      /* the filesystem's private mount: handles are opened there */
-        char *subvol_rel; /* a copy: the thread touches only what it is given */
-        char **paths;     /* per touch, beneath the subvolume; NULL: gone, or not a name we keep */
-        struct trace run, all;
+        /* Saving, once the window is over (tracework.c). */
+        char *subvol_rel;
+        struct trace_save save;
 };
 
 static void recording_free(struct trace_recording *rec) {
         if (!rec)
                 return;
         sd_event_source_disable_unref(rec->end_src);
-        for (size_t i = 0; rec->paths && i < rec->n; i++)
-                free(rec->paths[i]);
-        free(rec->paths);
         free(rec->subvol_rel);
         free(rec->touches);
-        trace_done(&rec->run);
-        trace_done(&rec->all);
+        free(rec->save.old);
+        free(rec->save.text);
         free(rec);
 }
 
@@ -79,14 +65,17 @@ void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh
         }
         if (rec->n == rec->allocated) {
                 size_t n = rec->allocated ? rec->allocated * 2 : 64;
-                struct trace_touch *t = rec->n < TRACE_TOUCHES_MAX ? reallocarray(rec->touches, n, sizeof(*t)) : NULL;
-                if (!t) {
+                struct trace_touch *grown = rec->n < TRACE_TOUCHES_MAX ? reallocarray(rec->touches, n, sizeof(*grown))
+                                                                        : NULL;
+                if (!grown) {
                         rec->dropped = true;
                         return;
                 }
-                rec->touches = t;
+                rec->touches = grown;
                 rec->allocated = n;
         }
+        if (!rec->touches)
+                return;
         struct trace_touch *t = &rec->touches[rec->n++];
         memcpy(&t->h, fh, sizeof(*fh) + fh->handle_bytes);
         snprintf(t->key, sizeof(t->key), "%s", s->key);
@@ -96,76 +85,62 @@ void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh
         t->at_ms = (uint32_t)MIN((tierd_now_usec(tn->t) - rec->started_usec) / 1000, UINT32_MAX);
 }
 
-/* On its own thread: each touched file's path beneath the subvolume. */
-static void name_files(void *userdata) {
-        struct trace_recording *rec = userdata;
-        for (size_t i = 0; i < rec->n; i++) {
-                int fd = open_by_handle_at(rec->root_fd, &rec->touches[i].h.fh, O_PATH | O_CLOEXEC);
-                if (fd < 0)
-                        continue; /* deleted since: not in the trace */
-                rec->paths[i] = subvol_rel_of_fd(rec->subvol_rel, fd);
-                close(fd);
-        }
-}
-
 static void on_saved(void *userdata, int error) {
         struct trace_recording *rec = userdata;
         if (error < 0)
                 log_error_errno(error, "tenant %s: trace %s: cannot store it: %m", rec->tn->cfg->name, rec->name);
         else
                 log_info("tenant %s: trace %s stored: run %u, %zu files, %zu ranges, %llu bytes", rec->tn->cfg->name,
-                         rec->name, rec->all.runs, rec->all.n_files, trace_ranges(&rec->all),
-                         (unsigned long long)trace_bytes(&rec->all));
+                         rec->name, rec->save.runs, rec->save.files, rec->save.ranges,
+                         (unsigned long long)rec->save.bytes);
         recording_free(rec);
 }
 
-/* The trace as stored (or none, or one refused), merged with this run, stored. */
-static void on_old_trace(void *userdata, int error, const char *data, size_t len) {
-        struct trace_recording *rec = userdata;
-        const char *why = NULL;
+/* Back from tracework.c: the merged trace goes to the store. */
+static void on_merged(void *userdata) {
+        struct trace_save *sv = userdata;
+        struct trace_recording *rec = sv->owner;
         char key[TRACE_NAME_MAX + 16];
-        int r = error;
+        int r = sv->error;
 
-        if (r == 0 && (r = trace_parse(data, len, &rec->all, &why)) < 0)
+        if (sv->named < rec->n)
+                log_info("tenant %s: trace %s: %zu of %zu touches left out (files deleted since, or names not "
+                         "UTF-8)", rec->tn->cfg->name, rec->name, rec->n - sv->named, rec->n);
+        if (sv->old_refused)
                 log_error("tenant %s: trace %s in the store is refused (%s): it starts again from this run",
-                          rec->tn->cfg->name, rec->name, why ?: strerror(-r));
-        else if (r < 0 && r != -ENOENT)
-                log_error_errno(r, "tenant %s: trace %s: cannot read it: %m: it starts again from this run",
-                                rec->tn->cfg->name, rec->name);
-        if (r < 0)
-                trace_done(&rec->all);
-        snprintf(rec->all.name, sizeof(rec->all.name), "%s", rec->name);
-        _cleanup_free_ char *text = NULL;
-        if ((r = trace_merge(&rec->all, &rec->run)) < 0 || !(text = trace_format(&rec->all)) ||
-            (r = trace_store_key(rec->name, key, sizeof(key))) < 0 ||
-            (r = store_put(rec->tn, key, text, strlen(text), false, on_saved, rec)) < 0)
-                on_saved(rec, r < 0 ? r : -ENOMEM);
+                          rec->tn->cfg->name, rec->name, sv->old_refused);
+        if (r < 0 || (r = trace_store_key(rec->name, key, sizeof(key))) < 0 ||
+            (r = store_put(rec->tn, key, sv->text, strlen(sv->text), false, on_saved, rec)) < 0)
+                on_saved(rec, r);
 }
 
-static void on_named(void *userdata) {
+/* The stored trace (or none): named, merged and formatted on a thread. */
+static void on_old_trace(void *userdata, int error, const char *data, size_t len) {
         struct trace_recording *rec = userdata;
-        char key[TRACE_NAME_MAX + 16];
-        size_t named = 0;
-        int r;
+        struct tenant *tn = rec->tn;
+        int r = 0;
 
-        rec->thread = NULL;
-        rec->run = (struct trace){ .runs = 1 };
-        snprintf(rec->run.name, sizeof(rec->run.name), "%s", rec->name);
-        for (size_t i = 0; i < rec->n; i++) {
-                const struct trace_touch *t = &rec->touches[i];
-                if (rec->paths[i] && trace_add(&rec->run, rec->paths[i], t->key, t->size, t->start, t->end, t->at_ms) == 0)
-                        named++;
-        }
-        if (named < rec->n)
-                log_info("tenant %s: trace %s: %zu of %zu touches left out (files deleted since, or names not "
-                         "UTF-8)", rec->tn->cfg->name, rec->name, rec->n - named, rec->n);
-        if ((r = trace_store_key(rec->name, key, sizeof(key))) < 0 ||
-            (r = store_get(rec->tn, key, TRACE_OBJECT_MAX, on_old_trace, rec)) < 0)
+        if (error < 0 && error != -ENOENT)
+                log_error_errno(error, "tenant %s: trace %s: cannot read it: %m: it starts again from this run",
+                                tn->cfg->name, rec->name);
+        rec->save = (struct trace_save){ .owner = rec, .name = rec->name, .root_fd = tn->fs->root_fd, .touches = rec->touches,
+                                         .n = rec->n };
+        if (error == 0 && !(rec->save.old = trace_copy(data, len)))
+                r = -ENOMEM;
+        rec->save.old_len = len;
+        if (r == 0 && !(rec->subvol_rel = strdup(tn->subvol_rel)))
+                r = -ENOMEM;
+        rec->save.subvol_rel = rec->subvol_rel;
+        if (r == 0)
+                r = offthread_start(tn->t->event, &rec->save.root_fd, 1, trace_work_save, on_merged, &rec->save,
+                                    NULL);
+        if (r < 0)
                 on_saved(rec, r);
 }
 
 void trace_record_end(struct trace_recording *rec, const char *why) {
         struct tenant *tn = rec->tn;
+        char key[TRACE_NAME_MAX + 16];
         int r;
 
         *owner_of(rec) = NULL;
@@ -179,17 +154,9 @@ void trace_record_end(struct trace_recording *rec, const char *why) {
                 recording_free(rec);
                 return;
         }
-        rec->root_fd = tn->fs->root_fd;
-        rec->subvol_rel = strdup(tn->subvol_rel);
-        rec->paths = calloc(MAX(rec->n, 1u), sizeof(*rec->paths));
-        if (!rec->subvol_rel || !rec->paths)
-                r = -ENOMEM;
-        else
-                r = offthread_start(tn->t->event, &rec->root_fd, 1, name_files, on_named, rec, &rec->thread);
-        if (r < 0) {
-                log_error_errno(r, "tenant %s: trace %s: cannot name its files: %m", tn->cfg->name, rec->name);
-                recording_free(rec);
-        }
+        if ((r = trace_store_key(rec->name, key, sizeof(key))) < 0 ||
+            (r = store_get(tn, key, TRACE_OBJECT_MAX, on_old_trace, rec)) < 0)
+                on_saved(rec, r);
 }
 
 static int on_window_over(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -210,7 +177,7 @@ int trace_record_start(struct tenant *tn, struct container *c, const char *name)
                 return -EBUSY;
         if (!(rec = calloc(1, sizeof(*rec))))
                 return -ENOMEM;
-        *rec = (struct trace_recording){ .tn = tn, .c = c, .root_fd = -1, .started_usec = tierd_now_usec(tn->t) };
+        *rec = (struct trace_recording){ .tn = tn, .c = c, .started_usec = tierd_now_usec(tn->t) };
         snprintf(rec->name, sizeof(rec->name), "%s", name);
         r = sd_event_add_time_relative(tn->t->event, &rec->end_src, CLOCK_MONOTONIC, tn->cfg->trace_window_usec,
                                        100 * 1000, on_window_over, rec);
@@ -232,19 +199,36 @@ void trace_record_drop(struct trace_recording *rec) {
 }
 
 struct trace_read {
+        sd_event *event;
         trace_read_t done;
         void *userdata;
+        struct trace_lookup lk;
 };
 
+static void trace_read_free(struct trace_read *rd) {
+        free(rd->lk.data);
+        trace_done(&rd->lk.trace);
+        free(rd);
+}
+
+static void on_parsed(void *userdata) {
+        struct trace_read *rd = ((struct trace_lookup *)userdata)->owner;
+        rd->done(rd->userdata, rd->lk.error, rd->lk.error < 0 ? rd->lk.why : NULL, &rd->lk.trace);
+        trace_read_free(rd);
+}
+
+/* The object's bytes, parsed on a thread: up to TRACE_OBJECT_MAX of them. */
 static void on_trace_read(void *userdata, int error, const char *data, size_t len) {
-        _cleanup_free_ struct trace_read *rd = userdata;
-        _cleanup_(trace_done) struct trace t = {};
-        const char *why = NULL;
+        struct trace_read *rd = userdata;
         int r = error;
 
-        if (r == 0 && (r = trace_parse(data, len, &t, &why)) < 0)
-                why = why ?: strerror(-r);
-        rd->done(rd->userdata, r, r < 0 ? why : NULL, r < 0 ? NULL : &t);
+        if (r == 0 && !(rd->lk.data = trace_copy(data, len)))
+                r = -ENOMEM;
+        rd->lk.len = len;
+        if (r == 0 && (r = offthread_start(rd->event, NULL, 0, trace_work_lookup, on_parsed, &rd->lk, NULL)) >= 0)
+                return;
+        rd->done(rd->userdata, r, NULL, NULL);
+        trace_read_free(rd);
 }
 
 int trace_read(struct tenant *tn, const char *name, trace_read_t done, void *userdata) {
@@ -254,9 +238,11 @@ int trace_read(struct tenant *tn, const char *name, trace_read_t done, void *use
 
         if (r < 0)
                 return r;
-        if (!(rd = malloc(sizeof(*rd))))
+        if (!(rd = calloc(1, sizeof(*rd))))
                 return -ENOMEM;
-        *rd = (struct trace_read){ .done = done, .userdata = userdata };
+        *rd = (struct trace_read){ .event = tn->t->event, .done = done, .userdata = userdata,
+                                   .lk = { .subvol_fd = -1 } };
+        rd->lk.owner = rd;
         if ((r = store_get(tn, key, TRACE_OBJECT_MAX, on_trace_read, rd)) < 0)
                 free(rd);
         return r;

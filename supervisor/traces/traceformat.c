@@ -67,6 +67,31 @@ static struct trace_file *file_find(struct trace *t, const char *path) {
         return NULL;
 }
 
+/* The files sorted by path (pointers into t->files, valid until it
+ * changes): lookups in O(log n), so a trace of TRACE_FILES_MAX files is
+ * merged and checked in O(n log n), never O(n^2). */
+static int by_path(const void *a, const void *b) {
+        return strcmp((*(struct trace_file *const *)a)->path, (*(struct trace_file *const *)b)->path);
+}
+
+typedef struct trace_file *file_ptr;
+
+static struct trace_file **path_index(struct trace *t) {
+        file_ptr *ix = calloc(MAX(t->n_files, 1u), sizeof(file_ptr));
+        if (!ix)
+                return NULL;
+        for (size_t i = 0; i < t->n_files; i++)
+                ix[i] = &t->files[i];
+        qsort(ix, t->n_files, sizeof(file_ptr), by_path);
+        return ix;
+}
+
+static struct trace_file *index_find(struct trace_file **ix, size_t n, const char *path) {
+        struct trace_file key = { .path = (char *)path }, *k = &key;
+        file_ptr *found = bsearch(&k, ix, n, sizeof(file_ptr), by_path);
+        return found ? *found : NULL;
+}
+
 static struct trace_file *file_add(struct trace *t, const char *path, const char *key, uint64_t size) {
         if (t->n_files >= TRACE_FILES_MAX)
                 return NULL;
@@ -114,6 +139,8 @@ int trace_add(struct trace *run, const char *path, const char *key, uint64_t siz
         run->runs = 1;
         return range_append(f, &(struct trace_range){ .start = start, .end = end, .seen = 1, .last = 1, .at_ms = at_ms });
 }
+
+static int by_string(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static uint32_t file_first_at(const struct trace_file *f) {
         uint32_t at = UINT32_MAX;
@@ -177,17 +204,27 @@ static int file_merge(struct trace_file *old, const struct trace_file *run, uint
 int trace_merge(struct trace *into, const struct trace *run) {
         if (run->runs != 1 || into->runs >= UINT32_MAX / 2)
                 return -EINVAL;
+        _cleanup_free_ struct trace_file **run_ix = path_index((struct trace *)run), **old_ix = path_index(into);
         uint32_t runs = ++into->runs;
         size_t n_old = into->n_files;
         int r;
 
+        if (!run_ix || !old_ix)
+                return -ENOMEM;
         for (size_t i = 0; i < n_old; i++)
-                if ((r = file_merge(&into->files[i], file_find((struct trace *)run, into->files[i].path), runs)) < 0)
+                if ((r = file_merge(&into->files[i], index_find(run_ix, run->n_files, into->files[i].path), runs)) < 0)
                         return r;
+        /* Appending moves into->files: the old files' index is of paths only from here. */
+        _cleanup_free_ char **old_paths = calloc(MAX(n_old, 1u), sizeof(*old_paths));
+        if (!old_paths)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_old; i++)
+                old_paths[i] = old_ix[i]->path;
         for (size_t i = 0; i < run->n_files; i++) {
                 const struct trace_file *rf = &run->files[i];
+                const char *p = rf->path;
                 struct trace_file *f;
-                if (file_find(into, rf->path))
+                if (bsearch(&p, old_paths, n_old, sizeof(*old_paths), by_string))
                         continue;
                 if (!(f = file_add(into, rf->path, rf->key, rf->size)))
                         return -ENOMEM;
@@ -301,8 +338,6 @@ static int parse_file(json_object *fo, struct trace *t, const char **why) {
                 return *why = "a file's key is empty or too long", -EINVAL;
         if (!get_u64(size, TRACE_OFFSET_MAX, &sz))
                 return *why = "a file's size is out of bounds", -EINVAL;
-        if (file_find(t, p))
-                return *why = "a path appears twice", -EINVAL;
         size_t n = json_object_array_length(ranges);
         if (n == 0 || n > TRACE_RANGES_MAX)
                 return *why = "a file has no range, or too many", -EINVAL;
@@ -355,6 +390,17 @@ int trace_parse(const char *text, size_t len, struct trace *ret, const char **wh
                         trace_done(&t);
                         return r;
                 }
+        }
+        _cleanup_free_ struct trace_file **ix = path_index(&t);
+        for (size_t i = 1; ix && i < t.n_files; i++)
+                if (strcmp(ix[i - 1]->path, ix[i]->path) == 0) {
+                        *why = "a path appears twice";
+                        trace_done(&t);
+                        return -EINVAL;
+                }
+        if (!ix) {
+                trace_done(&t);
+                return -ENOMEM;
         }
         *ret = t;
         return 0;

@@ -33,7 +33,8 @@ mkdir -p "$TL_DIR/store" "$TL_DIR/etc"
 cat >"$TL_DIR/etc/policy.json" <<EOF
 {"kubernetes": true, "tenants": [
   {"name": "alpha", "subvolume": "$TL_DIR/fs/alpha", "mount": "$TL_DIR/views/alpha",
-   "backend": "file://$TL_DIR/store/alpha", "chunk": "64K", "namespaces": ["team-a"], "containers": ["$P-plain-*"]},
+   "backend": "file://$TL_DIR/store/alpha", "chunk": "64K", "namespaces": ["team-a"], "containers": ["$P-plain-*"],
+   "trace_window": "20s"},
   {"name": "beta", "subvolume": "$TL_DIR/fs/beta", "mount": "$TL_DIR/views/beta",
    "backend": "file://$TL_DIR/store/beta", "namespaces": ["team-b"]}]}
 EOF
@@ -287,6 +288,57 @@ check "an attach, a read and a detach leak no fd in tierd" test "$(ls /proc/"$TL
 check "... nor a worker" test "$(workers)" = "$W0"
 check "no record of a container is left in the state directory" test -z "$(ls -A "$TL_DIR/state/containers")"
 check "tierd is still serving: a host read of alpha is right" test "$(sum "$VA/f9")" = "${SUM[$VA/f9]}"
+# Access traces: a container's first touches are recorded until it goes
+# (or its window closes), and the next container with the same trace name
+# gets them before it reads; one killed while its trace is fetched ahead
+# leaves tierd serving.
+traced() { # ID TRACE: an alpha bundle with tierd.io/trace
+	bundle "$1" alpha team-a
+	python3 - "$TL_DIR/bundles/$1/config.json" "$2" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["annotations"]["tierd.io/trace"] = sys.argv[2]; json.dump(c, open(sys.argv[1], "w"))
+PY
+}
+gone() { runc kill "$1" KILL >/dev/null 2>&1; runc delete --force "$1" >/dev/null 2>&1; }
+reads_f2_f1() { reads_right "$1" f2 && reads_right "$1" f1; }
+reads_big() { start "$1" >/dev/null && in_c "$1" cat /data/big >/dev/null; }
+check "alpha's f1, f2, f3 and big released again" \
+	bash -c "$TIERCTL release $VA/f1 $VA/f2 $VA/f3 $VA/big >/dev/null && [ \$(\"$BUILD/tests/data-bytes\" $VA/f1) = 0 ]"
+traced $P-t1 web
+tl_log_mark
+check "a container with tierd.io/trace=web starts" start $P-t1
+check "... its run is recorded" tl_logged 10 "trace web: recording $P-t1's first touches for 20 s"
+check "... there is no trace to fetch yet, and it says so" tl_logged 10 "trace web: none stored yet"
+check "... it reads f2, then f1, right" reads_f2_f1 $P-t1
+gone $P-t1
+check "... killed before its window closes: its run is stored, 2 files" tl_logged 20 "trace web stored: run 1, 2 files"
+check "f1 and f2 released again" bash -c "$TIERCTL release $VA/f1 $VA/f2 >/dev/null"
+traced $P-t2 web
+tl_log_mark
+check "the next container with tierd.io/trace=web starts" start $P-t2
+check "... its trace is fetched ahead of it: 2 files, none skipped or failed" \
+	bash -c "for i in \$(seq 100); do tail -n +$((TL_LOG_MARK + 1)) '$TL_TIERD_LOG' | grep 'trace web fetched ahead of $P-t2' | grep -q ': 2 files (.*), 0 already here, 0 skipped, 0 failed' && exit 0; sleep 0.1; done; exit 1"
+check "... f1 and f2 are whole before it read them; f3, never read, is not" \
+	bash -c "[ \$(stat -c %s $VA/f1) = \$(\"$BUILD/tests/data-bytes\" $VA/f1) ] && [ \$(stat -c %s $VA/f2) = \$(\"$BUILD/tests/data-bytes\" $VA/f2) ] && [ \$(\"$BUILD/tests/data-bytes\" $VA/f3) = 0 ]"
+check "... it reads them right" reads_f2_f1 $P-t2
+gone $P-t2
+check "... its run is merged: run 2, 2 files" tl_logged 20 "trace web stored: run 2, 2 files"
+# A trace of the 64 MiB file, then a container killed as soon as it starts,
+# while that trace is fetched ahead.
+traced $P-t3 bigread
+tl_log_mark
+check "a container reads big with tierd.io/trace=bigread" reads_big $P-t3
+gone $P-t3
+check "... its run is stored" tl_logged 20 "trace bigread stored: run 1, 1 files"
+check "big released again" bash -c "$TIERCTL release $VA/big >/dev/null"
+traced $P-t4 bigread
+tl_log_mark
+check "a container with tierd.io/trace=bigread starts and is killed at once" start $P-t4
+gone $P-t4
+check "... it is detached" tl_logged 20 "container $P-t4: detached from tenant alpha"
+check "... tierd still serves: big reads right from the host" test "$(sum "$VA/big")" = "${SUM[$VA/big]}"
+check "... and answers on the bus" timeout 20 "$TIERCTL" ping
+
 # DetachContainer unmounts its own view and nothing else: a root container
 # swaps a component of the view's path for a symlink to /proc while tierd
 # is between finding the view and unmounting it (a test build pauses there

@@ -11,6 +11,7 @@
 #    tierd-holder's guard (holder/guard.c) answers events too;
 # 3. nor sleeps or yields to let another process run: a reader not asleep
 #    yet is looked at again later (supervisor/events/settle.c), never polled for;
+# 4b. nor parse, merge or format an access trace (tracework.c, on threads);
 # 5. a log line (written from anywhere, the event path too) never waits
 #    for journald: the journal sink sends with MSG_DONTWAIT only, and no
 #    sd_journal_* call (which blocks while journald is behind) is made;
@@ -38,7 +39,8 @@ else echo "not ok - event path: an open by handle that may wait (use fsgroup_ope
 # 2. No tree walk, directory read or whole-file hash where events are served
 # or the bus is answered.
 EVENT_FILES="supervisor/events/dispatch.c supervisor/events/fillrecord.c supervisor/events/preevent.c supervisor/events/fsgroup.c supervisor/events/settle.c common/readeraccess.c common/journal.c common/fanevent.c
-	supervisor/files/batch.c supervisor/events/usegroup.c supervisor/reload.c supervisor/sdstatus.c supervisor/journallog.c common/log.c dbus/*.c holder/*.c"
+	supervisor/files/batch.c supervisor/events/usegroup.c supervisor/reload.c supervisor/sdstatus.c supervisor/journallog.c common/log.c dbus/*.c holder/*.c
+	supervisor/traces/trace.c supervisor/traces/prefetch.c"
 bad=$(grep -nE '\b(treewalk|opendir|fdopendir|readdir|nftw|fts_open|scandir|sha256_fd|hash_file|qsort)\(' $EVENT_FILES)
 if [ -z "$bad" ]; then echo "ok - event path: no tree walk, directory read, whole-file hash or sort in $(echo $EVENT_FILES | wc -w) files"
 else echo "not ok - event path: work that grows with a tenant's tree where events are answered:"; echo "$bad" | sed 's/^/# /'; status=1; fi
@@ -60,6 +62,15 @@ bad=$(awk '
 ' $(ls supervisor/*.c supervisor/*/*.c dbus/*.c | grep -v supervisor/store/catalogtree.c))
 if [ -z "$bad" ]; then echo "ok - event path: the catalog's tree work runs on threads only"
 else echo "not ok - event path: the catalog's tree work called on the event loop (give it an offthread job):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+
+# 4b. So does the work of access traces that grows with them: parsing,
+# merging and formatting a trace object (up to 16 MiB the tenant's store
+# holds), naming touched files, finding traced ones. Only
+# supervisor/traces/tracework.c (thread work functions) calls it.
+bad=$(grep -nE '(^|[^a-z_])trace_(parse|merge|format|add)\(' $(ls supervisor/*.c supervisor/*/*.c dbus/*.c |
+	grep -vE 'supervisor/traces/(tracework|traceformat)\.c'))
+if [ -z "$bad" ]; then echo "ok - event path: trace objects are parsed, merged and formatted on threads only"
+else echo "not ok - event path: trace work on the event loop (do it in supervisor/traces/tracework.c):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 5. The journal sink: every send non-blocking, no sd_journal_*.
 bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
 	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c supervisor/*/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')

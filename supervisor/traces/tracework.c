@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+#include "tracework.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "usage.h"
+
+char *trace_copy(const char *data, size_t len) {
+        char *p = malloc(MAX(len, 1u));
+        if (p && len)
+                memcpy(p, data, len);
+        return p;
+}
+
+void trace_work_save(void *userdata) {
+        struct trace_save *sv = userdata;
+        _cleanup_(trace_done) struct trace run = { .runs = 1 }, all = {};
+        int r = 0;
+
+        snprintf(run.name, sizeof(run.name), "%s", sv->name);
+        for (size_t i = 0; i < sv->n; i++) {
+                const struct trace_touch *t = &sv->touches[i];
+                _cleanup_close_ int fd = open_by_handle_at(sv->root_fd, (struct file_handle *)&t->h.fh,
+                                                           O_PATH | O_CLOEXEC);
+                _cleanup_free_ char *path = fd < 0 ? NULL : subvol_rel_of_fd(sv->subvol_rel, fd);
+                /* Deleted since, or a name that is not UTF-8: not in the trace. */
+                if (path && trace_add(&run, path, t->key, t->size, t->start, t->end, t->at_ms) == 0)
+                        sv->named++;
+        }
+        if (sv->old && trace_parse(sv->old, sv->old_len, &all, &sv->old_refused) < 0) {
+                sv->old_refused = sv->old_refused ?: "not a trace";
+                trace_done(&all);
+        }
+        snprintf(all.name, sizeof(all.name), "%s", sv->name);
+        if ((r = trace_merge(&all, &run)) < 0 || !(sv->text = trace_format(&all))) {
+                sv->error = r < 0 ? r : -ENOMEM;
+                return;
+        }
+        sv->runs = all.runs;
+        sv->files = all.n_files;
+        sv->ranges = trace_ranges(&all);
+        sv->bytes = trace_bytes(&all);
+}
+
+static void look_up(int subvol_fd, const struct trace_file *tf, struct prefetch_file *pf) {
+        struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                                           RESOLVE_NO_XDEV };
+        /* Never through a link, never out of the subvolume: the path is the store's. */
+        _cleanup_close_ int fd = (int)syscall(SYS_openat2, subvol_fd, tf->path, &how, sizeof(how));
+        _cleanup_(stub_done) struct stub s = {};
+        const char *why = NULL;
+        struct stat st;
+        int mount_id;
+
+        pf->state = PF_GONE;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return;
+        if (stub_read_fd(fd, &s, &why) < 0 || strcmp(s.key, tf->key) != 0 || s.size != tf->size) {
+                pf->state = PF_CHANGED;
+                return;
+        }
+        pf->h.fh.handle_bytes = MAX_HANDLE_SZ;
+        if (name_to_handle_at(fd, "", &pf->h.fh, &mount_id, AT_EMPTY_PATH) < 0)
+                return;
+        pf->state = s.state == STUB_RELEASED || s.state == STUB_PARTIAL ? PF_FETCH : PF_RESIDENT;
+        pf->whole = !s.has_manifest || s.size < 2 * s.chunk;
+}
+
+void trace_work_lookup(void *userdata) {
+        struct trace_lookup *lk = userdata;
+
+        if ((lk->error = trace_parse(lk->data, lk->len, &lk->trace, &lk->why)) < 0 || lk->subvol_fd < 0)
+                return;
+        if (!(lk->files = calloc(MAX(lk->trace.n_files, 1u), sizeof(*lk->files)))) {
+                lk->error = -ENOMEM;
+                return;
+        }
+        for (size_t i = 0; i < lk->trace.n_files; i++)
+                look_up(lk->subvol_fd, &lk->trace.files[i], &lk->files[i]);
+}
