@@ -40,6 +40,9 @@ enum proto_type {
         PROTO_RESOLVE = 13, /* struct proto_text: the store's host's addresses again
                              * ("HOST:PORT:ADDR,ADDR...", as CURLOPT_RESOLVE takes them),
                              * whenever tierd's lookup finds them changed */
+        PROTO_PROMOTE = 14, /* struct proto_request, `id` only: a prefetch fill a reader now
+                             * waits for goes with the readers' fills, if not started yet
+                             * (no reply, no fd) */
 };
 
 /* What tierd keeps in a store, by key: a listing names only these. */

@@ -54,8 +54,11 @@ int trace_bus_method_start(sd_bus_message *m, void *userdata, sd_bus_error *erro
                                          tn->cfg->name);
         if ((r = prefetch_start(tn, NULL, name)) < 0)
                 return sd_bus_error_set_errnof(error, -r, "cannot fetch trace %s ahead: %m", name);
-        if ((r = trace_record_start(tn, NULL, name)) < 0)
+        if ((r = trace_record_start(tn, NULL, name)) < 0) {
+                if (tn->prefetch)
+                        prefetch_cancel(tn->prefetch);
                 return sd_bus_error_set_errnof(error, -r, "cannot record trace %s: %m", name);
+        }
         return sd_bus_reply_method_return(m, NULL);
 }
 

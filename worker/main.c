@@ -184,6 +184,36 @@ static void pool_push(struct pool *w, struct queued *j) {
         pthread_mutex_unlock(&w->lock);
 }
 
+/* Request id, queued at prefetch priority, now has a reader waiting for
+ * it: it goes last among the readers' fills. Started or done already:
+ * nothing to do. */
+static void pool_promote(struct pool *w, uint64_t id) {
+        struct lane *l = &w->lanes[LANE_STORE];
+        struct queued *prev = NULL;
+
+        pthread_mutex_lock(&w->lock);
+        for (struct queued *j = l->head[CLASS_PREFETCH]; j; prev = j, j = j->next) {
+                if (j->req.id != id)
+                        continue;
+                if (prev)
+                        prev->next = j->next;
+                else
+                        l->head[CLASS_PREFETCH] = j->next;
+                if (l->tail[CLASS_PREFETCH] == j)
+                        l->tail[CLASS_PREFETCH] = prev;
+                j->req.flags &= ~(uint32_t)PROTO_FILL_PREFETCH;
+                j->next = NULL;
+                if (l->tail[CLASS_DEMAND])
+                        l->tail[CLASS_DEMAND]->next = j;
+                else
+                        l->head[CLASS_DEMAND] = j;
+                l->tail[CLASS_DEMAND] = j;
+                wake_one(l);
+                break;
+        }
+        pthread_mutex_unlock(&w->lock);
+}
+
 /* A prefetch or background request is over: its thread's place may start the next. */
 static void pool_background_done(struct pool *w, struct lane *l) {
         pthread_mutex_lock(&w->lock);
@@ -333,6 +363,11 @@ static int serve(struct pool *w) {
                         else
                                 take_text(w, m.type == PROTO_HEADERS, &m.text);
                         explicit_bzero(&m, sizeof(m));
+                        continue;
+                }
+                if (m.type == PROTO_PROMOTE && len == sizeof(m.req)) {
+                        safe_close(fd);
+                        pool_promote(w, m.req.id);
                         continue;
                 }
                 if (!request_well_formed(&m.req, len, fd)) {

@@ -240,7 +240,7 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
                              .reserved = type == PROTO_FILL ? end - start : 0,
                              .unverified = ranged && !s->has_manifest && verify,
                              .checked = ranged && s->has_manifest && verify,
-                             .route = route, .gen = f->sync_gen };
+                             .route = route, .gen = f->sync_gen, .req = req, .ahead = ahead };
         f->tenant->quota_reserved += fl->reserved;
         f->fills = fl;
         req->msg.offset = start;
@@ -260,6 +260,18 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
         /* The reader's container's worker: a crash there touches no one else. */
         worker_submit(container_worker(f->tenant, route), req);
         return 0;
+}
+
+/* A reader waits for [start, end): the prefetch fills of it become
+ * readers' fills, so it never waits behind other prefetches (worker/main.c). */
+static void promote_fills(struct tfile *f, const struct waiter *w, uint64_t start, uint64_t end) {
+        if (w->ahead)
+                return;
+        for (struct fill *fl = f->fills; fl; fl = fl->next)
+                if (fl->ahead && fl->start < end && start < fl->end) {
+                        fl->ahead = false;
+                        worker_promote(container_worker(f->tenant, fl->route), fl->req);
+                }
 }
 
 /* Starts the fills w needs that nobody has started yet. */
@@ -286,6 +298,7 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
                 start = w->start;
                 end = MIN(w->want_end, s->size);
         }
+        promote_fills(f, w, start, end);
         if (s->state == STUB_PARTIAL)
                 r = range_set_missing(&s->populated, start, end, &missing);
         else

@@ -56,7 +56,7 @@ static uint64_t readahead_for(const struct tfile *f, const struct stub *s, uint6
 }
 
 /* A read served at once while a trace records (trace.h): the reader's
- * touch is recorded, and the file keeps its events for the window. */
+ * touch is recorded. */
 static void touch_served(struct tenant *tn, const struct fanotify_event_metadata *md, const struct stub *s) {
         union file_handle_buf h;
         uint64_t offset = 0, count = 0;
@@ -138,10 +138,11 @@ void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_even
         }
         tn = tierd_find_tenant(fs->t, s.tenant);
         if (s.state == STUB_ARCHIVED || s.state == STUB_DIRTY) {
+                /* A file made whole while a trace records is heard once
+                 * (trace.h), then ignored as any whole file is. */
                 if (tn && tn->fs == fs && trace_watching(tn))
                         touch_served(tn, md, &s);
-                else
-                        fsgroup_ignore_file(fs, fd);
+                fsgroup_ignore_file(fs, fd);
                 dispatch_answer(fs, fd, 0);
                 return;
         }

@@ -224,6 +224,11 @@ static void pressure(struct tenant *tn, uint64_t need) {
         FACE_TELL(tn->t, tenant_quota_pressure, tn, need);
 }
 
+bool quota_room(struct tenant *tn, uint64_t need) {
+        struct engine_limits l = limits_of(tn);
+        return !usage_tracked(tn) || !l.quota || engine_fits(&l, committed(tn), need);
+}
+
 int quota_admit(struct tenant *tn, int fd, uint64_t need) {
         struct engine_limits l = limits_of(tn);
 

@@ -12,6 +12,8 @@
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
+#include "quota.h"
+#include "ranges.h"
 #include "storeio.h"
 #include "traceformat.h"
 #include "tracework.h"
@@ -29,6 +31,9 @@ struct prefetch {
         uint64_t started_usec, bytes;
         size_t fetched, resident, skipped, failed;
 };
+
+/* Files looked at in one turn of the loop (resident, skipped or started). */
+#define PUMP_TURN 16
 
 static struct prefetch **owner_of(struct prefetch *p) { return p->c ? &p->c->prefetch : &p->tn->prefetch; }
 
@@ -66,8 +71,17 @@ static int on_pump(sd_event_source *s, void *userdata) {
         return 0;
 }
 
-/* Called from dispatch.c, in the middle of a file's progress: the next
- * files are started once it is over, never from inside it. */
+/* The next files start from the loop, in turns: never from inside a
+ * fill's callback (in the middle of a file's progress, dispatch.c), and
+ * never more than PUMP_TURN files a turn, however many complete at once. */
+static void pump_later(struct prefetch *p) {
+        int r = p->pump_src ? 0 : sd_event_add_defer(p->tn->t->event, &p->pump_src, on_pump, p);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(p->pump_src, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: trace %s: cannot go on fetching ahead: %m", p->tn->cfg->name, p->name);
+}
+
 static void file_done(struct prefetch *p) {
         p->running--;
         if (p->cancelled) {
@@ -75,11 +89,7 @@ static void file_done(struct prefetch *p) {
                         prefetch_free(p);
                 return;
         }
-        int r = p->pump_src ? 0 : sd_event_add_defer(p->tn->t->event, &p->pump_src, on_pump, p);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(p->pump_src, SD_EVENT_ONESHOT);
-        if (r < 0)
-                log_error_errno(r, "tenant %s: trace %s: cannot go on fetching ahead: %m", p->tn->cfg->name, p->name);
+        pump_later(p);
 }
 
 static void on_range(void *userdata, int error) {
@@ -97,67 +107,103 @@ static void on_range(void *userdata, int error) {
                 file_done(p);
 }
 
+/* What of the file to fetch: its ranges as one set (a trace may hold
+ * overlapping ones, from different runs), or all of it. */
+static int file_ranges(const struct trace_file *tf, bool whole, struct range_set *out) {
+        int r = 0;
+        if (whole)
+                return range_set_add(out, 0, tf->size);
+        for (size_t j = 0; j < tf->n && r >= 0; j++)
+                r = range_set_add(out, tf->r[j].start, tf->r[j].end);
+        return r;
+}
+
 /* The file's ranges to dispatch.c: a reader of them meanwhile waits for
  * these fills. 1: all in already (nothing in flight), 0: started. */
 static int file_start(struct prefetch *p, size_t i) {
         const struct trace_file *tf = &p->lk.trace.files[i];
         struct prefetch_file *pf = &p->lk.files[i];
+        _cleanup_(range_set_done) struct range_set want = {};
         uint64_t route = p->c ? p->c->serial : 0;
+        int r;
 
+        if ((r = file_ranges(tf, pf->whole, &want)) < 0)
+                return r;
+        /* Only room that is free: a prefetch never makes a tenant release files. */
+        if (!quota_room(p->tn, range_set_total(&want)))
+                return -EDQUOT;
         /* O_PATH: only its handle is taken (the file's own fill fd is dispatch.c's). */
         _cleanup_close_ int fd = open_by_handle_at(p->tn->fs->root_fd, &pf->h.fh, O_PATH | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         pf->pending = 1; /* until every range is started: a fill done at once frees nothing */
         p->running++;
-        for (size_t j = 0; j < (pf->whole ? 1 : tf->n); j++) {
+        for (size_t j = 0; j < want.n; j++) {
                 struct range_done *d = malloc(sizeof(*d));
-                uint64_t start = pf->whole ? 0 : tf->r[j].start, end = pf->whole ? tf->size : tf->r[j].end;
                 if (!d) {
-                        p->failed++;
+                        r = -ENOMEM;
                         break;
                 }
                 *d = (struct range_done){ .p = p, .file = i };
                 pf->pending++;
-                int r = dispatch_prefetch(p->tn, fd, start, end, pf->whole, route, on_range, d);
-                if (r < 0) {
+                if ((r = dispatch_prefetch(p->tn, fd, want.r[j].start, want.r[j].end, pf->whole, route, on_range,
+                                           d)) < 0) {
                         free(d);
                         pf->pending--;
-                        p->failed++;
-                        log_error_errno(r, "tenant %s: trace %s: cannot fetch %s ahead: %m", p->tn->cfg->name,
-                                        p->name, tf->path);
                         break;
                 }
-                p->bytes += end - start;
+                p->bytes += want.r[j].end - want.r[j].start;
         }
         p->fetched++;
+        if (r < 0) {
+                p->failed++;
+                log_error_errno(r, "tenant %s: trace %s: cannot fetch %s ahead: %m", p->tn->cfg->name, p->name,
+                                tf->path);
+        }
         if (--pf->pending > 0)
                 return 0;
         p->running--;
         return 1;
 }
 
-/* Starts files in trace order while fewer than PREFETCH_FILES are in flight. */
+/* Whether file i is fetched, and why not. */
+static void file_consider(struct prefetch *p, size_t i) {
+        struct prefetch_file *pf = &p->lk.files[i];
+        const char *path = p->lk.trace.files[i].path;
+
+        if (pf->state == PF_RESIDENT) {
+                p->resident++;
+                return;
+        }
+        if (pf->state != PF_FETCH) {
+                p->skipped++;
+                log_info("tenant %s: trace %s: %s skipped: %s since the trace", p->tn->cfg->name, p->name, path,
+                         pf->state == PF_GONE ? "gone" : "its content changed");
+                return;
+        }
+        int r = file_start(p, i);
+        if (r == -EDQUOT) {
+                log_info("tenant %s: trace %s: no free room under the quota for %s: the rest is not fetched ahead",
+                         p->tn->cfg->name, p->name, path);
+                p->skipped += p->lk.trace.n_files - i;
+                p->next = p->lk.trace.n_files;
+        } else if (r < 0) {
+                p->failed++;
+                log_error_errno(r, "tenant %s: trace %s: cannot open %s: %m", p->tn->cfg->name, p->name, path);
+        }
+}
+
+/* Starts files in trace order while fewer than PREFETCH_FILES are in
+ * flight, at most PUMP_TURN of them this turn. */
 static void pump(struct prefetch *p) {
+        unsigned turn = 0;
+
         while (!p->cancelled && p->running < PREFETCH_FILES && p->next < p->lk.trace.n_files) {
-                size_t i = p->next++;
-                struct prefetch_file *pf = &p->lk.files[i];
-                if (pf->state == PF_RESIDENT) {
-                        p->resident++;
-                        continue;
+                if (++turn > PUMP_TURN) {
+                        pump_later(p);
+                        return;
                 }
-                if (pf->state != PF_FETCH) {
-                        p->skipped++;
-                        log_info("tenant %s: trace %s: %s skipped: %s since the trace", p->tn->cfg->name, p->name,
-                                 p->lk.trace.files[i].path, pf->state == PF_GONE ? "gone" : "its content changed");
-                        continue;
-                }
-                int r = file_start(p, i);
-                if (r < 0) {
-                        p->failed++;
-                        log_error_errno(r, "tenant %s: trace %s: cannot open %s: %m", p->tn->cfg->name, p->name,
-                                        p->lk.trace.files[i].path);
-                }
+                file_consider(p, p->next++);
         }
         if (!p->cancelled && !p->running && p->next == p->lk.trace.n_files)
                 prefetch_finish(p);
@@ -221,7 +267,9 @@ int prefetch_start(struct tenant *tn, struct container *c, const char *name) {
                 return -EBUSY;
         if (!(p = calloc(1, sizeof(*p))))
                 return -ENOMEM;
-        *p = (struct prefetch){ .tn = tn, .c = c, .lk = { .owner = p, .subvol_fd = -1 }, .getting = true,
+        *p = (struct prefetch){ .tn = tn, .c = c, .getting = true,
+                                .lk = { .owner = p, .subvol_fd = -1, .small_file = tn->cfg->small_file,
+                                        .restore_whole = tn->cfg->restore_whole, .verify = tn->cfg->verify },
                                 .started_usec = tierd_now_usec(tn->t) };
         snprintf(p->name, sizeof(p->name), "%s", name);
         if ((r = store_get(tn, key, TRACE_OBJECT_MAX, on_trace, p)) < 0) {
@@ -230,6 +278,15 @@ int prefetch_start(struct tenant *tn, struct container *c, const char *name) {
         }
         *owner = p;
         return 0;
+}
+
+void prefetch_stop_all(struct tierd *t) {
+        for (size_t i = 0; i < t->n_tenants; i++)
+                if (t->tenants[i].prefetch)
+                        prefetch_cancel(t->tenants[i].prefetch);
+        for (struct container *c = t->containers; c; c = c->next)
+                if (c->prefetch)
+                        prefetch_cancel(c->prefetch);
 }
 
 void prefetch_cancel(struct prefetch *p) {

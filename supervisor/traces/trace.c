@@ -18,7 +18,8 @@ struct trace_recording {
         struct tenant *tn;
         struct container *c; /* NULL: the tenant's host readers */
         char name[TRACE_NAME_MAX + 1];
-        uint64_t started_usec;
+        uint64_t started_usec;   /* monotonic */
+        struct timespec started; /* realtime: files' ctimes are compared with it */
         sd_event_source *end_src;
         struct trace_touch *touches;
         size_t n, allocated;
@@ -47,6 +48,7 @@ static struct trace_recording **owner_of(struct trace_recording *rec) {
 
 void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh, const struct stub *s,
                  uint64_t start, uint64_t end) {
+        bool resident = s->state == STUB_ARCHIVED || s->state == STUB_DIRTY;
         struct container *c = route ? container_by_serial(tn, route) : NULL;
         struct trace_recording *rec = c ? c->recording : route ? NULL : tn->recording;
         uint64_t chunk = s->chunk ?: 1;
@@ -83,6 +85,7 @@ void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh
         t->start = start;
         t->end = end;
         t->at_ms = (uint32_t)MIN((tierd_now_usec(tn->t) - rec->started_usec) / 1000, UINT32_MAX);
+        t->resident = resident;
 }
 
 static void on_saved(void *userdata, int error) {
@@ -123,8 +126,9 @@ static void on_old_trace(void *userdata, int error, const char *data, size_t len
         if (error < 0 && error != -ENOENT)
                 log_error_errno(error, "tenant %s: trace %s: cannot read it: %m: it starts again from this run",
                                 tn->cfg->name, rec->name);
-        rec->save = (struct trace_save){ .owner = rec, .name = rec->name, .root_fd = tn->fs->root_fd, .touches = rec->touches,
-                                         .n = rec->n };
+        rec->save = (struct trace_save){ .owner = rec, .name = rec->name, .root_fd = tn->fs->root_fd,
+                                         .subvol_fd = tn->subvol_fd, .started = rec->started,
+                                         .touches = rec->touches, .n = rec->n };
         if (error == 0 && !(rec->save.old = trace_copy(data, len)))
                 r = -ENOMEM;
         rec->save.old_len = len;
@@ -132,8 +136,8 @@ static void on_old_trace(void *userdata, int error, const char *data, size_t len
                 r = -ENOMEM;
         rec->save.subvol_rel = rec->subvol_rel;
         if (r == 0)
-                r = offthread_start(tn->t->event, &rec->save.root_fd, 1, trace_work_save, on_merged, &rec->save,
-                                    NULL);
+                r = offthread_start(tn->t->event, (int[]){ rec->save.root_fd, rec->save.subvol_fd }, 2,
+                                    trace_work_save, on_merged, &rec->save, NULL);
         if (r < 0)
                 on_saved(rec, r);
 }
@@ -178,6 +182,7 @@ int trace_record_start(struct tenant *tn, struct container *c, const char *name)
         if (!(rec = calloc(1, sizeof(*rec))))
                 return -ENOMEM;
         *rec = (struct trace_recording){ .tn = tn, .c = c, .started_usec = tierd_now_usec(tn->t) };
+        clock_gettime(CLOCK_REALTIME, &rec->started);
         snprintf(rec->name, sizeof(rec->name), "%s", name);
         r = sd_event_add_time_relative(tn->t->event, &rec->end_src, CLOCK_MONOTONIC, tn->cfg->trace_window_usec,
                                        100 * 1000, on_window_over, rec);

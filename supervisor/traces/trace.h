@@ -31,9 +31,10 @@ int trace_record_start(struct tenant *tn, struct container *c, const char *name)
  * stub is s: appended to route's recording, if it has one. O(1). */
 void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh, const struct stub *s,
                  uint64_t start, uint64_t end);
-/* Is a recording of the tenant open? Files made whole meanwhile keep
- * sending their events (no ignore mark), so the reads of what a prefetch
- * brought are seen too. */
+/* Is a recording of the tenant open? A file made whole meanwhile gets no
+ * ignore mark at once: its next read is heard (and recorded as a read of a
+ * whole file, which counts all its traced ranges), and then it gets it.
+ * One event per file, so a window costs nothing per read. */
 bool trace_watching(const struct tenant *tn);
 /* The recording ends early (its container goes): what it has is saved,
  * unless it has nothing. */

@@ -127,12 +127,13 @@ static int range_append(struct trace_file *f, const struct trace_range *r) {
 }
 
 int trace_add(struct trace *run, const char *path, const char *key, uint64_t size, uint64_t start, uint64_t end,
-              uint32_t at_ms) {
+              uint32_t at_ms, bool resident) {
         struct trace_file *f = file_find(run, path);
         if (!trace_path_valid(path, strlen(path)) || start >= end || end > size || size > TRACE_OFFSET_MAX)
                 return -EINVAL;
         if (!f && !(f = file_add(run, path, key, size)))
                 return run->n_files >= TRACE_FILES_MAX ? -E2BIG : -ENOMEM;
+        f->resident |= resident;
         for (size_t i = 0; i < f->n; i++)
                 if (f->r[i].start == start && f->r[i].end == end)
                         return 0;
@@ -172,11 +173,14 @@ static int file_merge(struct trace_file *old, const struct trace_file *run, uint
         for (size_t i = 0; i < n && !changed; i++) {
                 struct trace_range r = keep[i];
                 const struct trace_range *now = run_range(run, &r);
-                if (now) {
+                /* Read while whole (resident): one read of it was heard,
+                 * not which ranges; all count as touched. */
+                if (now || (run && run->resident)) {
                         r.seen++;
                         r.last = runs;
-                        r.at_ms = now->at_ms;
-                }
+                        r.at_ms = now ? now->at_ms : file_first_at(run);
+                } else if (!run && old->unknown)
+                        r.last = runs; /* whole all along: no read of it could be heard */
                 /* Kept while most runs touch it, or one of the last two did. */
                 if (r.seen * 2 > runs || runs - r.last < 2) {
                         int k = range_append(old, &r);
@@ -402,6 +406,7 @@ int trace_parse(const char *text, size_t len, struct trace *ret, const char **wh
                 trace_done(&t);
                 return -ENOMEM;
         }
+        *why = NULL;
         *ret = t;
         return 0;
 }

@@ -40,6 +40,11 @@ struct trace_file {
         uint64_t size;
         struct trace_range *r;
         size_t n;
+        /* For a merge only, never stored. resident (a run's file): read
+         * while whole, which is heard once, not range by range: all its
+         * stored ranges count as touched. unknown (a stored file): whole
+         * all this run, so no read of it could be heard: it does not age. */
+        bool resident, unknown;
 };
 
 struct trace {
@@ -58,18 +63,21 @@ bool trace_path_valid(const char *path, size_t len);
 /* "trace/NAME" */
 int trace_store_key(const char *name, char *buf, size_t size);
 
-/* 0, or -EINVAL with *why (static text) for an object that is not one. */
+/* 0 (*why NULL), or -EINVAL with *why (static text) for an object that is
+ * not one. */
 int trace_parse(const char *text, size_t len, struct trace *ret, const char **why);
 /* The object's text (malloc'd), or NULL (-ENOMEM). */
 char *trace_format(const struct trace *t);
 
 /* Adds a range touched in a new run (its runs 1) to run: appended to the
- * file's ranges (the file added at the end if new). */
+ * file's ranges (the file added at the end if new); resident: the file was
+ * whole when read (see struct trace_file). */
 int trace_add(struct trace *run, const char *path, const char *key, uint64_t size, uint64_t start, uint64_t end,
-              uint32_t at_ms);
+              uint32_t at_ms, bool resident);
 /* Merges one recorded run (runs == 1) into into (runs == 0: empty): a range
- * seen in most runs, or in one of the last two, is kept; others age out. A
- * file whose key changed starts again from the run's ranges. */
+ * seen in most runs, or in one of the last two, is kept; others age out
+ * (not those of a file marked unknown). A file whose key changed starts
+ * again from the run's ranges. */
 int trace_merge(struct trace *into, const struct trace *run);
 
 /* Totals, for tierctl trace show and the D-Bus properties. */

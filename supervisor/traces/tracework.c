@@ -20,6 +20,44 @@ char *trace_copy(const char *data, size_t len) {
         return p;
 }
 
+/* path beneath the subvolume, as O_PATH: never through a link, never out
+ * of it (the path is the store's, or a name a thread read). */
+static int open_beneath(int subvol_fd, const char *path) {
+        struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                                           RESOLVE_NO_XDEV };
+        return (int)syscall(SYS_openat2, subvol_fd, path, &how, sizeof(how));
+}
+
+/* The name of the touched file beneath the subvolume, if it still leads to
+ * it (not a file deleted since, whose link reads "... (deleted)"). */
+static char *name_of(const struct trace_save *sv, const struct trace_touch *t) {
+        _cleanup_close_ int fd = open_by_handle_at(sv->root_fd, (struct file_handle *)&t->h.fh, O_PATH | O_CLOEXEC);
+        _cleanup_free_ char *path = fd < 0 ? NULL : subvol_rel_of_fd(sv->subvol_rel, fd);
+        struct stat a, b;
+        if (!path || !*path || fstat(fd, &a) < 0)
+                return NULL;
+        _cleanup_close_ int again = open_beneath(sv->subvol_fd, path);
+        if (again < 0 || fstat(again, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+                return NULL;
+        return TAKE_PTR(path);
+}
+
+/* Whole since before the run began (unchanged since: its ctime is older;
+ * a restore in the run would have changed it, and a file made whole in the
+ * run is heard, trace.h), or not a stub: no read of it could be heard. */
+static bool whole_all_along(int subvol_fd, const char *path, const struct timespec *since) {
+        _cleanup_close_ int fd = open_beneath(subvol_fd, path);
+        _cleanup_(stub_done) struct stub s = {};
+        const char *why = NULL;
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_ctim.tv_sec > since->tv_sec ||
+            (st.st_ctim.tv_sec == since->tv_sec && st.st_ctim.tv_nsec >= since->tv_nsec))
+                return false;
+        int r = stub_read_fd(fd, &s, &why);
+        return r == -ENODATA || (r == 0 && (s.state == STUB_ARCHIVED || s.state == STUB_DIRTY));
+}
+
 void trace_work_save(void *userdata) {
         struct trace_save *sv = userdata;
         _cleanup_(trace_done) struct trace run = { .runs = 1 }, all = {};
@@ -28,17 +66,17 @@ void trace_work_save(void *userdata) {
         snprintf(run.name, sizeof(run.name), "%s", sv->name);
         for (size_t i = 0; i < sv->n; i++) {
                 const struct trace_touch *t = &sv->touches[i];
-                _cleanup_close_ int fd = open_by_handle_at(sv->root_fd, (struct file_handle *)&t->h.fh,
-                                                           O_PATH | O_CLOEXEC);
-                _cleanup_free_ char *path = fd < 0 ? NULL : subvol_rel_of_fd(sv->subvol_rel, fd);
+                _cleanup_free_ char *path = name_of(sv, t);
                 /* Deleted since, or a name that is not UTF-8: not in the trace. */
-                if (path && trace_add(&run, path, t->key, t->size, t->start, t->end, t->at_ms) == 0)
+                if (path && trace_add(&run, path, t->key, t->size, t->start, t->end, t->at_ms, t->resident) == 0)
                         sv->named++;
         }
         if (sv->old && trace_parse(sv->old, sv->old_len, &all, &sv->old_refused) < 0) {
                 sv->old_refused = sv->old_refused ?: "not a trace";
                 trace_done(&all);
         }
+        for (size_t i = 0; i < all.n_files; i++)
+                all.files[i].unknown = whole_all_along(sv->subvol_fd, all.files[i].path, &sv->started);
         snprintf(all.name, sizeof(all.name), "%s", sv->name);
         if ((r = trace_merge(&all, &run)) < 0 || !(sv->text = trace_format(&all))) {
                 sv->error = r < 0 ? r : -ENOMEM;
@@ -50,12 +88,8 @@ void trace_work_save(void *userdata) {
         sv->bytes = trace_bytes(&all);
 }
 
-static void look_up(int subvol_fd, const struct trace_file *tf, struct prefetch_file *pf) {
-        struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-                                           RESOLVE_NO_XDEV };
-        /* Never through a link, never out of the subvolume: the path is the store's. */
-        _cleanup_close_ int fd = (int)syscall(SYS_openat2, subvol_fd, tf->path, &how, sizeof(how));
+static void look_up(const struct trace_lookup *lk, const struct trace_file *tf, struct prefetch_file *pf) {
+        _cleanup_close_ int fd = open_beneath(lk->subvol_fd, tf->path);
         _cleanup_(stub_done) struct stub s = {};
         const char *why = NULL;
         struct stat st;
@@ -72,7 +106,9 @@ static void look_up(int subvol_fd, const struct trace_file *tf, struct prefetch_
         if (name_to_handle_at(fd, "", &pf->h.fh, &mount_id, AT_EMPTY_PATH) < 0)
                 return;
         pf->state = s.state == STUB_RELEASED || s.state == STUB_PARTIAL ? PF_FETCH : PF_RESIDENT;
-        pf->whole = !s.has_manifest || s.size < 2 * s.chunk;
+        /* Whole where a reader's first access would fetch it whole too (preevent.c). */
+        pf->whole = lk->restore_whole || s.size < lk->small_file || (s.mode & 0111) || (lk->verify && !s.has_manifest) ||
+                    s.size < 2 * s.chunk;
 }
 
 void trace_work_lookup(void *userdata) {
@@ -85,5 +121,5 @@ void trace_work_lookup(void *userdata) {
                 return;
         }
         for (size_t i = 0; i < lk->trace.n_files; i++)
-                look_up(lk->subvol_fd, &lk->trace.files[i], &lk->files[i]);
+                look_up(lk, &lk->trace.files[i], &lk->files[i]);
 }

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "handle.h"
 #include "traceformat.h"
@@ -21,6 +22,7 @@ struct trace_touch {
         char key[STUB_KEY_MAX];
         uint64_t size, start, end;
         uint32_t at_ms;
+        bool resident; /* the file was whole when read */
 };
 
 /* len bytes of data, copied for a thread (malloc'd; NULL: -ENOMEM). */
@@ -31,9 +33,11 @@ struct trace_save {
         void *owner; /* for the done callback: offthread_start is given the struct itself */
         /* In */
         const char *name, *subvol_rel;
-        int root_fd; /* the filesystem's private mount: handles are opened there */
+        int root_fd;   /* the filesystem's private mount: handles are opened there */
+        int subvol_fd; /* the subvolume through it: names are checked, and stored files looked at, there */
         const struct trace_touch *touches;
         size_t n;
+        struct timespec started; /* CLOCK_REALTIME, when the run began */
         char *old;       /* the stored object's bytes, or NULL */
         size_t old_len;
         /* Out */
@@ -63,6 +67,8 @@ struct trace_lookup {
         char *data;
         size_t len;
         int subvol_fd; /* -1: parse only */
+        uint64_t small_file; /* the tenant's: files below it are fetched whole */
+        bool restore_whole, verify;
         /* Out */
         int error;
         const char *why; /* -EINVAL: how the object is not a trace */

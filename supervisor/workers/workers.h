@@ -17,6 +17,10 @@ void worker_hand_over(struct worker *from, struct worker *to);
 /* Takes ownership of req (and req->fd). On a failed worker, or if it cannot
  * be sent, req->done runs at once with -EIO. */
 void worker_submit(struct worker *w, struct request *req);
+/* req, a prefetch fill (PROTO_FILL_PREFETCH), has a reader waiting for it
+ * now: from here on it is a reader's fill, in the worker too if it has not
+ * started there. */
+void worker_promote(struct worker *w, struct request *req);
 bool worker_idle(const struct worker *w);
 /* Hands what changed of the tenant's (UPDATE_*: credentials, header lines,
  * its store's addresses) to a running worker; one that starts later gets

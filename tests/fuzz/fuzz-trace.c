@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             again.runs != t.runs || trace_bytes(&again) != trace_bytes(&t))
                 abort(); /* a trace tierd writes must read back the same */
         free(text);
-        if (trace_add(&run, "a", "k", 100, 0, 10, 0) == 0 && trace_merge(&t, &run) == 0)
+        if (trace_add(&run, "a", "k", 100, 0, 10, 0, size & 1) == 0 && trace_merge(&t, &run) == 0)
                 for (size_t i = 0; i < t.n_files; i++)
                         for (size_t j = 0; j < t.files[i].n; j++)
                                 if (t.files[i].r[j].start >= t.files[i].r[j].end || t.files[i].r[j].last > t.runs)

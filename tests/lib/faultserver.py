@@ -189,7 +189,7 @@ class Store(BaseHTTPRequestHandler):
         with open(path, "rb") as f:
             f.seek(start)
             body = f.read(end - start)
-        mode = take_fault()
+        mode = take_fault("GET", self.path)
         self.sent = 0
         try:
             self.sent = self.answer(mode, body, start, end, size, ranged)

@@ -31,10 +31,10 @@ static void test_names(void **state) {
 
 static void run_of(struct trace *run, uint32_t at_a, bool with_b, const char *key_a) {
         *run = (struct trace){ .name = "web" };
-        assert_int_equal(trace_add(run, "lib/a.so", key_a, 1 << 20, 0, 4096, at_a), 0);
-        assert_int_equal(trace_add(run, "lib/a.so", key_a, 1 << 20, 0, 4096, at_a + 1), 0); /* once */
+        assert_int_equal(trace_add(run, "lib/a.so", key_a, 1 << 20, 0, 4096, at_a, false), 0);
+        assert_int_equal(trace_add(run, "lib/a.so", key_a, 1 << 20, 0, 4096, at_a + 1, false), 0); /* once */
         if (with_b)
-                assert_int_equal(trace_add(run, "bin/b", K2, 8192, 0, 8192, 5), 0);
+                assert_int_equal(trace_add(run, "bin/b", K2, 8192, 0, 8192, 5, false), 0);
 }
 
 static void test_round_trip(void **state) {
@@ -83,13 +83,47 @@ static void test_merge_ages_out(void **state) {
         assert_int_equal(all.files[0].r[0].last, 3);
         /* a's content changed: its old ranges go, the run's come. */
         run = (struct trace){ .name = "web" };
-        assert_int_equal(trace_add(&run, "lib/a.so", K2, 1 << 20, 8192, 12288, 7), 0);
+        assert_int_equal(trace_add(&run, "lib/a.so", K2, 1 << 20, 8192, 12288, 7, false), 0);
         assert_int_equal(trace_merge(&all, &run), 0);
         trace_done(&run);
         assert_int_equal(all.files[0].n, 1);
         assert_string_equal(all.files[0].key, K2);
         assert_int_equal(all.files[0].r[0].start, 8192);
         assert_int_equal(all.files[0].r[0].seen, 1);
+        trace_done(&all);
+}
+
+/* A file read while whole counts all its ranges; one whole all along does
+ * not age; one neither ages out. */
+static void test_merge_resident_unknown(void **state) {
+        (void)state;
+        struct trace all = { .name = "web" }, run = { .name = "web" };
+        assert_int_equal(trace_add(&run, "a", K1, 1 << 20, 0, 4096, 1, false), 0);
+        assert_int_equal(trace_add(&run, "a", K1, 1 << 20, 65536, 69632, 2, false), 0);
+        assert_int_equal(trace_add(&run, "b", K1, 1 << 20, 0, 4096, 3, false), 0);
+        assert_int_equal(trace_add(&run, "c", K1, 1 << 20, 0, 4096, 4, false), 0);
+        assert_int_equal(trace_merge(&all, &run), 0);
+        trace_done(&run);
+        for (int k = 0; k < 3; k++) {
+                run = (struct trace){ .name = "web" };
+                /* a: one read while whole, of another range than stored. */
+                assert_int_equal(trace_add(&run, "a", K1, 1 << 20, 8192, 12288, 9, true), 0);
+                for (size_t i = 0; i < all.n_files; i++)
+                        all.files[i].unknown = strcmp(all.files[i].path, "b") == 0;
+                assert_int_equal(trace_merge(&all, &run), 0);
+                trace_done(&run);
+        }
+        assert_int_equal(all.runs, 4);
+        assert_int_equal(all.n_files, 2); /* c aged out */
+        for (size_t i = 0; i < all.n_files; i++) {
+                if (strcmp(all.files[i].path, "a") == 0) {
+                        assert_int_equal(all.files[i].n, 3);
+                        assert_int_equal(all.files[i].r[0].seen, 4);
+                } else {
+                        assert_string_equal(all.files[i].path, "b");
+                        assert_int_equal(all.files[i].r[0].seen, 1);
+                }
+        }
         trace_done(&all);
 }
 
@@ -131,6 +165,7 @@ int main(void) {
                 cmocka_unit_test(test_names),
                 cmocka_unit_test(test_round_trip),
                 cmocka_unit_test(test_merge_ages_out),
+                cmocka_unit_test(test_merge_resident_unknown),
                 cmocka_unit_test(test_hostile),
         };
         return UNIT_RUN("trace", tests);
