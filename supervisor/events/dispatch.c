@@ -449,8 +449,9 @@ struct waiter *tfile_waiter_new(void) {
         return w;
 }
 
-int dispatch_restore_whole(struct tenant *tn, int fd, void (*callback)(void *userdata, int error), void *userdata) {
-        struct waiter *w = tfile_waiter_new();
+/* A waiter of tierd's own (no event) on the file behind fd, as *tmpl. */
+static int job_waiter_add(struct tenant *tn, int fd, const struct waiter *tmpl) {
+        struct waiter *w = malloc(sizeof(*w));
         struct tfile *f = NULL;
         int r;
 
@@ -461,31 +462,22 @@ int dispatch_restore_whole(struct tenant *tn, int fd, void (*callback)(void *use
                 free(w);
                 return r < 0 ? r : -EIO;
         }
-        w->whole = true;
-        w->needs_record = true;
-        w->callback = callback;
-        w->userdata = userdata;
+        *w = *tmpl;
+        w->event_fd = -1;
         tfile_add_waiter(f, w);
         return 0;
 }
 
+int dispatch_restore_whole(struct tenant *tn, int fd, void (*callback)(void *userdata, int error), void *userdata) {
+        return job_waiter_add(tn, fd, &(struct waiter){ .whole = true, .needs_record = true, .callback = callback,
+                                                        .userdata = userdata });
+}
+
 int dispatch_prefetch(struct tenant *tn, int fd, uint64_t start, uint64_t end, bool whole, uint64_t route,
                       void (*callback)(void *userdata, int error), void *userdata) {
-        struct waiter *w = tfile_waiter_new();
-        struct tfile *f = NULL;
-        int r;
-
-        if (!w)
-                return -ENOMEM;
-        r = tfile_get(tn, fd, &f);
-        if (r < 0 || !f) {
-                free(w);
-                return r < 0 ? r : -EIO;
-        }
-        *w = (struct waiter){ .start = start, .end = end, .want_end = end, .whole = whole, .route = route,
-                              .ahead = true, .event_fd = -1, .callback = callback, .userdata = userdata };
-        tfile_add_waiter(f, w);
-        return 0;
+        return job_waiter_add(tn, fd, &(struct waiter){ .start = start, .end = end, .want_end = end, .whole = whole,
+                                                        .route = route, .ahead = true, .callback = callback,
+                                                        .userdata = userdata });
 }
 
 bool dispatch_file_busy(struct tierd *t, struct tiered_fs *fs, int fd) {
