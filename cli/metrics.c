@@ -29,6 +29,7 @@ struct object_metrics {
         uint32_t restarts, in_flight;
         uint64_t fills, fetched, fill_errors, archives, releases, auto_archives, quota_releases, quota_denials;
         uint64_t reads_denied, restarts_total, resident, released, archived, quota, used;
+        uint64_t prefetched, prefetch_hits, prefetch_wasted;
         uint64_t files[5];
         double wait_bounds[MAX_BUCKETS];
         uint64_t wait_counts[MAX_BUCKETS];
@@ -52,6 +53,8 @@ static const struct { const char *name, *type; size_t off; } scalars[] = {
         FIELD("WorkerRestartsTotal", "t", restarts_total), FIELD("ResidentBytes", "t", resident),
         FIELD("ReleasedBytes", "t", released), FIELD("ArchivedBytes", "t", archived), FIELD("Quota", "t", quota),
         FIELD("UsedBytes", "t", used), FIELD("ReaderWaitSeconds", "d", wait_seconds),
+        FIELD("PrefetchedBytes", "t", prefetched), FIELD("PrefetchHits", "t", prefetch_hits),
+        FIELD("PrefetchWastedBytes", "t", prefetch_wasted),
 };
 
 /* 0 once read. */
@@ -240,6 +243,12 @@ static const struct counter {
           false },
         { "reads_denied_total", "counter", "Readers answered with an error instead of their bytes.",
           offsetof(struct object_metrics, reads_denied), false },
+        { "prefetched_bytes_total", "counter", "Bytes fetched ahead of readers by access traces.",
+          offsetof(struct object_metrics, prefetched), false },
+        { "prefetch_hits_total", "counter", "Reads a recording trace heard that found their bytes here.",
+          offsetof(struct object_metrics, prefetch_hits), false },
+        { "prefetch_wasted_bytes_total", "counter", "Bytes fetched ahead in files the run then did not read.",
+          offsetof(struct object_metrics, prefetch_wasted), false },
         { "resident_bytes", "gauge", "Bytes of file data held locally.", offsetof(struct object_metrics, resident),
           false },
         { "released_bytes", "gauge", "Bytes of file data only in the store.", offsetof(struct object_metrics, released),

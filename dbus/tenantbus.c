@@ -90,6 +90,9 @@ GETTER(get_counter) {
                      : strcmp(property, "QuotaDenials") == 0 ? c->quota_denials
                      : strcmp(property, "AutoArchives") == 0 ? c->auto_archives
                      : strcmp(property, "ReadsDenied") == 0  ? c->reads_denied
+                     : strcmp(property, "PrefetchedBytes") == 0 ? c->prefetched_bytes
+                     : strcmp(property, "PrefetchHits") == 0 ? c->prefetch_hits
+                     : strcmp(property, "PrefetchWastedBytes") == 0 ? c->prefetch_wasted_bytes
                                                              : c->releases;
         (void)bus, (void)path, (void)interface, (void)error;
         return sd_bus_message_append(reply, "t", v);
@@ -177,6 +180,9 @@ static const sd_bus_vtable tenant_vtable[] = {
         SD_BUS_PROPERTY("QuotaDenials", "t", get_counter, 0, 0),
         SD_BUS_PROPERTY("AutoArchives", "t", get_counter, 0, 0),
         SD_BUS_PROPERTY("ReadsDenied", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("PrefetchedBytes", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("PrefetchHits", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("PrefetchWastedBytes", "t", get_counter, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitBuckets", "a(dt)", get_wait, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitSeconds", "d", get_wait, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitPercentiles", "a{sd}", get_wait, 0, 0),

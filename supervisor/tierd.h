@@ -120,6 +120,10 @@ struct tenant_counters {
         uint64_t fills, fill_bytes, fill_errors, archives, releases;
         uint64_t quota_releases, quota_denials, auto_archives;
         uint64_t reads_denied; /* readers answered with an error */
+        /* Traces (traces/): bytes fetched ahead, reads a trace heard find
+         * their bytes here, and bytes fetched ahead that no read of the
+         * run touched. */
+        uint64_t prefetched_bytes, prefetch_hits, prefetch_wasted_bytes;
         struct wait_histogram wait;
         char last_error[256];
 };

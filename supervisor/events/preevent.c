@@ -61,6 +61,7 @@ static void touch_served(struct tenant *tn, const struct fanotify_event_metadata
         union file_handle_buf h;
         uint64_t offset = 0, count = 0;
 
+        tn->counters.prefetch_hits++;
         if (!fanotify_event_range(md, &offset, &count) || count == 0)
                 offset = 0, count = s->size;
         if (file_handle_of(md->fd, &h.fh) == 0)

@@ -15,6 +15,7 @@
 #include "quota.h"
 #include "ranges.h"
 #include "storeio.h"
+#include "trace.h"
 #include "traceformat.h"
 #include "tracework.h"
 
@@ -63,6 +64,7 @@ static void on_range(void *userdata, int error);
 struct range_done {
         struct prefetch *p;
         size_t file;
+        uint64_t bytes;
 };
 
 static int on_pump(sd_event_source *s, void *userdata) {
@@ -97,6 +99,8 @@ static void on_range(void *userdata, int error) {
         struct prefetch *p = d->p;
         struct prefetch_file *pf = &p->lk.files[d->file];
 
+        if (error == 0)
+                p->tn->counters.prefetched_bytes += d->bytes;
         free(d);
         if (error < 0 && !p->cancelled) {
                 p->failed++;
@@ -144,7 +148,7 @@ static int file_start(struct prefetch *p, size_t i) {
                         r = -ENOMEM;
                         break;
                 }
-                *d = (struct range_done){ .p = p, .file = i };
+                *d = (struct range_done){ .p = p, .file = i, .bytes = want.r[j].end - want.r[j].start };
                 pf->pending++;
                 if ((r = dispatch_prefetch(p->tn, fd, want.r[j].start, want.r[j].end, pf->whole, route, on_range,
                                            d)) < 0) {
@@ -155,6 +159,7 @@ static int file_start(struct prefetch *p, size_t i) {
                 p->bytes += want.r[j].end - want.r[j].start;
         }
         p->fetched++;
+        trace_fetched_ahead(p->c ? p->c->recording : p->tn->recording, tf->path, range_set_total(&want));
         if (r < 0) {
                 p->failed++;
                 log_error_errno(r, "tenant %s: trace %s: cannot fetch %s ahead: %m", p->tn->cfg->name, p->name,

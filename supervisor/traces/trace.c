@@ -24,6 +24,8 @@ struct trace_recording {
         struct trace_touch *touches;
         size_t n, allocated;
         bool dropped; /* touches past TRACE_TOUCHES_MAX */
+        struct trace_ahead *ahead; /* fetched ahead for this run (prefetch.c) */
+        size_t n_ahead;
         /* Saving, once the window is over (tracework.c). */
         char *subvol_rel;
         struct trace_save save;
@@ -35,6 +37,9 @@ static void recording_free(struct trace_recording *rec) {
         sd_event_source_disable_unref(rec->end_src);
         free(rec->subvol_rel);
         free(rec->touches);
+        for (size_t i = 0; i < rec->n_ahead; i++)
+                free(rec->ahead[i].path);
+        free(rec->ahead);
         free(rec->save.old);
         free(rec->save.text);
         free(rec);
@@ -88,14 +93,25 @@ void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh
         t->resident = resident;
 }
 
+void trace_fetched_ahead(struct trace_recording *rec, const char *path, uint64_t bytes) {
+        struct trace_ahead *a;
+        /* At most a trace's files (and a recording's lifetime). */
+        if (!rec || rec->n_ahead >= TRACE_FILES_MAX || !(a = reallocarray(rec->ahead, rec->n_ahead + 1, sizeof(*a))))
+                return;
+        rec->ahead = a;
+        if ((a[rec->n_ahead].path = strdup(path)))
+                a[rec->n_ahead++].bytes = bytes;
+}
+
 static void on_saved(void *userdata, int error) {
         struct trace_recording *rec = userdata;
         if (error < 0)
                 log_error_errno(error, "tenant %s: trace %s: cannot store it: %m", rec->tn->cfg->name, rec->name);
         else
-                log_info("tenant %s: trace %s stored: run %u, %zu files, %zu ranges, %llu bytes", rec->tn->cfg->name,
-                         rec->name, rec->save.runs, rec->save.files, rec->save.ranges,
-                         (unsigned long long)rec->save.bytes);
+                log_info("tenant %s: trace %s stored: run %u, %zu files, %zu ranges, %llu bytes; %llu bytes fetched "
+                         "ahead in files this run did not read",
+                         rec->tn->cfg->name, rec->name, rec->save.runs, rec->save.files, rec->save.ranges,
+                         (unsigned long long)rec->save.bytes, (unsigned long long)rec->save.wasted);
         recording_free(rec);
 }
 
@@ -109,6 +125,7 @@ static void on_merged(void *userdata) {
         if (sv->named < rec->n)
                 log_info("tenant %s: trace %s: %zu of %zu touches left out (files deleted since, or names not "
                          "UTF-8)", rec->tn->cfg->name, rec->name, rec->n - sv->named, rec->n);
+        rec->tn->counters.prefetch_wasted_bytes += sv->wasted;
         if (sv->old_refused)
                 log_error("tenant %s: trace %s in the store is refused (%s): it starts again from this run",
                           rec->tn->cfg->name, rec->name, sv->old_refused);
@@ -128,7 +145,8 @@ static void on_old_trace(void *userdata, int error, const char *data, size_t len
                                 tn->cfg->name, rec->name);
         rec->save = (struct trace_save){ .owner = rec, .name = rec->name, .root_fd = tn->fs->root_fd,
                                          .subvol_fd = tn->subvol_fd, .started = rec->started,
-                                         .touches = rec->touches, .n = rec->n };
+                                         .touches = rec->touches, .n = rec->n, .ahead = rec->ahead,
+                                         .n_ahead = rec->n_ahead };
         if (error == 0 && !(rec->save.old = trace_copy(data, len)))
                 r = -ENOMEM;
         rec->save.old_len = len;

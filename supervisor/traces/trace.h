@@ -36,6 +36,9 @@ void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh
  * whole file, which counts all its traced ranges), and then it gets it.
  * One event per file, so a window costs nothing per read. */
 bool trace_watching(const struct tenant *tn);
+/* path (beneath the subvolume) was fetched ahead for rec's run (NULL:
+ * none records): bytes no read of the run touches are counted wasted. */
+void trace_fetched_ahead(struct trace_recording *rec, const char *path, uint64_t bytes);
 /* The recording ends early (its container goes): what it has is saved,
  * unless it has nothing. */
 void trace_record_end(struct trace_recording *rec, const char *why);

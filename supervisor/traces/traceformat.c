@@ -249,6 +249,8 @@ int trace_merge(struct trace *into, const struct trace *run) {
         return 0;
 }
 
+bool trace_has_file(const struct trace *t, const char *path) { return file_find((struct trace *)t, path) != NULL; }
+
 uint64_t trace_bytes(const struct trace *t) {
         uint64_t n = 0;
         for (size_t i = 0; i < t->n_files; i++)

@@ -80,6 +80,8 @@ int trace_add(struct trace *run, const char *path, const char *key, uint64_t siz
  * again from the run's ranges. */
 int trace_merge(struct trace *into, const struct trace *run);
 
+/* Does t name path? (O(n): for a run's files, on a thread.) */
+bool trace_has_file(const struct trace *t, const char *path);
 /* Totals, for tierctl trace show and the D-Bus properties. */
 uint64_t trace_bytes(const struct trace *t);
 size_t trace_ranges(const struct trace *t);

@@ -71,6 +71,9 @@ void trace_work_save(void *userdata) {
                 if (path && trace_add(&run, path, t->key, t->size, t->start, t->end, t->at_ms, t->resident) == 0)
                         sv->named++;
         }
+        for (size_t i = 0; i < sv->n_ahead; i++)
+                if (!trace_has_file(&run, sv->ahead[i].path))
+                        sv->wasted += sv->ahead[i].bytes;
         if (sv->old && trace_parse(sv->old, sv->old_len, &all, &sv->old_refused) < 0) {
                 sv->old_refused = sv->old_refused ?: "not a trace";
                 trace_done(&all);

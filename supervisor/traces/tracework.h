@@ -28,6 +28,12 @@ struct trace_touch {
 /* len bytes of data, copied for a thread (malloc'd; NULL: -ENOMEM). */
 char *trace_copy(const char *data, size_t len);
 
+/* A file fetched ahead for a run. */
+struct trace_ahead {
+        char *path;
+        uint64_t bytes;
+};
+
 /* A run, merged into the stored trace (old, or NULL for none) as text. */
 struct trace_save {
         void *owner; /* for the done callback: offthread_start is given the struct itself */
@@ -38,6 +44,8 @@ struct trace_save {
         const struct trace_touch *touches;
         size_t n;
         struct timespec started; /* CLOCK_REALTIME, when the run began */
+        const struct trace_ahead *ahead; /* fetched ahead for this run */
+        size_t n_ahead;
         char *old;       /* the stored object's bytes, or NULL */
         size_t old_len;
         /* Out */
@@ -48,6 +56,7 @@ struct trace_save {
         uint32_t runs;
         size_t files, ranges;
         uint64_t bytes;
+        uint64_t wasted; /* of ahead, in files the run did not touch */
 };
 void trace_work_save(void *userdata);
 

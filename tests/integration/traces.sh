@@ -41,6 +41,7 @@ release_all() { timeout 60 "$TIERCTL" archive "$W"/lib/* "$W"/bin/* >/dev/null &
 	timeout 60 "$TIERCTL" release "$W"/lib/* "$W"/bin/* >/dev/null; }
 check "files archived and released" release_all
 same() { cmp -s "$W/$1" "$ORIG/${1//\//_}"; }
+prop() { busctl --system get-property org.tierd1 /org/tierd1/tenant/web org.tierd1.Tenant "$1" | cut -d' ' -f2; }
 
 # No trace yet: said, with tierctl's failure status, not a hang.
 out=$(timeout 20 "$TIERCTL" trace show web app 2>&1); rc=$?
@@ -88,6 +89,9 @@ check "lib/b.so and bin/unused, never read, are left alone" \
 check "run 2 reads the same" read1
 check "... lib/a.so is the original" same lib/a.so
 check "run 2 is merged: 2 runs" tl_logged 20 "trace app stored: run 2, 2 files"
+check "PrefetchedBytes counts the 9 MiB fetched ahead ($(prop PrefetchedBytes))" test "$(prop PrefetchedBytes)" -eq 9437184
+check "PrefetchHits counts the reads that found their bytes here ($(prop PrefetchHits))" test "$(prop PrefetchHits)" -ge 2
+check "PrefetchWastedBytes is 0: both files were read" test "$(prop PrefetchWastedBytes)" -eq 0
 out=$(timeout 20 "$TIERCTL" trace show web app --json)
 check "trace show: both files seen in 2 runs (reads of prefetched files are heard)" \
 	python3 -c "
@@ -108,6 +112,11 @@ check "... and not fetched" test "$(tl_allocated "$W/lib/a.so")" -eq 0
 check "... bin/app still is" tl_eventually test "$(tl_allocated "$W/bin/app")" -eq $((1 << 20))
 check "... reading the new lib/a.so gives its new bytes" bash -c "timeout 20 cat '$W/lib/a.so' | cmp -s - '$ORIG/lib_a.so'"
 check "run 3 stored" tl_logged 20 "trace app stored: run 3"
+check "... bin/app's chunk, fetched ahead and not read, counted wasted" \
+	tl_logged 20 "1048576 bytes fetched ahead in files this run did not read"
+check "... PrefetchWastedBytes 1 MiB, in tierctl metrics too" \
+	bash -c "[ \$(busctl --system get-property org.tierd1 /org/tierd1/tenant/web org.tierd1.Tenant PrefetchWastedBytes | cut -d' ' -f2) -eq 1048576 ] &&
+		timeout 20 '$TIERCTL' metrics | grep -qx 'tierd_prefetch_wasted_bytes_total{tenant=\"web\"} 1048576'"
 
 # A trace object that is not one: refused, nothing fetched, said.
 mkdir -p "$STORE/trace"
