@@ -56,16 +56,16 @@ static uint64_t readahead_for(const struct tfile *f, const struct stub *s, uint6
 }
 
 /* A read served at once while a trace records (trace.h): the reader's
- * touch is recorded. */
-static void touch_served(struct tenant *tn, const struct fanotify_event_metadata *md, const struct stub *s) {
+ * touch is recorded. True once the recording needs no more of the file's reads. */
+static bool touch_served(struct tenant *tn, const struct fanotify_event_metadata *md, const struct stub *s) {
         union file_handle_buf h;
         uint64_t offset = 0, count = 0;
 
         tn->counters.prefetch_hits++;
         if (!fanotify_event_range(md, &offset, &count) || count == 0)
                 offset = 0, count = s->size;
-        if (file_handle_of(md->fd, &h.fh) == 0)
-                trace_touch(tn, container_of_thread(tn, md->pid), &h.fh, s, offset, MIN(offset + count, s->size));
+        return file_handle_of(md->fd, &h.fh) < 0 ||
+               trace_touch(tn, container_of_thread(tn, md->pid), &h.fh, s, offset, MIN(offset + count, s->size));
 }
 
 /* A reader that needs bytes: a waiter on its file (dispatch.c), for the
@@ -139,11 +139,11 @@ void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_even
         }
         tn = tierd_find_tenant(fs->t, s.tenant);
         if (s.state == STUB_ARCHIVED || s.state == STUB_DIRTY) {
-                /* A file made whole while a trace records is heard once
-                 * (trace.h), then ignored as any whole file is. */
-                if (tn && tn->fs == fs && trace_watching(tn))
-                        touch_served(tn, md, &s);
-                fsgroup_ignore_file(fs, fd);
+                /* A file made whole while a trace records is heard until
+                 * the trace has it all (trace.h), then ignored as any whole
+                 * file is. */
+                if (!(tn && tn->fs == fs && trace_watching(tn)) || touch_served(tn, md, &s))
+                        fsgroup_ignore_file(fs, fd);
                 dispatch_answer(fs, fd, 0);
                 return;
         }
@@ -167,7 +167,7 @@ void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_even
         if (kind == ACCESS_READ && fanotify_event_range(md, &offset, &count) && count > 0 && s.state == STUB_PARTIAL &&
             range_set_covers(&s.populated, MIN(offset, s.size), MIN(offset + count, s.size))) {
                 if (trace_watching(tn))
-                        touch_served(tn, md, &s);
+                        (void)touch_served(tn, md, &s);
                 dispatch_answer(fs, fd, 0); /* a read of bytes already here */
                 return;
         }

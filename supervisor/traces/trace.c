@@ -51,15 +51,19 @@ static struct trace_recording **owner_of(struct trace_recording *rec) {
         return rec->c ? &rec->c->recording : &rec->tn->recording;
 }
 
-void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh, const struct stub *s,
+bool trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh, const struct stub *s,
                  uint64_t start, uint64_t end) {
-        bool resident = s->state == STUB_ARCHIVED || s->state == STUB_DIRTY;
         struct container *c = route ? container_by_serial(tn, route) : NULL;
         struct trace_recording *rec = c ? c->recording : route ? NULL : tn->recording;
+        bool resident = s->state == STUB_ARCHIVED || s->state == STUB_DIRTY;
         uint64_t chunk = s->chunk ?: 1;
 
-        if (!rec || fh->handle_bytes > MAX_HANDLE_SZ || !range_round_to_chunks(&start, &end, chunk, s->size))
-                return;
+        /* Another reader's access (the host's, a container no trace
+         * follows) must not make the file silent for one a trace follows. */
+        if (!rec)
+                return false;
+        if (fh->handle_bytes > MAX_HANDLE_SZ || !range_round_to_chunks(&start, &end, chunk, s->size))
+                return true;
         /* A sequential reader touches the same file again and again: one
          * touch while it goes on. */
         struct trace_touch *last = rec->n ? &rec->touches[rec->n - 1] : NULL;
@@ -68,7 +72,8 @@ void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh
             end >= last->start) {
                 last->start = MIN(last->start, start);
                 last->end = MAX(last->end, end);
-                return;
+                last->resident |= resident;
+                return last->start == 0 && last->end >= s->size;
         }
         if (rec->n == rec->allocated) {
                 size_t n = rec->allocated ? rec->allocated * 2 : 64;
@@ -76,13 +81,13 @@ void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh
                                                                         : NULL;
                 if (!grown) {
                         rec->dropped = true;
-                        return;
+                        return true;
                 }
                 rec->touches = grown;
                 rec->allocated = n;
         }
         if (!rec->touches)
-                return;
+                return true;
         struct trace_touch *t = &rec->touches[rec->n++];
         memcpy(&t->h, fh, sizeof(*fh) + fh->handle_bytes);
         snprintf(t->key, sizeof(t->key), "%s", s->key);
@@ -91,6 +96,7 @@ void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh
         t->end = end;
         t->at_ms = (uint32_t)MIN((tierd_now_usec(tn->t) - rec->started_usec) / 1000, UINT32_MAX);
         t->resident = resident;
+        return start == 0 && end >= s->size;
 }
 
 void trace_fetched_ahead(struct trace_recording *rec, const char *path, uint64_t bytes) {

@@ -28,13 +28,18 @@ struct trace_recording;
  * is recording already. */
 int trace_record_start(struct tenant *tn, struct container *c, const char *name);
 /* A reader of route touched [start, end) of the file of handle fh, whose
- * stub is s: appended to route's recording, if it has one. O(1). */
-void trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh, const struct stub *s,
+ * stub is s: appended to route's recording, if it has one. O(1). False
+ * while the recording would still learn from the file's reads: its touch
+ * does not cover the whole file yet, or route is not one a recording
+ * follows (another reader must not make the file silent for it). */
+bool trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh, const struct stub *s,
                  uint64_t start, uint64_t end);
 /* Is a recording of the tenant open? A file made whole meanwhile gets no
- * ignore mark at once: its next read is heard (and recorded as a read of a
- * whole file, which counts all its traced ranges), and then it gets it.
- * One event per file, so a window costs nothing per read. */
+ * ignore mark at once: its reads are heard (recorded as reads of a whole
+ * file, which count all its traced ranges) until a recording's touch
+ * covers the file, or until the window is over; then it gets it. Until
+ * then, for every reader of the tenant, it costs what a partly restored
+ * file costs: an event a read. */
 bool trace_watching(const struct tenant *tn);
 /* path (beneath the subvolume) was fetched ahead for rec's run (NULL:
  * none records): bytes no read of the run touches are counted wasted. */
