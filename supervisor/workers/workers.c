@@ -528,16 +528,13 @@ void worker_submit(struct worker *w, struct request *req) {
 void worker_promote(struct worker *w, struct request *req) {
         if (!(req->msg.flags & PROTO_FILL_PREFETCH))
                 return;
-        /* Sent again after a crash, or sent later: as a reader's fill. */
         req->msg.flags &= ~(uint32_t)PROTO_FILL_PREFETCH;
         if (!req->sent || req->started || w->state != WORKER_RUNNING || w->out_blocked)
-                return; /* a socket that is full: the reader waits for a prefetch thread, as before */
+                return;
         struct proto_request m = { .type = PROTO_PROMOTE, .id = req->msg.id };
-        int r = proto_send(w->sock, &m, sizeof(m), -1);
-        if (r == -EAGAIN)
+        /* Not sent (socket full, worker dying): the reader waits as before. */
+        if (proto_send(w->sock, &m, sizeof(m), -1) == -EAGAIN)
                 worker_wait_writable(w);
-        else if (r < 0)
-                log_debug("tenant %s: cannot promote a prefetch fill: %s", w->tenant->cfg->name, strerror(-r));
 }
 
 bool worker_idle(const struct worker *w) { return !w->requests; }

@@ -18,8 +18,8 @@ void worker_hand_over(struct worker *from, struct worker *to);
  * be sent, req->done runs at once with -EIO. */
 void worker_submit(struct worker *w, struct request *req);
 /* req, a prefetch fill (PROTO_FILL_PREFETCH), has a reader waiting for it
- * now: from here on it is a reader's fill, in the worker too if it has not
- * started there. */
+ * now: from here on it is a reader's fill (sent again so after a crash),
+ * in the worker too if it has not started there. */
 void worker_promote(struct worker *w, struct request *req);
 bool worker_idle(const struct worker *w);
 /* Hands what changed of the tenant's (UPDATE_*: credentials, header lines,
