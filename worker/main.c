@@ -170,15 +170,19 @@ static void wake_one(struct lane *l) {
         pthread_cond_signal(&t->cond);
 }
 
-static void pool_push(struct pool *w, struct queued *j) {
-        struct lane *l = &w->lanes[j->req.type == PROTO_SYNC ? LANE_SYNCS : LANE_STORE];
-        int c = class_of(j);
-        pthread_mutex_lock(&w->lock);
+/* Under w->lock. */
+static void class_append(struct lane *l, int c, struct queued *j) {
         if (l->tail[c])
                 l->tail[c]->next = j;
         else
                 l->head[c] = j;
         l->tail[c] = j;
+}
+
+static void pool_push(struct pool *w, struct queued *j) {
+        struct lane *l = &w->lanes[j->req.type == PROTO_SYNC ? LANE_SYNCS : LANE_STORE];
+        pthread_mutex_lock(&w->lock);
+        class_append(l, class_of(j), j);
         if (class_ready(l) >= 0)
                 wake_one(l);
         pthread_mutex_unlock(&w->lock);
@@ -203,11 +207,7 @@ static void pool_promote(struct pool *w, uint64_t id) {
                         l->tail[CLASS_PREFETCH] = prev;
                 j->req.flags &= ~(uint32_t)PROTO_FILL_PREFETCH;
                 j->next = NULL;
-                if (l->tail[CLASS_DEMAND])
-                        l->tail[CLASS_DEMAND]->next = j;
-                else
-                        l->head[CLASS_DEMAND] = j;
-                l->tail[CLASS_DEMAND] = j;
+                class_append(l, CLASS_DEMAND, j);
                 wake_one(l);
                 break;
         }

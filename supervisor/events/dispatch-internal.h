@@ -50,8 +50,8 @@ struct fill {
         bool unverified;     /* a ranged fill no manifest checks (see struct tfile) */
         bool checked;        /* a ranged fill the manifest checks, chunk by chunk */
         uint64_t route;      /* the container whose worker runs it, 0: the host worker */
-        struct request *req; /* its request, until it is done */
-        bool ahead;          /* a prefetch's, no reader waiting for it (PROTO_FILL_PREFETCH) */
+        struct request *req; /* its request, until it is done; PROTO_FILL_PREFETCH in
+                              * its flags while no reader waits for it */
 };
 
 struct idle_callback {

@@ -240,7 +240,7 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
                              .reserved = type == PROTO_FILL ? end - start : 0,
                              .unverified = ranged && !s->has_manifest && verify,
                              .checked = ranged && s->has_manifest && verify,
-                             .route = route, .gen = f->sync_gen, .req = req, .ahead = ahead };
+                             .route = route, .gen = f->sync_gen, .req = req };
         f->tenant->quota_reserved += fl->reserved;
         f->fills = fl;
         req->msg.offset = start;
@@ -268,10 +268,8 @@ static void promote_fills(struct tfile *f, const struct waiter *w, uint64_t star
         if (w->ahead)
                 return;
         for (struct fill *fl = f->fills; fl; fl = fl->next)
-                if (fl->ahead && fl->start < end && start < fl->end) {
-                        fl->ahead = false;
+                if (fl->req && fl->start < end && start < fl->end)
                         worker_promote(container_worker(f->tenant, fl->route), fl->req);
-                }
 }
 
 /* Starts the fills w needs that nobody has started yet. */

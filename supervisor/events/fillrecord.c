@@ -145,7 +145,8 @@ static int file_record(struct tfile *f, struct stub *s, bool whole, const struct
         quota_check_high(f->tenant);
         if (whole) {
                 /* While a trace records, reads of it are still heard
-                 * (trace.h); its next event outside one adds the mark. */
+                 * (trace.h): its next event adds the mark once the trace
+                 * has the whole file, or no trace records (preevent.c). */
                 if (!trace_watching(f->tenant))
                         fsgroup_ignore_file(f->fs, f->fd);
                 log_info("tenant %s: %s restored whole (%llu bytes, %s)", f->tenant->cfg->name, s->key,

@@ -29,6 +29,7 @@
 #include "journal.h"
 #include "log.h"
 #include "macro.h"
+#include "stub.h"
 #include "tally.h"
 
 #define EVENT_BUF (JOURNAL_MAX_CANDIDATES * FAN_EVENT_METADATA_LEN)
@@ -140,6 +141,23 @@ static void test_hook_die_before_recording(const char *buf _unused_, ssize_t n _
 static void test_hook_thread_opens(void) {}
 #endif
 
+/* Every first read of every file on the filesystem comes here, stubs or
+ * not: an ordinary file (no stub record) is allowed with the fewest
+ * syscalls, and never recorded: it is answered while its number is still
+ * named (journal_reading), so a tierd killed before the answer leaves it
+ * to the next one, as any event not recorded yet. It is ignored while its
+ * inode is cached, so it runs at native speed. Takes the event (md->fd
+ * becomes FAN_NOFD) when it answered it. */
+static bool answered_ordinary(struct tiered_fs *fs, struct fanotify_event_metadata *md) {
+        if (md->vers != FANOTIFY_METADATA_VERSION || fgetxattr(md->fd, STUB_XATTR, NULL, 0) >= 0 || errno != ENODATA)
+                return false;
+        fsgroup_ignore_file(fs, md->fd);
+        fs->t->fds_in_flight++;
+        dispatch_answer(fs, md->fd, 0);
+        md->fd = FAN_NOFD;
+        return true;
+}
+
 static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct tiered_fs *fs = userdata;
         struct tierd *t = fs->t;
@@ -167,9 +185,12 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                  * bytes, each event at least FAN_EVENT_METADATA_LEN): a lone
                  * event costs two dups and closes, not eight. */
                 int queued = 0;
-                if (ioctl(fd, FIONREAD, &queued) == 0)
-                        room = MIN(room, MAX((size_t)2, ((size_t)MAX(queued, 0) + FAN_EVENT_METADATA_LEN - 1) /
+                if (ioctl(fd, FIONREAD, &queued) == 0) {
+                        if (queued <= 0)
+                                return 0; /* all read: no numbers, no read(2) to hear EAGAIN */
+                        room = MIN(room, MAX((size_t)2, ((size_t)queued + FAN_EVENT_METADATA_LEN - 1) /
                                                                 FAN_EVENT_METADATA_LEN));
+                }
                 while (k < MIN(room, (size_t)JOURNAL_MAX_CANDIDATES) &&
                        (candidates[k] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0)
                         k++;
@@ -200,7 +221,7 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                 /* FAN_EVENT_NEXT counts its length down: a copy per pass. */
                 ssize_t left = n;
                 for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, left); md = FAN_EVENT_NEXT(md, left))
-                        if (md->fd >= 0) {
+                        if (md->fd >= 0 && !answered_ordinary(fs, md)) {
                                 journal_record(t->journal, fs->fsid, md);
                                 t->fds_in_flight++;
                         }

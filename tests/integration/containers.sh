@@ -109,8 +109,8 @@ in_c() { local id=$1; shift; runc exec "$id" "$@" </dev/null; }
 workers() { pgrep -c -P "$TL_TIERD_PID" tierd-worker; }
 cobj() { echo "/org/tierd1/container/$(echo "$1" | sed 's/-/_2d/g; s/\./_2e/g')"; }
 cprop() { $BUSCTL get-property org.tierd1 "$(cobj "$1")" org.tierd1.Container "$2" | cut -d' ' -f2- | tr -d '"'; }
-reads_right() { # ID FILE: the container reads the released file's exact bytes
-	[ "$(in_c "$1" sha256sum "/data/$2" | cut -d' ' -f1)" = "${SUM[$VA/$2]}" ]
+reads_right() { # ID FILE: the container reads the released file's exact bytes, within 60 s (a hang fails)
+	[ "$(timeout 60 runc exec "$1" sha256sum "/data/$2" </dev/null | cut -d' ' -f1)" = "${SUM[$VA/$2]}" ]
 }
 
 W0=$(workers)
