@@ -7,10 +7,15 @@
 #       uid 65534 over alpha's 1,000,000 files;
 #   10c a rename storm: alpha's directory of 200,000 files renamed back and
 #       forth (alpha keeps a catalog);
-#   10d 256 parallel cold readers of alpha's released files;
+#   10d 256 parallel cold readers of alpha's released files, in a CPU
+#       cgroup of alpha's own, as a container runtime places a pod's;
+#   10g the same readers in beta's cgroup, as on a host where nothing
+#       separates the tenants' processes;
 #   10e an archive of a 10 GiB file;
 #   10f garbage collection of alpha's store.
-# The baseline is beta's idle p99, from idle rounds between the attacks;
+# Beta's reader runs in a CPU cgroup of its own (where the machine has
+# the cpu controller). The baseline is beta's idle p99, from idle rounds
+# between the attacks;
 # the ratio is p99 under attack / idle p99 (target <= 1.5). A read that
 # fails ends the run; tierd's peak RSS is reported per attack.
 # BENCH_SCALE=small: 100,000 files, 20,000 renamed, 1 GiB archived.
@@ -22,7 +27,7 @@ MANY=$(bench_size 1000000 100000)
 STORM=$(bench_size 200000 20000)
 BIG_GIB=$(bench_size 10 1)
 ROUND=40 ROUNDS=5
-NB=$(((1 + 7) * ROUNDS * ROUND)) # idle rounds between and around six attacks, and theirs
+NB=$(((1 + 9) * ROUNDS * ROUND)) # idle rounds between and around seven attacks, and theirs
 FS=$TL_DIR/fs VA=$TL_DIR/views/alpha VB=$TL_DIR/views/beta ORIG=$TL_DIR/orig
 tl_loopfs btrfs $((BIG_GIB + 8))G "$FS" || { echo "bench neighbour: cannot make the filesystem"; exit 1; }
 for t in alpha beta; do tl_subvol btrfs "$FS/$t"; done
@@ -47,12 +52,15 @@ cp "$ORIG"/b* "$VB/"
 find "$VB" -type f -name 'b*' -print0 | xargs -0 -n 500 "$TIERCTL" archive >/dev/null || exit 1
 find "$VB" -type f -name 'b*' -print0 | xargs -0 -n 500 "$TIERCTL" release >/dev/null || exit 1
 NEXT=1
+bench_cgroup CG_A alpha
+bench_cgroup CG_B beta
+[ -n "$CG_B" ] || echo "# no CPU cgroup on this machine: 10d and 10g run alike"
 hwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$TIERD/status"; }
 # rounds N: N rounds of beta's cold reads; their latencies (us) appended
 # to $TL_DIR/lat, each round's p99 to $TL_DIR/p99.
 rounds() {
 	for _ in $(seq "$1"); do
-		timeout 300 "$BUILD/tests/cold-reads" "$VB" "$ORIG" "$NEXT" "$ROUND" >"$TL_DIR/round" ||
+		bench_in_cgroup "$CG_B" timeout 300 "$BUILD/tests/cold-reads" "$VB" "$ORIG" "$NEXT" "$ROUND" >"$TL_DIR/round" ||
 			bench_fail "beta's cold reads ($?)"
 		NEXT=$((NEXT + ROUND))
 		cat "$TL_DIR/round" >>"$TL_DIR/lat"
@@ -120,14 +128,25 @@ mkdir "$VA/r"
 RMIB=$(bench_size 16 4)
 for i in $(seq 256); do head -c $((RMIB << 20)) /dev/urandom >"$VA/r/f$i"; done
 "$TIERCTL" archive "$VA"/r/f* >/dev/null && "$TIERCTL" release "$VA"/r/f* >/dev/null
-READERS=()
-for i in $(seq 256); do
-	timeout 3600 cat "$VA/r/f$i" >/dev/null &
-	READERS+=("$!")
-	TL_PIDS+=("$!")
-done
-sleep 1
-measure 10d "256 parallel cold readers in alpha"
+readers() { # CGROUP: alpha's 256 readers, started in it
+	READERS=()
+	for i in $(seq 256); do
+		bench_in_cgroup "$1" timeout 3600 cat "$VA/r/f$i" >/dev/null &
+		READERS+=("$!")
+		TL_PIDS+=("$!")
+	done
+	sleep 1
+}
+readers "$CG_A"
+measure 10d "256 parallel cold readers in alpha, in alpha's own cgroup"
+kill "${READERS[@]}" 2>/dev/null; wait "${READERS[@]}" 2>/dev/null
+idle
+# 10g: the same in beta's cgroup. Every answer wakes every reader blocked
+# on the group; readers in one cgroup share its CPU with beta's.
+"$TIERCTL" release "$VA"/r/f* >/dev/null
+sync -f "$VA"
+readers "$CG_B"
+measure 10g "the same 256 readers, in beta's cgroup"
 kill "${READERS[@]}" 2>/dev/null; wait "${READERS[@]}" 2>/dev/null
 idle
 # 10e: a big archive.

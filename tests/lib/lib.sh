@@ -6,7 +6,7 @@
 TL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-$TL_ROOT/build}
 TL_PASS=0 TL_FAIL=0 TL_SKIP=0
-TL_PIDS=() TL_MOUNTS=() TL_LOOPS=()
+TL_PIDS=() TL_MOUNTS=() TL_LOOPS=() TL_CGROUPS=()
 # tierd runs here as its systemd unit runs it: the unit's capability
 # bounding set and no new privileges (setpriv), so a capability the unit
 # leaves out fails a test here, not on a host. Prefix a command with
@@ -161,6 +161,7 @@ tl_cleanup() {
 		kill -KILL "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
+	for l in "${TL_CGROUPS[@]}"; do rmdir "$l" 2>/dev/null; done
 	# Everything mounted below our directory, deepest first: our
 	# filesystems, and views a killed tierd left behind.
 	findmnt -rn -o TARGET | grep "^$TL_DIR/" | sort -r | while read -r m; do
@@ -199,6 +200,13 @@ tl_logged() {
 tl_eventually() {
 	local i
 	for i in $(seq 50); do "$@" && return 0; sleep 0.1; done
+	"$@"
+}
+# tl_eventually_for SECONDS COMMAND...: the same, for up to SECONDS.
+tl_eventually_for() {
+	local end=$((SECONDS + $1))
+	shift
+	while [ "$SECONDS" -lt "$end" ]; do "$@" && return 0; sleep 0.2; done
 	"$@"
 }
 
