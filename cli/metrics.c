@@ -29,7 +29,7 @@ struct object_metrics {
         uint32_t restarts, in_flight;
         uint64_t fills, fetched, fill_errors, archives, releases, auto_archives, quota_releases, quota_denials;
         uint64_t reads_denied, restarts_total, resident, released, archived, quota, used;
-        uint64_t prefetched, prefetch_hits, prefetch_wasted;
+        uint64_t prefetched, prefetch_hits, prefetch_wasted, hydrated;
         uint64_t files[5];
         double wait_bounds[MAX_BUCKETS];
         uint64_t wait_counts[MAX_BUCKETS];
@@ -54,7 +54,7 @@ static const struct { const char *name, *type; size_t off; } scalars[] = {
         FIELD("ReleasedBytes", "t", released), FIELD("ArchivedBytes", "t", archived), FIELD("Quota", "t", quota),
         FIELD("UsedBytes", "t", used), FIELD("ReaderWaitSeconds", "d", wait_seconds),
         FIELD("PrefetchedBytes", "t", prefetched), FIELD("PrefetchHits", "t", prefetch_hits),
-        FIELD("PrefetchWastedBytes", "t", prefetch_wasted),
+        FIELD("PrefetchWastedBytes", "t", prefetch_wasted), FIELD("HydratedFiles", "t", hydrated),
 };
 
 /* 0 once read. */
@@ -249,6 +249,8 @@ static const struct counter {
           offsetof(struct object_metrics, prefetch_hits), false },
         { "prefetch_wasted_bytes_total", "counter", "Bytes fetched ahead in files the run then did not read.",
           offsetof(struct object_metrics, prefetch_wasted), false },
+        { "hydrated_files_total", "counter", "Files read in part, then fetched whole (\"restore\": \"progressive\").",
+          offsetof(struct object_metrics, hydrated), false },
         { "resident_bytes", "gauge", "Bytes of file data held locally.", offsetof(struct object_metrics, resident),
           false },
         { "released_bytes", "gauge", "Bytes of file data only in the store.", offsetof(struct object_metrics, released),

@@ -93,6 +93,7 @@ GETTER(get_counter) {
                      : strcmp(property, "PrefetchedBytes") == 0 ? c->prefetched_bytes
                      : strcmp(property, "PrefetchHits") == 0 ? c->prefetch_hits
                      : strcmp(property, "PrefetchWastedBytes") == 0 ? c->prefetch_wasted_bytes
+                     : strcmp(property, "HydratedFiles") == 0 ? c->hydrated_files
                                                              : c->releases;
         (void)bus, (void)path, (void)interface, (void)error;
         return sd_bus_message_append(reply, "t", v);
@@ -183,6 +184,7 @@ static const sd_bus_vtable tenant_vtable[] = {
         SD_BUS_PROPERTY("PrefetchedBytes", "t", get_counter, 0, 0),
         SD_BUS_PROPERTY("PrefetchHits", "t", get_counter, 0, 0),
         SD_BUS_PROPERTY("PrefetchWastedBytes", "t", get_counter, 0, 0),
+        SD_BUS_PROPERTY("HydratedFiles", "t", get_counter, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitBuckets", "a(dt)", get_wait, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitSeconds", "d", get_wait, 0, 0),
         SD_BUS_PROPERTY("ReaderWaitPercentiles", "a{sd}", get_wait, 0, 0),

@@ -123,8 +123,8 @@ static int parse_file_settings(struct parse_ctx *c, json_object *o, const char *
         if ((r = policy_get_string(c, o, tenant, "restore", &s->restore)) < 0)
                 return r;
         if (r > 0 && strcmp(s->restore, "range") != 0 && strcmp(s->restore, "whole") != 0 &&
-            strcmp(s->restore, "open") != 0)
-                return policy_fail(c, tenant, "restore", "must be \"range\", \"whole\" or \"open\"");
+            strcmp(s->restore, "open") != 0 && strcmp(s->restore, "progressive") != 0)
+                return policy_fail(c, tenant, "restore", "must be \"range\", \"progressive\", \"whole\" or \"open\"");
         if ((r = policy_get_size(c, o, tenant, "manifest_cache", &s->manifest_cache)) < 0)
                 return r;
         if (r > 0 && s->manifest_cache > (1ull << 30))
@@ -287,7 +287,8 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .archive_after_usec = s.archive_after, .archive_min_size = s.archive_min_size,
                 .trace_window_usec = s.trace_window,
                 .archive_rate = s.archive_rate, .pin = strings_to_strv(s.pin),
-                .restore_whole = s.restore && strcmp(s.restore, "range") != 0,
+                .restore_whole = s.restore && (strcmp(s.restore, "whole") == 0 || strcmp(s.restore, "open") == 0),
+                .restore_progressive = s.restore && strcmp(s.restore, "progressive") == 0,
                 .restore_open = s.restore && strcmp(s.restore, "open") == 0, .verify = s.verify,
                 .catalog = s.catalog, .catalog_retention_usec = s.catalog_retention, .gc_grace_usec = s.gc_grace,
                 .manifest_cache = s.manifest_cache, .namespaces = strings_to_strv(namespaces),

@@ -30,6 +30,7 @@
 #include "containerstate.h"
 #include "contentcheck.h"
 #include "dispatch.h"
+#include "hydrate.h"
 #include "settle.h"
 #include "setup.h"
 #include "fsgroup.h"
@@ -254,6 +255,7 @@ static void teardown(struct tierd *t, const struct tierd_face *face) {
                         trace_record_drop(t->tenants[i].recording);
                 if (t->tenants[i].prefetch)
                         prefetch_cancel(t->tenants[i].prefetch);
+                hydrate_stop(&t->tenants[i]);
                 quota_stop(&t->tenants[i]);
                 usage_save(&t->tenants[i]);
                 autoarchive_stop(&t->tenants[i]);

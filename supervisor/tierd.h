@@ -124,6 +124,7 @@ struct tenant_counters {
          * their bytes here, and bytes fetched ahead that no read of the
          * run touched. */
         uint64_t prefetched_bytes, prefetch_hits, prefetch_wasted_bytes;
+        uint64_t hydrated_files; /* "restore": "progressive": files read in part, then fetched whole */
         struct wait_histogram wait;
         char last_error[256];
 };
@@ -160,6 +161,7 @@ struct tenant {
         unsigned n_containers; /* attached, each with its own worker */
         struct trace_recording *recording; /* its host readers' trace: traces/trace.c */
         struct prefetch *prefetch;         /* a trace fetched ahead of its host readers: traces/prefetch.c */
+        struct hydrate *hydrate;           /* files read in part, fetched whole next: traces/hydrate.c */
         unsigned recordings;               /* open, its containers' and its own */
         struct usage *usage; /* the file table, with a quota or archive_after: usage.c */
         sd_event_source *quota_src, *archive_src, *usage_save_src;
@@ -274,6 +276,12 @@ static inline uint64_t tierd_now_usec(const struct tierd *t) {
         uint64_t now = 0;
         sd_event_now(t->event, CLOCK_MONOTONIC, &now);
         return now;
+}
+/* handler(userdata) runs once from the loop, after the callback at hand
+ * (*src is made the first time and kept: its owner frees it). */
+static inline int tierd_defer_once(sd_event *e, sd_event_source **src, sd_event_handler_t handler, void *userdata) {
+        int r = *src ? 0 : sd_event_add_defer(e, src, handler, userdata);
+        return r < 0 ? r : sd_event_source_set_enabled(*src, SD_EVENT_ONESHOT);
 }
 /* Stop when idle: used by SIGTERM and checked whenever work completes. */
 void tierd_check_idle(struct tierd *t);

@@ -95,6 +95,7 @@ struct tfile {
          * been another fill's, so nothing in flight then is recorded. */
         unsigned sync_gen;
         bool quota_wait; /* a waiter waits for room: quota.c checks copies before it releases */
+        bool hydrate_asked; /* "restore": "progressive": queued to come whole (traces/hydrate.c) */
 };
 
 /* dispatch.c */

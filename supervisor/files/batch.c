@@ -173,13 +173,9 @@ static int on_batches_turn(sd_event_source *s, void *userdata) {
 }
 
 void batch_run(struct tierd *t) {
-        int r = 0;
         if (t->batches_pumping || !t->batches)
                 return;
-        if (!t->batches_src)
-                r = sd_event_add_defer(t->event, &t->batches_src, on_batches_turn, t);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(t->batches_src, SD_EVENT_ONESHOT);
+        int r = tierd_defer_once(t->event, &t->batches_src, on_batches_turn, t);
         if (r < 0)
                 log_error_errno(r, "cannot schedule jobs: %m");
 }

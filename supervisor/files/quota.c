@@ -71,16 +71,12 @@ static int on_checks_done(sd_event_source *s, void *userdata) {
 
 static void on_copy_checked(void *userdata, int error, const char *msg) {
         struct tenant *tn = userdata;
-        int r = 0;
         (void)error, (void)msg; /* remembered by remotecheck.c, and logged */
 
         if (--tn->quota_checks > 0)
                 return;
         /* Deferred: this may run inside a release plan. */
-        if (!tn->quota_retry_src)
-                r = sd_event_add_defer(tn->t->event, &tn->quota_retry_src, on_checks_done, tn);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(tn->quota_retry_src, SD_EVENT_ONESHOT);
+        int r = tierd_defer_once(tn->t->event, &tn->quota_retry_src, on_checks_done, tn);
         if (r < 0)
                 log_error_errno(r, "tenant %s: cannot schedule the releases after a check: %m", tn->cfg->name);
 }
@@ -258,14 +254,10 @@ void quota_candidates_changed(struct tenant *tn) {
 
 void quota_check_high(struct tenant *tn) {
         struct engine_limits l = limits_of(tn);
-        int r = 0;
 
         if (!usage_tracked(tn) || !engine_over_high(&l, committed(tn)) || tierd_now_usec(tn->t) < tn->quota_stuck_until)
                 return;
-        if (!tn->quota_src)
-                r = sd_event_add_defer(tn->t->event, &tn->quota_src, on_high_watermark, tn);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(tn->quota_src, SD_EVENT_ONESHOT);
+        int r = tierd_defer_once(tn->t->event, &tn->quota_src, on_high_watermark, tn);
         if (r < 0)
                 log_error_errno(r, "tenant %s: cannot schedule a release: %m", tn->cfg->name);
 }

@@ -77,9 +77,7 @@ static int on_pump(sd_event_source *s, void *userdata) {
  * fill's callback (in the middle of a file's progress, dispatch.c), and
  * never more than PUMP_TURN files a turn, however many complete at once. */
 static void pump_later(struct prefetch *p) {
-        int r = p->pump_src ? 0 : sd_event_add_defer(p->tn->t->event, &p->pump_src, on_pump, p);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(p->pump_src, SD_EVENT_ONESHOT);
+        int r = tierd_defer_once(p->tn->t->event, &p->pump_src, on_pump, p);
         if (r < 0)
                 log_error_errno(r, "tenant %s: trace %s: cannot go on fetching ahead: %m", p->tn->cfg->name, p->name);
 }

@@ -16,6 +16,8 @@ mkdir -p "$ORIG" "$STORE"
 tl_loopfs btrfs 1G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
 tl_subvol btrfs "$FS/web"
 tl_subvol btrfs "$FS/slow"
+tl_subvol btrfs "$FS/prog"
+mkdir -p "$TL_DIR/store/prog"
 # Tenant slow's store can hold its answers (tests/lib/faultserver.py, a
 # fake for a store that stalls), for a reader racing queued prefetches.
 PORT=${FAULT_PORT:-18197} CONTROL=$TL_DIR/fault FLOG=$TL_DIR/fault.log
@@ -30,7 +32,9 @@ cat >"$TL_DIR/policy.json" <<EOF2
               "trace_window": "3s"},
              {"name": "slow", "subvolume": "$FS/slow", "mount": "$TL_DIR/views/slow",
               "backend": "http://127.0.0.1:$PORT/t", "connect_timeout": "2s", "stall_timeout": "20s",
-              "trace_window": "3s"}]}
+              "trace_window": "3s"},
+             {"name": "prog", "subvolume": "$FS/prog", "mount": "$TL_DIR/views/prog", "backend": "file://$TL_DIR/store/prog",
+              "restore": "progressive"}]}
 EOF2
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
 check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -202,4 +206,32 @@ check "a read of d (its prefetch queued behind the three) is served within 5 s" 
 echo "# the read of d took $((($(date +%s%N) - t0) / 1000000)) ms"
 check "... its bytes are d's" cmp -s <(timeout 20 cat "$S/d") "$ORIG/slow_d"
 echo none >"$CONTROL"
+
+# "restore": "progressive": a file read in part comes whole next, in the
+# background at prefetch priority, with no read of the rest; at most
+# HYDRATE_FILES at a time, the others queued.
+P=$TL_DIR/views/prog
+head -c 12M /dev/urandom >"$ORIG/prog_big"; cp "$ORIG/prog_big" "$P/big"
+for i in $(seq 20); do head -c 2M /dev/urandom >"$ORIG/prog_s$i"; cp "$ORIG/prog_s$i" "$P/s$i"; done
+check "tenant prog's files archived and released" bash -c "timeout 60 '$TIERCTL' archive '$P'/* >/dev/null &&
+	timeout 60 '$TIERCTL' release '$P'/* >/dev/null"
+whole() { # FILE...: every one whole (all its bytes local)
+	timeout 20 "$TIERCTL" status --json "$@" | python3 -c "
+import json, sys
+fs = json.load(sys.stdin)
+sys.exit(0 if len(fs) == len(sys.argv) - 1 and all(f['resident'] == f['size'] for f in fs) else 1)" "$@"
+}
+pprop() { busctl --system get-property org.tierd1 /org/tierd1/tenant/prog org.tierd1.Tenant "$1" | cut -d' ' -f2; }
+check "a 4 KiB read in the middle of a released 12 MiB file is served, its bytes right" \
+	bash -c "cmp -s <(timeout 20 '$PREAD' '$P/big' 8388608 4096) <(tail -c +8388609 '$ORIG/prog_big' | head -c 4096)"
+check "... and the whole file comes next, unread (within 20 s)" tl_eventually_for 20 whole "$P/big"
+check "... its bytes the original's" cmp -s "$P/big" "$ORIG/prog_big"
+check "HydratedFiles counts it" tl_eventually_for 10 bash -c "[ \$(busctl --system get-property org.tierd1 /org/tierd1/tenant/prog org.tierd1.Tenant HydratedFiles | cut -d' ' -f2) -eq 1 ]"
+check "a 4 KiB read of each of 20 more released files" \
+	bash -c "for i in \$(seq 20); do timeout 20 '$PREAD' '$P/s'\$i 1048576 4096 >/dev/null || exit 1; done"
+check "... all 20 come whole, queued behind the two fetched at a time (within 60 s)" \
+	tl_eventually_for 60 whole $(for i in $(seq 20); do echo "$P/s$i"; done)
+check "... right" bash -c "for i in \$(seq 20); do cmp -s '$P/s'\$i '$ORIG/prog_s'\$i || exit 1; done"
+check "... HydratedFiles is 21" tl_eventually_for 10 bash -c "[ \$(busctl --system get-property org.tierd1 /org/tierd1/tenant/prog org.tierd1.Tenant HydratedFiles | cut -d' ' -f2) -eq 21 ]"
+echo "# HydratedFiles: $(pprop HydratedFiles)"
 tl_summary

@@ -229,7 +229,7 @@ static void test_engine_keys(void **state) {
         parse_bad(T(", \"pin\": \"*.db\""), "array");
         parse_bad(T(", \"pin\": [\"/abs\"]"), "relative");
         parse_bad(T(", \"pin\": [1]"), "string");
-        parse_bad(T(", \"restore\": \"lazy\""), "\"range\", \"whole\" or \"open\"");
+        parse_bad(T(", \"restore\": \"lazy\""), "\"range\", \"progressive\", \"whole\" or \"open\"");
         parse_bad(T(", \"archive_rate\": -1"), "non-negative");
 }
 
@@ -259,6 +259,11 @@ static void test_gc_keys(void **state) {
         policy_free(p);
         p = parse_ok(T(", \"restore\": \"whole\""));
         assert_true(p->tenants[0].restore_whole && !p->tenants[0].restore_open);
+        assert_false(p->tenants[0].restore_progressive);
+        policy_free(p);
+        /* "progressive": ranges first, then the rest in the background. */
+        p = parse_ok(T(", \"restore\": \"progressive\""));
+        assert_true(p->tenants[0].restore_progressive && !p->tenants[0].restore_whole);
         policy_free(p);
         /* Setuid mounts: refused unless the tenant says so (supervisor/views/hostmounts.h). */
         p = parse_ok(T(""));

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+#include "hydrate.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "handle.h"
+#include "log.h"
+#include "macro.h"
+#include "quota.h"
+#include "stub.h"
+
+struct hydrate_entry {
+        union file_handle_buf h;
+        uint64_t route;
+};
+
+struct hydrate {
+        struct tenant *tn; /* NULL once stopped: freed when nothing is in flight */
+        struct hydrate_entry ring[HYDRATE_QUEUE];
+        unsigned head, n;  /* queued: ring[head], ... */
+        unsigned running;  /* files in flight */
+        sd_event_source *pump_src;
+};
+
+/* Files looked at in one turn of the loop (already whole, gone, started). */
+#define PUMP_TURN 16
+
+static void hydrate_free(struct hydrate *h) {
+        sd_event_source_disable_unref(h->pump_src);
+        free(h);
+}
+
+static void pump_later(struct hydrate *h);
+
+static void on_hydrated(void *userdata, int error) {
+        struct hydrate *h = userdata;
+
+        h->running--;
+        if (!h->tn) {
+                if (!h->running)
+                        hydrate_free(h);
+                return;
+        }
+        if (error == 0)
+                h->tn->counters.hydrated_files++;
+        else
+                log_warning_errno(error, "tenant %s: a file read in part could not be fetched whole: %m",
+                                  h->tn->cfg->name);
+        pump_later(h);
+}
+
+/* 1: started, 0: nothing to do (whole already, gone, no free room). */
+static int start(struct hydrate *h, const struct hydrate_entry *e) {
+        struct tenant *tn = h->tn;
+        _cleanup_(stub_done) struct stub s = {};
+        const char *err = "";
+        uint64_t have;
+        int r;
+
+        /* O_PATH: only its handle is taken (the file's own fill fd is dispatch.c's). */
+        _cleanup_close_ int fd = open_by_handle_at(tn->fs->root_fd, (struct file_handle *)&e->h.fh, O_PATH | O_CLOEXEC);
+        if (fd < 0 || stub_read_fd(fd, &s, &err) < 0 || (s.state != STUB_RELEASED && s.state != STUB_PARTIAL))
+                return 0;
+        have = s.state == STUB_PARTIAL ? range_set_total(&s.populated) : 0;
+        /* Only room that is free: a hydration never makes a tenant release files. */
+        if (!quota_room(tn, s.size - MIN(have, s.size)))
+                return 0;
+        r = dispatch_prefetch(tn, fd, 0, s.size, true, e->route, on_hydrated, h);
+        if (r < 0)
+                return r;
+        h->running++;
+        return 1;
+}
+
+static void pump(struct hydrate *h) {
+        struct tenant *tn = h->tn;
+
+        if (!tn->cfg->restore_progressive || tn->t->stopping)
+                h->n = 0; /* no longer asked for */
+        for (unsigned looked = 0; h->n && h->running < HYDRATE_FILES; looked++) {
+                if (looked == PUMP_TURN) {
+                        pump_later(h);
+                        return;
+                }
+                struct hydrate_entry *e = &h->ring[h->head];
+                h->head = (h->head + 1) % HYDRATE_QUEUE;
+                h->n--;
+                int r = start(h, e);
+                if (r < 0)
+                        log_error_errno(r, "tenant %s: cannot fetch a file read in part whole: %m", tn->cfg->name);
+        }
+}
+
+static int on_pump(sd_event_source *s, void *userdata) {
+        (void)s;
+        pump(userdata);
+        return 0;
+}
+
+/* From the loop, in turns: never from inside a fill's callback (in the
+ * middle of a file's progress, dispatch.c), nor from the event path. */
+static void pump_later(struct hydrate *h) {
+        int r = tierd_defer_once(h->tn->t->event, &h->pump_src, on_pump, h);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: cannot go on fetching files whole: %m", h->tn->cfg->name);
+}
+
+void hydrate_touched(struct tenant *tn, const struct file_handle *fh, uint64_t route) {
+        struct hydrate *h = tn->hydrate;
+
+        if (!h && !(h = tn->hydrate = calloc(1, sizeof(*h))))
+                return; /* the file stays partial: its next read asks again */
+        h->tn = tn;
+        if (h->n == HYDRATE_QUEUE || fh->handle_bytes > MAX_HANDLE_SZ)
+                return;
+        struct hydrate_entry *e = &h->ring[(h->head + h->n++) % HYDRATE_QUEUE];
+        memcpy(&e->h.fh, fh, sizeof(*fh) + fh->handle_bytes);
+        e->route = route;
+        pump_later(h);
+}
+
+void hydrate_stop(struct tenant *tn) {
+        struct hydrate *h = tn->hydrate;
+
+        if (!h)
+                return;
+        tn->hydrate = NULL;
+        h->tn = NULL;
+        h->n = 0;
+        h->pump_src = sd_event_source_disable_unref(h->pump_src);
+        if (!h->running)
+                hydrate_free(h);
+}
