@@ -50,6 +50,7 @@
 #include "fdstore.h"
 #include "policy.h"
 #include "proto.h"
+#include "ratebucket.h"
 
 struct tierd;
 struct tenant;
@@ -177,8 +178,8 @@ struct tenant {
         struct tally *tally;             /* counts for status, read in O(1): tally.c */
         struct contentchecks *contentchecks; /* bytes against SHA-256 on a thread: contentcheck.c */
         unsigned auto_in_flight; /* background archives: autoarchive.c */
-        double archive_tokens;   /* archive_rate's bucket, in bytes */
-        uint64_t archive_tokens_usec;
+        struct rate_bucket archive_bucket;  /* archive_rate's: autoarchive.c */
+        struct rate_bucket prefetch_bucket; /* prefetch_rate's: traces/pace.c */
 };
 
 /* A container the tenant's view is attached to (supervisor/views/containers.c):

@@ -10,6 +10,7 @@
 #include "handle.h"
 #include "log.h"
 #include "macro.h"
+#include "pace.h"
 #include "quota.h"
 #include "stub.h"
 
@@ -24,6 +25,7 @@ struct hydrate {
         unsigned head, n;  /* queued: ring[head], ... */
         unsigned running;  /* files in flight */
         sd_event_source *pump_src;
+        sd_event_source *pace_src; /* prefetch_rate (pace.h) */
 };
 
 /* Files looked at in one turn of the loop (already whole, gone, started). */
@@ -31,6 +33,7 @@ struct hydrate {
 
 static void hydrate_free(struct hydrate *h) {
         sd_event_source_disable_unref(h->pump_src);
+        sd_event_source_disable_unref(h->pace_src);
         free(h);
 }
 
@@ -72,8 +75,17 @@ static int start(struct hydrate *h, const struct hydrate_entry *e) {
         r = dispatch_prefetch(tn, fd, 0, s.size, true, e->route, on_hydrated, h);
         if (r < 0)
                 return r;
+        pace_spend(tn, s.size - MIN(have, s.size));
         h->running++;
         return 1;
+}
+
+static void pump(struct hydrate *h);
+
+static int on_paced(sd_event_source *s, uint64_t usec, void *userdata) {
+        (void)s, (void)usec;
+        pump(userdata);
+        return 0;
 }
 
 static void pump(struct hydrate *h) {
@@ -86,6 +98,8 @@ static void pump(struct hydrate *h) {
                         pump_later(h);
                         return;
                 }
+                if (!pace_ready(tn, &h->pace_src, on_paced, h))
+                        return;
                 struct hydrate_entry *e = &h->ring[h->head];
                 h->head = (h->head + 1) % HYDRATE_QUEUE;
                 h->n--;
@@ -132,6 +146,7 @@ void hydrate_stop(struct tenant *tn) {
         h->tn = NULL;
         h->n = 0;
         h->pump_src = sd_event_source_disable_unref(h->pump_src);
+        h->pace_src = sd_event_source_disable_unref(h->pace_src);
         if (!h->running)
                 hydrate_free(h);
 }

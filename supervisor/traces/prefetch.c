@@ -12,6 +12,7 @@
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
+#include "pace.h"
 #include "quota.h"
 #include "ranges.h"
 #include "storeio.h"
@@ -26,6 +27,7 @@ struct prefetch {
         struct trace_lookup lk; /* the trace, and its files found again (tracework.c) */
         struct offthread *thread;
         sd_event_source *pump_src; /* the next files start from the loop, not from a fill's callback */
+        sd_event_source *pace_src; /* and when prefetch_rate lets them (pace.h) */
         bool cancelled, getting; /* getting: the object is on its way (store_get) */
         size_t next;          /* the next file to start */
         unsigned running;     /* files in flight */
@@ -40,6 +42,7 @@ static struct prefetch **owner_of(struct prefetch *p) { return p->c ? &p->c->pre
 
 static void prefetch_free(struct prefetch *p) {
         sd_event_source_disable_unref(p->pump_src);
+        sd_event_source_disable_unref(p->pace_src);
         safe_close(p->lk.subvol_fd);
         free(p->lk.data);
         trace_done(&p->lk.trace);
@@ -138,6 +141,7 @@ static int file_start(struct prefetch *p, size_t i) {
         _cleanup_close_ int fd = open_by_handle_at(p->tn->fs->root_fd, &pf->h.fh, O_PATH | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
+        pace_spend(p->tn, range_set_total(&want));
         pf->pending = 1; /* until every range is started: a fill done at once frees nothing */
         p->running++;
         for (size_t j = 0; j < want.n; j++) {
@@ -198,6 +202,12 @@ static void file_consider(struct prefetch *p, size_t i) {
 
 /* Starts files in trace order while fewer than PREFETCH_FILES are in
  * flight, at most PUMP_TURN of them this turn. */
+static int on_paced(sd_event_source *s, uint64_t usec, void *userdata) {
+        (void)s, (void)usec;
+        pump(userdata);
+        return 0;
+}
+
 static void pump(struct prefetch *p) {
         unsigned turn = 0;
 
@@ -206,6 +216,8 @@ static void pump(struct prefetch *p) {
                         pump_later(p);
                         return;
                 }
+                if (!pace_ready(p->tn, &p->pace_src, on_paced, p))
+                        return;
                 file_consider(p, p->next++);
         }
         if (!p->cancelled && !p->running && p->next == p->lk.trace.n_files)

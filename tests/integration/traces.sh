@@ -34,7 +34,7 @@ cat >"$TL_DIR/policy.json" <<EOF2
               "backend": "http://127.0.0.1:$PORT/t", "connect_timeout": "2s", "stall_timeout": "20s",
               "trace_window": "3s"},
              {"name": "prog", "subvolume": "$FS/prog", "mount": "$TL_DIR/views/prog", "backend": "file://$TL_DIR/store/prog",
-              "restore": "progressive"}]}
+              "restore": "progressive", "prefetch_rate": "4M"}]}
 EOF2
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
 check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -209,7 +209,9 @@ echo none >"$CONTROL"
 
 # "restore": "progressive": a file read in part comes whole next, in the
 # background at prefetch priority, with no read of the rest; at most
-# HYDRATE_FILES at a time, the others queued.
+# HYDRATE_FILES at a time, the others queued; at most prefetch_rate (4M)
+# a second, averaged, after a burst of a second's worth: the 20 files'
+# other 20 MiB take at least 4 s (unpaced, well under a second here).
 P=$TL_DIR/views/prog
 head -c 12M /dev/urandom >"$ORIG/prog_big"; cp "$ORIG/prog_big" "$P/big"
 for i in $(seq 20); do head -c 2M /dev/urandom >"$ORIG/prog_s$i"; cp "$ORIG/prog_s$i" "$P/s$i"; done
@@ -227,10 +229,13 @@ check "a 4 KiB read in the middle of a released 12 MiB file is served, its bytes
 check "... and the whole file comes next, unread (within 20 s)" tl_eventually_for 20 whole "$P/big"
 check "... its bytes the original's" cmp -s "$P/big" "$ORIG/prog_big"
 check "HydratedFiles counts it" tl_eventually_for 10 bash -c "[ \$(busctl --system get-property org.tierd1 /org/tierd1/tenant/prog org.tierd1.Tenant HydratedFiles | cut -d' ' -f2) -eq 1 ]"
+t0=$(date +%s%N)
 check "a 4 KiB read of each of 20 more released files" \
 	bash -c "for i in \$(seq 20); do timeout 20 '$PREAD' '$P/s'\$i 1048576 4096 >/dev/null || exit 1; done"
 check "... all 20 come whole, queued behind the two fetched at a time (within 60 s)" \
 	tl_eventually_for 60 whole $(for i in $(seq 20); do echo "$P/s$i"; done)
+took=$((($(date +%s%N) - t0) / 1000000))
+check "... paced by prefetch_rate: 20 MiB at 4 MiB/s took $took ms, at least 3,000" test "$took" -ge 3000
 check "... right" bash -c "for i in \$(seq 20); do cmp -s '$P/s'\$i '$ORIG/prog_s'\$i || exit 1; done"
 check "... HydratedFiles is 21" tl_eventually_for 10 bash -c "[ \$(busctl --system get-property org.tierd1 /org/tierd1/tenant/prog org.tierd1.Tenant HydratedFiles | cut -d' ' -f2) -eq 21 ]"
 echo "# HydratedFiles: $(pprop HydratedFiles)"
