@@ -41,8 +41,7 @@
 #define FILLS_PER_FILE 16
 
 
-void dispatch_answer(struct tiered_fs *fs, int event_fd, int error) {
-        struct tierd *t = fs->t;
+void dispatch_answer_write(struct tiered_fs *fs, int event_fd, int error) {
         struct fanotify_response resp = {
                 .fd = event_fd,
                 /* The errnos the kernel passes on to the reader (6.14+):
@@ -57,6 +56,12 @@ void dispatch_answer(struct tiered_fs *fs, int event_fd, int error) {
                 else
                         log_error("cannot answer event fd %d: %m", event_fd);
         }
+}
+
+void dispatch_answer(struct tiered_fs *fs, int event_fd, int error) {
+        struct tierd *t = fs->t;
+
+        dispatch_answer_write(fs, event_fd, error);
         /* Only now: the kernel matches answers by fd number, reused at once. */
         journal_forget(t->journal, event_fd);
         close(event_fd);
@@ -272,6 +277,17 @@ static void promote_fills(struct tfile *f, const struct waiter *w, uint64_t star
                         worker_promote(container_worker(f->tenant, fl->route), fl->req);
 }
 
+/* Room for need more bytes. A fetch ahead of readers (a trace's, a
+ * hydration's) takes only free room and never makes the tenant release
+ * files, and none starts once tierd stops. */
+static int fill_admit(struct tfile *f, const struct waiter *w, uint64_t need) {
+        if (!w->ahead)
+                return quota_admit(f->tenant, f->fd, need);
+        if (f->tenant->t->stopping)
+                return -ECANCELED;
+        return quota_room(f->tenant, need) ? 0 : -EDQUOT;
+}
+
 /* Starts the fills w needs that nobody has started yet. */
 static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub *s) {
         _cleanup_(range_set_done) struct range_set busy = {}, missing = {}, todo = {};
@@ -286,7 +302,7 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
                 if (s->state == STUB_PARTIAL && range_set_covers(&s->populated, 0, s->size))
                         return 0; /* all in: tfile_progress verifies it */
                 if (s->state == STUB_RELEASED && !f->fills) {
-                        if ((r = quota_admit(f->tenant, f->fd, s->size)) < 0)
+                        if ((r = fill_admit(f, w, s->size)) < 0)
                                 return r;
                         return fill_submit(f, 0, s->size, s, PROTO_FILL, true, w->route, w->ahead);
                 }
@@ -341,7 +357,7 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
         uint64_t need = 0;
         for (unsigned i = 0; i < n; i++)
                 need += piece[i].end - piece[i].start;
-        if (need && (r = quota_admit(f->tenant, f->fd, need)) < 0) {
+        if (need && (r = fill_admit(f, w, need)) < 0) {
                 if (w->whole || w->want_end <= w->end)
                         return r;
                 w->want_end = w->end;
@@ -414,8 +430,8 @@ void tfile_progress(struct tfile *f) {
                 int k = waiter_dispatch(f, w, &s);
                 if (k == -EAGAIN)
                         f->quota_wait = true; /* dispatch_quota_retry() comes back */
-                else if (k == -EDQUOT)
-                        w->error = EDQUOT; /* said and signalled by quota.c */
+                else if (k == -EDQUOT || k == -ECANCELED)
+                        w->error = -k; /* said and signalled by quota.c; or a fetch ahead no longer wanted */
                 else if (k < 0) {
                         log_error_errno(k, "tenant %s: cannot start a fill: %m", f->tenant->cfg->name);
                         w->error = EIO;

@@ -15,6 +15,8 @@ void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_even
 /* Answers a pre-content event (0: allow, else EIO or EDQUOT) and closes
  * its fd: only now may the kernel reuse the number. */
 void dispatch_answer(struct tiered_fs *fs, int event_fd, int error);
+/* Only writes the answer: the fd stays open, the caller's to close. */
+void dispatch_answer_write(struct tiered_fs *fs, int event_fd, int error);
 
 /* Serves an event the previous tierd read and recorded in the journal but
  * did not answer; number is its fd number, reserved by a placeholder. */

@@ -145,16 +145,15 @@ static void test_hook_thread_opens(void) {}
  * not: an ordinary file (no stub record) is allowed with the fewest
  * syscalls, and never recorded: it is answered while its number is still
  * named (journal_reading), so a tierd killed before the answer leaves it
- * to the next one, as any event not recorded yet. It is ignored while its
- * inode is cached, so it runs at native speed. Takes the event (md->fd
- * becomes FAN_NOFD) when it answered it. */
-static bool answered_ordinary(struct tiered_fs *fs, struct fanotify_event_metadata *md) {
+ * to the next one, as any event not recorded yet; its fd is closed only
+ * once the numbers are no longer named, so that no fd opened meanwhile
+ * takes the number and passes for an event. It is ignored while its inode
+ * is cached, so it runs at native speed. */
+static bool answered_ordinary(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
         if (md->vers != FANOTIFY_METADATA_VERSION || fgetxattr(md->fd, STUB_XATTR, NULL, 0) >= 0 || errno != ENODATA)
                 return false;
         fsgroup_ignore_file(fs, md->fd);
-        fs->t->fds_in_flight++;
-        dispatch_answer(fs, md->fd, 0);
-        md->fd = FAN_NOFD;
+        dispatch_answer_write(fs, md->fd, 0);
         return true;
 }
 
@@ -220,12 +219,22 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                 test_hook_die_before_recording(buf, n);
                 /* FAN_EVENT_NEXT counts its length down: a copy per pass. */
                 ssize_t left = n;
-                for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, left); md = FAN_EVENT_NEXT(md, left))
-                        if (md->fd >= 0 && !answered_ordinary(fs, md)) {
-                                journal_record(t->journal, fs->fsid, md);
-                                t->fds_in_flight++;
+                int answered[JOURNAL_MAX_CANDIDATES]; /* at most k events fit in k * FAN_EVENT_METADATA_LEN */
+                unsigned n_answered = 0;
+                for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, left); md = FAN_EVENT_NEXT(md, left)) {
+                        if (md->fd < 0)
+                                continue;
+                        if (n_answered < JOURNAL_MAX_CANDIDATES && answered_ordinary(fs, md)) {
+                                answered[n_answered++] = md->fd;
+                                md->fd = FAN_NOFD;
+                                continue;
                         }
+                        journal_record(t->journal, fs->fsid, md);
+                        t->fds_in_flight++;
+                }
                 journal_reading_done(t->journal);
+                for (unsigned i = 0; i < n_answered; i++)
+                        close(answered[i]);
                 for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
                         if (md->vers != FANOTIFY_METADATA_VERSION) {
                                 log_error("fanotify metadata version %u, expected %u", md->vers, FANOTIFY_METADATA_VERSION);

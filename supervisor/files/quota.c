@@ -222,7 +222,9 @@ static void pressure(struct tenant *tn, uint64_t need) {
 
 bool quota_room(struct tenant *tn, uint64_t need) {
         struct engine_limits l = limits_of(tn);
-        return !usage_tracked(tn) || !l.quota || engine_fits(&l, committed(tn), need);
+        uint64_t used = committed(tn);
+        /* Under the high watermark too: above it, the planner releases. */
+        return !usage_tracked(tn) || !l.quota || (engine_fits(&l, used, need) && !engine_over_high(&l, used + need));
 }
 
 int quota_admit(struct tenant *tn, int fd, uint64_t need) {

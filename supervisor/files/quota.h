@@ -19,8 +19,9 @@
  * Admitted bytes count against the quota until their fill is done
  * (tn->quota_reserved): concurrent fills cannot overshoot it. */
 int quota_admit(struct tenant *tn, int fd, uint64_t need);
-/* Would need more bytes fit without releasing anything? (Work done ahead
- * of readers, a trace's prefetch, takes only room that is free.) */
+/* Would need more bytes fit without releasing anything, under the high
+ * watermark too? (Work done ahead of readers, a trace's prefetch or a
+ * hydration, takes only room that is free.) */
 bool quota_room(struct tenant *tn, uint64_t need);
 /* After a fill or an archive: above the high watermark, release soon (from
  * the event loop). */

@@ -56,7 +56,8 @@ static void on_hydrated(void *userdata, int error) {
         pump_later(h);
 }
 
-/* 1: started, 0: nothing to do (whole already, gone, no free room). */
+/* 1: started, 0: nothing to do (whole already, released again since it
+ * was read, gone, no free room). */
 static int start(struct hydrate *h, const struct hydrate_entry *e) {
         struct tenant *tn = h->tn;
         _cleanup_(stub_done) struct stub s = {};
@@ -66,17 +67,26 @@ static int start(struct hydrate *h, const struct hydrate_entry *e) {
 
         /* O_PATH: only its handle is taken (the file's own fill fd is dispatch.c's). */
         _cleanup_close_ int fd = open_by_handle_at(tn->fs->root_fd, (struct file_handle *)&e->h.fh, O_PATH | O_CLOEXEC);
-        if (fd < 0 || stub_read_fd(fd, &s, &err) < 0 || (s.state != STUB_RELEASED && s.state != STUB_PARTIAL))
+        if (fd < 0 || stub_read_fd(fd, &s, &err) < 0)
+                return 0;
+        /* Released with no fill of its read in flight: released again since
+         * (tierctl release, the quota), which a hydration must not undo. */
+        if (s.state != STUB_PARTIAL && !(s.state == STUB_RELEASED && dispatch_file_busy(tn->t, tn->fs, fd)))
                 return 0;
         have = s.state == STUB_PARTIAL ? range_set_total(&s.populated) : 0;
         /* Only room that is free: a hydration never makes a tenant release files. */
-        if (!quota_room(tn, s.size - MIN(have, s.size)))
+        if (!quota_room(tn, s.size - MIN(have, s.size))) {
+                log_info("tenant %s: %s stays partial: no free room under the quota's high watermark to fetch it whole",
+                         tn->cfg->name, s.key);
                 return 0;
+        }
+        h->running++; /* on_hydrated may run before dispatch_prefetch returns */
         r = dispatch_prefetch(tn, fd, 0, s.size, true, e->route, on_hydrated, h);
-        if (r < 0)
+        if (r < 0) {
+                h->running--;
                 return r;
+        }
         pace_spend(tn, s.size - MIN(have, s.size));
-        h->running++;
         return 1;
 }
 
@@ -123,18 +133,19 @@ static void pump_later(struct hydrate *h) {
                 log_error_errno(r, "tenant %s: cannot go on fetching files whole: %m", h->tn->cfg->name);
 }
 
-void hydrate_touched(struct tenant *tn, const struct file_handle *fh, uint64_t route) {
+bool hydrate_touched(struct tenant *tn, const struct file_handle *fh, uint64_t route) {
         struct hydrate *h = tn->hydrate;
 
         if (!h && !(h = tn->hydrate = calloc(1, sizeof(*h))))
-                return; /* the file stays partial: its next read asks again */
+                return false;
         h->tn = tn;
         if (h->n == HYDRATE_QUEUE || fh->handle_bytes > MAX_HANDLE_SZ)
-                return;
+                return false;
         struct hydrate_entry *e = &h->ring[(h->head + h->n++) % HYDRATE_QUEUE];
         memcpy(&e->h.fh, fh, sizeof(*fh) + fh->handle_bytes);
         e->route = route;
         pump_later(h);
+        return true;
 }
 
 void hydrate_stop(struct tenant *tn) {

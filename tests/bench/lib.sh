@@ -58,13 +58,15 @@ bench_same() { [ "$(sha256sum <"$1" | cut -d' ' -f1)" = "$2" ] || bench_fail "$1
 # bench_cgroup VAR NAME: VAR names a CPU cgroup of the run's own, as a
 # container runtime gives every pod (cgroup v2 with the cpu controller, else
 # v1's cpu hierarchy), or is empty where there is none. Removed at exit
-# (tl_cleanup). bench_in_cgroup DIR CMD...: CMD runs in it (DIR empty:
-# where we are).
+# (tl_cleanup); on cgroup v2, the cpu controller enabled at the root
+# stays so. bench_in_cgroup DIR CMD...: CMD runs in it (DIR empty: where
+# we are); bench_spawn DIR CMD...: the same in the background, its pid in
+# BENCH_PID.
 bench_cgroup() {
 	local d=
 	if grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
 		grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
-		d=/sys/fs/cgroup/tierd-bench-$2-$$
+		grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control && d=/sys/fs/cgroup/tierd-bench-$2-$$
 	elif [ -w /sys/fs/cgroup/cpu/cgroup.procs ]; then
 		d=/sys/fs/cgroup/cpu/tierd-bench-$2-$$
 	fi
@@ -76,5 +78,13 @@ bench_in_cgroup() {
 	shift
 	if [ -z "$d" ]; then "$@"; return; fi
 	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' bench_in_cgroup "$d" "$@"
+}
+bench_spawn() {
+	local d=$1
+	shift
+	if [ -z "$d" ]; then "$@" & else
+		bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' bench_spawn "$d" "$@" &
+	fi
+	BENCH_PID=$!
 }
 

@@ -131,9 +131,9 @@ for i in $(seq 256); do head -c $((RMIB << 20)) /dev/urandom >"$VA/r/f$i"; done
 readers() { # CGROUP: alpha's 256 readers, started in it
 	READERS=()
 	for i in $(seq 256); do
-		bench_in_cgroup "$1" timeout 3600 cat "$VA/r/f$i" >/dev/null &
-		READERS+=("$!")
-		TL_PIDS+=("$!")
+		bench_spawn "$1" timeout 3600 cat "$VA/r/f$i" >/dev/null
+		READERS+=("$BENCH_PID")
+		TL_PIDS+=("$BENCH_PID")
 	done
 	sleep 1
 }

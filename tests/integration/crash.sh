@@ -208,6 +208,27 @@ tl_tierd_start "$TL_DIR/policy.json"
 check "tierd killed between reading an event and recording it: its reader gets the original bytes" wait "$READER"
 check "... the event was recovered from the dead tierd's keeper" grep -q "were recovered from its keeper" "$TL_TIERD_LOG"
 kill -INT "$TL_TIERD_PID" && wait "$TL_TIERD_PID"
+# The same for an ordinary file's event, answered before its batch is
+# recorded and never recorded (supervisor/events/fsgroup.c).
+head -c 100000 /dev/urandom >"$TL_DIR/orig/o1"
+cp "$TL_DIR/orig/o1" "$TL_DIR/fs/a/o1"
+setfattr -n user.tierd-test-die -v 1 "$TL_DIR/fs/a/o1"
+BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/policy.json"
+sync
+echo 3 >/proc/sys/vm/drop_caches # its ignore mark goes with the inode: the next read raises an event
+timeout 10 cmp -s "$VIEW/o1" "$TL_DIR/orig/o1" &
+READER=$!
+if timeout 15 tail --pid="$TL_TIERD_PID" -f /dev/null; then
+	ok "a test build dies reading an ordinary file's event"
+else
+	not_ok "a test build dies reading an ordinary file's event"
+	kill -KILL "$TL_TIERD_PID"
+fi
+wait "$TL_TIERD_PID" 2>/dev/null
+setfattr -x user.tierd-test-die "$TL_DIR/fs/a/o1"
+tl_tierd_start "$TL_DIR/policy.json"
+check "... its reader gets the file's bytes" wait "$READER"
+kill -INT "$TL_TIERD_PID" && wait "$TL_TIERD_PID"
 BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/policy.json"
 KEEPER=$(pgrep -P "$TL_TIERD_PID" -x tierd-keeper)
 die_reading f2

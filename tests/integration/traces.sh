@@ -17,7 +17,8 @@ tl_loopfs btrfs 1G "$FS" || { not_ok "mkfs"; tl_summary; exit 1; }
 tl_subvol btrfs "$FS/web"
 tl_subvol btrfs "$FS/slow"
 tl_subvol btrfs "$FS/prog"
-mkdir -p "$TL_DIR/store/prog"
+tl_subvol btrfs "$FS/progq"
+mkdir -p "$TL_DIR/store/prog" "$TL_DIR/store/progq"
 # Tenant slow's store can hold its answers (tests/lib/faultserver.py, a
 # fake for a store that stalls), for a reader racing queued prefetches.
 PORT=${FAULT_PORT:-18197} CONTROL=$TL_DIR/fault FLOG=$TL_DIR/fault.log
@@ -34,7 +35,9 @@ cat >"$TL_DIR/policy.json" <<EOF2
               "backend": "http://127.0.0.1:$PORT/t", "connect_timeout": "2s", "stall_timeout": "20s",
               "trace_window": "3s"},
              {"name": "prog", "subvolume": "$FS/prog", "mount": "$TL_DIR/views/prog", "backend": "file://$TL_DIR/store/prog",
-              "restore": "progressive", "prefetch_rate": "4M"}]}
+              "restore": "progressive", "prefetch_rate": "4M"},
+             {"name": "progq", "subvolume": "$FS/progq", "mount": "$TL_DIR/views/progq", "backend": "file://$TL_DIR/store/progq",
+              "restore": "progressive", "quota": "24M"}]}
 EOF2
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
 check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -239,4 +242,23 @@ check "... paced by prefetch_rate: 20 MiB at 4 MiB/s took $took ms, at least 3,0
 check "... right" bash -c "for i in \$(seq 20); do cmp -s '$P/s'\$i '$ORIG/prog_s'\$i || exit 1; done"
 check "... HydratedFiles is 21" tl_eventually_for 10 bash -c "[ \$(busctl --system get-property org.tierd1 /org/tierd1/tenant/prog org.tierd1.Tenant HydratedFiles | cut -d' ' -f2) -eq 21 ]"
 echo "# HydratedFiles: $(pprop HydratedFiles)"
+
+# Under a quota a hydration takes only free room below the high watermark
+# (0.9 of 24M): it never makes the tenant release other files. A 12 MiB
+# file released, four of 3 MiB archived and resident (12 MiB): the whole
+# file would fit the quota but not the watermark.
+Q=$TL_DIR/views/progq
+for f in r1 r2 r3 r4 big; do head -c $([ $f = big ] && echo 12M || echo 3M) /dev/urandom >"$ORIG/progq_$f"; done
+cp "$ORIG/progq_big" "$Q/big"
+check "tenant progq: a 12 MiB file released, four of 3 MiB archived and resident" \
+	bash -c "timeout 60 '$TIERCTL' archive '$Q/big' >/dev/null && timeout 60 '$TIERCTL' release '$Q/big' >/dev/null &&
+		for f in r1 r2 r3 r4; do cp '$ORIG'/progq_\$f '$Q'/\$f; done && timeout 60 '$TIERCTL' archive '$Q'/r? >/dev/null"
+tl_log_mark
+check "a 4 KiB read of the released one is served, right" \
+	bash -c "cmp -s <(timeout 20 '$PREAD' '$Q/big' 0 4096) <(head -c 4096 '$ORIG/progq_big')"
+check "... it stays partial: no free room under the high watermark, said" \
+	tl_logged 20 "stays partial: no free room under the quota's high watermark"
+qprop() { busctl --system get-property org.tierd1 /org/tierd1/tenant/progq org.tierd1.Tenant "$1" | cut -d' ' -f2; }
+check "... and nothing was released for it (QuotaReleases $(qprop QuotaReleases))" test "$(qprop QuotaReleases)" -eq 0
+check "... the four others are still whole" whole "$Q/r1" "$Q/r2" "$Q/r3" "$Q/r4"
 tl_summary
