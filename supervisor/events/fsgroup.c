@@ -157,6 +157,30 @@ static bool answered_ordinary(struct tiered_fs *fs, const struct fanotify_event_
         return true;
 }
 
+/* Every event read is recorded before any is acted on (a tierd killed in
+ * between leaves the next one a journal to answer from), but an ordinary
+ * file's, answered at once (answered_ordinary). Ends journal_reading. */
+static void record_events(struct tiered_fs *fs, char *buf, ssize_t n) {
+        struct tierd *t = fs->t;
+        int answered[JOURNAL_MAX_CANDIDATES]; /* at most k events fit in k * FAN_EVENT_METADATA_LEN */
+        unsigned n_answered = 0;
+
+        for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
+                if (md->fd < 0)
+                        continue;
+                if (n_answered < JOURNAL_MAX_CANDIDATES && answered_ordinary(fs, md)) {
+                        answered[n_answered++] = md->fd;
+                        md->fd = FAN_NOFD;
+                        continue;
+                }
+                journal_record(t->journal, fs->fsid, md);
+                t->fds_in_flight++;
+        }
+        journal_reading_done(t->journal);
+        for (unsigned i = 0; i < n_answered; i++)
+                close(answered[i]);
+}
+
 static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct tiered_fs *fs = userdata;
         struct tierd *t = fs->t;
@@ -217,24 +241,7 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                         return 0;
                 }
                 test_hook_die_before_recording(buf, n);
-                /* FAN_EVENT_NEXT counts its length down: a copy per pass. */
-                ssize_t left = n;
-                int answered[JOURNAL_MAX_CANDIDATES]; /* at most k events fit in k * FAN_EVENT_METADATA_LEN */
-                unsigned n_answered = 0;
-                for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, left); md = FAN_EVENT_NEXT(md, left)) {
-                        if (md->fd < 0)
-                                continue;
-                        if (n_answered < JOURNAL_MAX_CANDIDATES && answered_ordinary(fs, md)) {
-                                answered[n_answered++] = md->fd;
-                                md->fd = FAN_NOFD;
-                                continue;
-                        }
-                        journal_record(t->journal, fs->fsid, md);
-                        t->fds_in_flight++;
-                }
-                journal_reading_done(t->journal);
-                for (unsigned i = 0; i < n_answered; i++)
-                        close(answered[i]);
+                record_events(fs, buf, n);
                 for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
                         if (md->vers != FANOTIFY_METADATA_VERSION) {
                                 log_error("fanotify metadata version %u, expected %u", md->vers, FANOTIFY_METADATA_VERSION);
