@@ -72,14 +72,15 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         sd_event_source_set_time_relative(s, tick_usec(tn));
         /* archive_rate: a token bucket of bytes, refilled with time (at most
          * a minute's worth), spent as uploads start; in debt, none starts. */
-        bool ready = rate_ready(&tn->archive_bucket, tn->cfg->archive_rate, 60, tierd_now_usec(tn->t));
+        uint64_t now = tierd_now_usec(tn->t);
+        bool ready = rate_ready(&tn->archive_bucket, tn->cfg->archive_rate, 60, now);
         if (!tn->cfg->archive_after_usec || !usage_tracked(tn) || tn->auto_in_flight >= IN_FLIGHT_MAX || !ready)
                 return 0;
         const struct engine_file *files = usage_files(tn, &n);
         size_t k = engine_plan_archive(files, n, (uint32_t)time(NULL), (uint32_t)(tn->cfg->archive_after_usec / 1000000),
                                        tn->cfg->archive_min_size, out, PLAN_MAX);
         for (size_t i = 0; i < k && tn->auto_in_flight < IN_FLIGHT_MAX; i++) {
-                if (tn->cfg->archive_rate && tn->archive_bucket.tokens <= 0)
+                if (!rate_ready(&tn->archive_bucket, tn->cfg->archive_rate, 60, now))
                         break;
                 struct auto_item *it = calloc(1, sizeof(*it));
                 if (!it)

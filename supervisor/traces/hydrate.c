@@ -62,7 +62,7 @@ static int start(struct hydrate *h, const struct hydrate_entry *e) {
         struct tenant *tn = h->tn;
         _cleanup_(stub_done) struct stub s = {};
         const char *err = "";
-        uint64_t have;
+        uint64_t need;
         int r;
 
         /* O_PATH: only its handle is taken (the file's own fill fd is dispatch.c's). */
@@ -73,9 +73,9 @@ static int start(struct hydrate *h, const struct hydrate_entry *e) {
          * (tierctl release, the quota), which a hydration must not undo. */
         if (s.state != STUB_PARTIAL && !(s.state == STUB_RELEASED && dispatch_file_busy(tn->t, tn->fs, fd)))
                 return 0;
-        have = s.state == STUB_PARTIAL ? range_set_total(&s.populated) : 0;
+        need = s.size - MIN(s.state == STUB_PARTIAL ? range_set_total(&s.populated) : 0, s.size);
         /* Only room that is free: a hydration never makes a tenant release files. */
-        if (!quota_room(tn, s.size - MIN(have, s.size))) {
+        if (!quota_room(tn, need)) {
                 log_info("tenant %s: %s stays partial: no free room under the quota's high watermark to fetch it whole",
                          tn->cfg->name, s.key);
                 return 0;
@@ -86,7 +86,7 @@ static int start(struct hydrate *h, const struct hydrate_entry *e) {
                 h->running--;
                 return r;
         }
-        pace_spend(tn, s.size - MIN(have, s.size));
+        pace_spend(tn, need);
         return 1;
 }
 

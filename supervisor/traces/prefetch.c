@@ -200,14 +200,14 @@ static void file_consider(struct prefetch *p, size_t i) {
         }
 }
 
-/* Starts files in trace order while fewer than PREFETCH_FILES are in
- * flight, at most PUMP_TURN of them this turn. */
 static int on_paced(sd_event_source *s, uint64_t usec, void *userdata) {
         (void)s, (void)usec;
         pump(userdata);
         return 0;
 }
 
+/* Starts files in trace order while fewer than PREFETCH_FILES are in
+ * flight, at most PUMP_TURN of them this turn. */
 static void pump(struct prefetch *p) {
         unsigned turn = 0;
 

@@ -73,12 +73,7 @@ bench_cgroup() {
 	if [ -n "$d" ] && mkdir -p "$d" 2>/dev/null; then TL_CGROUPS+=("$d"); else d=; fi
 	printf -v "$1" '%s' "$d"
 }
-bench_in_cgroup() {
-	local d=$1
-	shift
-	if [ -z "$d" ]; then "$@"; return; fi
-	bash -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' bench_in_cgroup "$d" "$@"
-}
+bench_in_cgroup() { bench_spawn "$@" && wait "$BENCH_PID"; }
 bench_spawn() {
 	local d=$1
 	shift
