@@ -37,7 +37,7 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 COMMON_SRC := common/log.c common/ranges.c common/size.c common/url.c common/hex.c common/stub.c common/proto.c \
 	common/utf8.c common/hash.c common/manifest.c common/catalog-format.c common/fdio.c common/objkey.c \
 	common/journal.c common/fanevent.c common/readeraccess.c common/treewalk.c
-POLICY_SRC := policy/policy.c policy/policyfile.c policy/policyquery.c policy/policyvalue.c policy/json-strict.c policy/edit.c policy/engine.c
+POLICY_SRC := policy/policy.c policy/policyaws.c policy/policyfile.c policy/policyquery.c policy/policyvalue.c policy/json-strict.c policy/edit.c policy/engine.c
 TIERD_SRC := cmd/tierd.c $(foreach d,$(SUPERVISOR_DIRS),$(wildcard $(d)/*.c)) $(wildcard dbus/*.c)
 WORKER_SRC := $(wildcard worker/*.c)
 HOLDER_SRC := holder/holder.c holder/guard.c common/log.c common/proto.c common/journal.c common/fanevent.c \
@@ -120,7 +120,7 @@ $(BUILD)/tests/%: tests/helpers/%.c | $(DEPS)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Unit tests, built plain and with ASan+UBSan.
-UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/workers/credentials.c supervisor/workers/proxy.c worker/http-check.c worker/mcache.c worker/s3xml.c supervisor/traces/traceformat.c
+UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/workers/credentials.c supervisor/workers/awsanswer.c supervisor/workers/proxy.c worker/http-check.c worker/mcache.c worker/s3xml.c supervisor/traces/traceformat.c
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 $(BUILD)/unit/%: tests/unit/%.c $(UNIT_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)
@@ -137,7 +137,7 @@ UNIT_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit
 # ASan+UBSan; make fuzz builds them for libFuzzer, to run for longer.
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz-*.c))
 FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
-FUZZ_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) worker/http-check.c worker/s3xml.c cli/ocihook.c supervisor/traces/traceformat.c
+FUZZ_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) worker/http-check.c worker/s3xml.c supervisor/workers/awsanswer.c cli/ocihook.c supervisor/traces/traceformat.c
 $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $(FUZZ_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS)

@@ -24,6 +24,7 @@
 /* Keys allowed in a tenant and in "defaults" (name/subvolume/mount/backend
  * only in tenants). */
 #define SETTING_KEYS "backend", "chunk", "readahead", "small_file", "endpoint", "region", "credentials", "addressing", \
+        "credential_source", "profile", "role_arn", "web_identity_token_file", "sts_endpoint", \
         "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size", \
         "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "prefetch_rate", \
         "pin", "restore", \
@@ -35,6 +36,7 @@ static const char *const default_keys[] = { SETTING_KEYS };
 struct tenant_settings {
         const char *backend, *endpoint, *region, *credentials, *addressing, *ca_file, *sse, *kms_key_id;
         const char *catalog_key;
+        struct aws_settings aws;
         json_object *headers, *pin;
         uint64_t chunk, readahead, small_file, connect_timeout, stall_timeout, multipart_threshold, part_size;
         uint64_t quota, archive_after, archive_min_size, archive_rate, prefetch_rate, manifest_cache, trace_window;
@@ -68,6 +70,8 @@ static int parse_store_settings(struct parse_ctx *c, json_object *o, const char 
         if (r > 0 && (!*s->region || strspn(s->region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(s->region)))
                 return policy_fail(c, tenant, "region", "'%s' is not a region name", s->region);
         if ((r = policy_get_opt_path(c, o, tenant, "credentials", &s->credentials)) < 0)
+                return r;
+        if ((r = policy_parse_aws(c, o, tenant, &s->aws)) < 0)
                 return r;
         if ((r = policy_get_opt_path(c, o, tenant, "ca_file", &s->ca_file)) < 0)
                 return r;
@@ -206,8 +210,8 @@ static int check_settings_together(struct parse_ctx *c, const char *name, const 
         if (r < 0)
                 return policy_fail(c, name, "backend", "'%s': %s", s->backend, err);
 
-        if (kind == BACKEND_S3 && !s->credentials)
-                return policy_fail(c, name, "credentials", "missing: an s3:// backend needs an AWS shared-credentials file");
+        if ((r = policy_check_aws(c, name, kind == BACKEND_S3, s->credentials, &s->aws)) < 0)
+                return r;
         if (s->kms_key_id && (!s->sse || strcmp(s->sse, "aws:kms") != 0))
                 return policy_fail(c, name, "kms_key_id", "needs \"sse\": \"aws:kms\"");
         if (s->catalog && !s->catalog_key)
@@ -298,7 +302,7 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .containers = strings_to_strv(containers), .allow_setuid_mounts = allow_setuid_mounts,
         };
         if (!t->name || !t->subvolume || !t->mount || !t->backend || !t->region || !t->headers || !t->pin ||
-            !t->namespaces || !t->containers)
+            !t->namespaces || !t->containers || policy_aws_copy(&t->aws, &s.aws) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -537,6 +541,7 @@ void policy_free(struct policy *p) {
                 free(p->tenants[i].endpoint);
                 free(p->tenants[i].region);
                 free(p->tenants[i].credentials);
+                policy_aws_free(&p->tenants[i].aws);
                 free(p->tenants[i].catalog_key);
                 free(p->tenants[i].ca_file);
                 free(p->tenants[i].sse);

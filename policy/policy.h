@@ -14,6 +14,26 @@
 #define POLICY_DIR_FILE "policy.json" /* the policy in a directory given as the policy path */
 #define POLICY_FILE_MAX (4u << 20) /* bytes of a policy, read or parsed */
 
+/* Where an s3:// tenant's keys come from (policy/policyaws.c; the sources:
+ * supervisor/workers/awscreds.c). */
+enum creds_source {
+        CREDS_FROM_FILE,         /* "credentials", a shared-credentials file, its "profile" */
+        CREDS_FROM_ENV,          /* tierd's AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN */
+        CREDS_FROM_WEB_IDENTITY, /* STS AssumeRoleWithWebIdentity with a token file (IRSA) */
+        CREDS_FROM_CONTAINER,    /* AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity, ECS) */
+        CREDS_FROM_IMDS,         /* EC2's instance metadata, IMDSv2 */
+        CREDS_FROM_CHAIN,        /* the first of these that tierd's environment sets up, as AWS SDKs look */
+};
+
+struct policy_aws {
+        enum creds_source source;
+        char *profile;                 /* of the credentials file; NULL: AWS_PROFILE, else "default" */
+        char *role_arn;                /* web_identity; NULL: AWS_ROLE_ARN */
+        char *web_identity_token_file; /* web_identity; NULL: AWS_WEB_IDENTITY_TOKEN_FILE */
+        char *sts_endpoint;            /* NULL: AWS_ENDPOINT_URL_STS, else STS's regional endpoint */
+};
+const char *policy_creds_source_name(enum creds_source s);
+
 struct policy_tenant {
         char *name;
         char *subvolume; /* absolute, normalized */
@@ -32,6 +52,7 @@ struct policy_tenant {
         char *endpoint;        /* s3: "http(s)://host[:port]"; NULL: AWS's regional endpoint */
         char *region;          /* s3 */
         char *credentials;     /* s3: AWS shared-credentials file */
+        struct policy_aws aws; /* s3: where the keys come from */
         bool virtual_hosted;   /* s3 addressing: bucket in the host name */
         uint64_t connect_timeout_usec, stall_timeout_usec;
         char *ca_file;         /* private CA bundle */

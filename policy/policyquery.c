@@ -59,7 +59,10 @@ bool policy_tenant_worker_equal(const struct policy_tenant *a, const struct poli
             a->connect_timeout_usec != b->connect_timeout_usec || a->stall_timeout_usec != b->stall_timeout_usec ||
             !str_equal(a->ca_file, b->ca_file) || !str_equal(a->sse, b->sse) || !str_equal(a->kms_key_id, b->kms_key_id) ||
             a->multipart_threshold != b->multipart_threshold || a->part_size != b->part_size ||
-            a->manifest_cache != b->manifest_cache)
+            a->manifest_cache != b->manifest_cache || a->aws.source != b->aws.source ||
+            !str_equal(a->aws.profile, b->aws.profile) || !str_equal(a->aws.role_arn, b->aws.role_arn) ||
+            !str_equal(a->aws.web_identity_token_file, b->aws.web_identity_token_file) ||
+            !str_equal(a->aws.sts_endpoint, b->aws.sts_endpoint))
                 return false;
         for (; a->headers && b->headers && a->headers[i] && b->headers[i]; i++)
                 if (strcmp(a->headers[i], b->headers[i]) != 0)

@@ -45,3 +45,16 @@ int policy_get_opt_path(struct parse_ctx *c, json_object *o, const char *tenant,
 /* "http(s)://host[:port]" and nothing more: keys are appended to it. */
 int policy_check_endpoint(struct parse_ctx *c, const char *tenant, const char *e);
 int policy_check_headers(struct parse_ctx *c, const char *tenant, json_object *h);
+
+/* An s3:// tenant's credential keys (policyaws.c), as given. */
+struct aws_settings {
+        const char *source, *profile, *role_arn, *token_file, *sts_endpoint;
+};
+struct policy_aws;
+int policy_parse_aws(struct parse_ctx *c, json_object *o, const char *tenant, struct aws_settings *s);
+/* Whether the keys and "credentials" agree; an s3:// backend needs a source. */
+int policy_check_aws(struct parse_ctx *c, const char *tenant, bool s3, const char *credentials, const struct aws_settings *s);
+/* The source's number, -EINVAL for no source's name. */
+int policy_creds_source(const char *name);
+int policy_aws_copy(struct policy_aws *a, const struct aws_settings *s);
+void policy_aws_free(struct policy_aws *a);

@@ -57,6 +57,7 @@
 #include "trace.h"
 #include "policywatch.h"
 #include "sdstatus.h"
+#include "awscreds.h"
 #include "resolver.h"
 #include "secrets.h"
 #include "views.h"
@@ -268,6 +269,7 @@ static void teardown(struct tierd *t, const struct tierd_face *face) {
                 safe_close(t->tenants[i].subvol_fd);
                 safe_close(t->tenants[i].store_fd);
                 free(t->tenants[i].subvol_rel);
+                awscreds_stop(&t->tenants[i]);
                 explicit_bzero(&t->tenants[i].cred, sizeof(t->tenants[i].cred));
                 explicit_bzero(t->tenants[i].headers, sizeof(t->tenants[i].headers));
         }

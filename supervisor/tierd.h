@@ -136,6 +136,7 @@ void tenant_record_wait(struct tenant *tn, uint64_t route, double seconds, int e
 void tenant_set_last_error(struct tenant *tn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct tenant_net;
+struct tenant_aws;
 struct trace_recording;
 struct prefetch;
 
@@ -157,6 +158,7 @@ struct tenant {
         uint64_t headers_stamp;          /* the "@FILE" header files last tried (secrets.c) */
         struct catalog_key catalog_key;  /* "catalog_key": authenticates its catalog objects */
         struct tenant_net *net;          /* its store's host, resolved for the workers: resolver.c */
+        struct tenant_aws *aws;          /* s3: where its keys come from, fetched when temporary: awscreds.c */
         struct worker worker;
         struct tenant_counters counters;
         unsigned n_containers; /* attached, each with its own worker */

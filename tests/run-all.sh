@@ -58,6 +58,7 @@ else
 	run_suite "make install" bash tests/integration/install.sh
 	run_suite "the journal: priorities and fields, on a journald of the test's own" bash tests/integration/journal.sh
 	run_suite "remote stores (nginx WebDAV, Ceph RGW)" bash tests/integration/remote.sh
+	run_suite "AWS credentials: env, file, web identity (RGW STS), container, IMDSv2; refreshed" bash tests/integration/awscreds.sh
 	run_suite "the store's host name: every address, looked up again, never on the loop" bash tests/integration/dns.sh
 	run_suite "proxies: a store reached through an HTTP proxy (tinyproxy), no_proxy" bash tests/integration/proxy.sh
 	run_suite "access traces: recorded, merged, fetched ahead" bash tests/integration/traces.sh

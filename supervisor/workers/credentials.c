@@ -41,7 +41,7 @@ static int set_value(char *dst, size_t size, const char *v, const char **error) 
         return 0;
 }
 
-int credentials_parse(const char *text, struct proto_credentials *ret, const char **error) {
+int credentials_parse(const char *text, const char *profile, struct proto_credentials *ret, const char **error) {
         struct proto_credentials c = { .type = PROTO_CREDENTIALS };
         char buf[16384];
         bool in_default = false, seen_default = false;
@@ -58,14 +58,15 @@ int credentials_parse(const char *text, struct proto_credentials *ret, const cha
                 if (!*l || *l == '#' || *l == ';')
                         continue;
                 if (*l == '[') {
-                        in_default = strcmp(l, "[default]") == 0;
+                        size_t n = strlen(profile);
+                        in_default = strncmp(l + 1, profile, n) == 0 && l[n + 1] == ']' && !l[n + 2];
                         seen_default |= in_default;
                         continue;
                 }
                 if (!in_default)
                         continue;
                 if (!(eq = strchr(l, '='))) {
-                        *error = "a line in [default] without '='";
+                        *error = "a line in the profile without '='";
                         r = -EINVAL;
                         break;
                 }
@@ -81,10 +82,10 @@ int credentials_parse(const char *text, struct proto_credentials *ret, const cha
         }
         explicit_bzero(buf, sizeof(buf));
         if (r == 0 && !seen_default) {
-                *error = "no [default] profile";
+                *error = "no such profile in it";
                 r = -EINVAL;
         } else if (r == 0 && (!c.access_key[0] || !c.secret_key[0])) {
-                *error = "[default] needs aws_access_key_id and aws_secret_access_key";
+                *error = "the profile needs aws_access_key_id and aws_secret_access_key";
                 r = -EINVAL;
         }
         if (r == 0)
@@ -121,7 +122,8 @@ static int open_beneath(const char *path, int flags) {
         return fd < 0 ? -errno : (int)fd;
 }
 
-int secret_file_read(const char *path, char *buf, size_t size, const char **error) {
+/* group_other: the mode bits others may have (077: none). */
+static int read_beneath(const char *path, char *buf, size_t size, mode_t group_other, const char **error) {
         _cleanup_close_ int fd = open_beneath(path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
         struct stat st;
         size_t n = 0;
@@ -139,8 +141,9 @@ int secret_file_read(const char *path, char *buf, size_t size, const char **erro
                 *error = "cannot open it";
                 return -errno;
         }
-        if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
-                *error = "it must be a regular file owned by root with mode 0600 or stricter";
+        if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & group_other)) {
+                *error = group_other == 077 ? "it must be a regular file owned by root with mode 0600 or stricter"
+                                            : "it must be a regular file owned by root that only root may write";
                 return -EPERM;
         }
         for (;;) {
@@ -161,6 +164,14 @@ int secret_file_read(const char *path, char *buf, size_t size, const char **erro
         }
         buf[n] = 0;
         return 0;
+}
+
+int secret_file_read(const char *path, char *buf, size_t size, const char **error) {
+        return read_beneath(path, buf, size, 077, error);
+}
+
+int token_file_read(const char *path, char *buf, size_t size, const char **error) {
+        return read_beneath(path, buf, size, 022, error);
 }
 
 int secret_file_stat(const char *path, struct stat *st) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "awscreds.h"
 #include "credentials.h"
 #include "containers.h"
 #include "log.h"
@@ -16,22 +17,22 @@
 #define SECRETS_CHECK_USEC (2 * 1000 * 1000ull)
 
 static int load_credentials(struct tenant *tn) {
+        const char *err = "", *file = awscreds_file(tn), *profile = awscreds_profile(tn);
         char text[16384];
-        const char *err = "";
         struct proto_credentials c;
         struct stat st;
         int r;
 
         /* A link out of the directory: the read below says so. */
-        if ((r = secret_file_stat(tn->cfg->credentials, &st)) < 0 && r != -EXDEV && r != -ELOOP)
-                return log_error_errno(r, "tenant %s: credentials %s: %m", tn->cfg->name, tn->cfg->credentials);
-        r = secret_file_read(tn->cfg->credentials, text, sizeof(text), &err);
+        if ((r = secret_file_stat(file, &st)) < 0 && r != -EXDEV && r != -ELOOP)
+                return log_error_errno(r, "tenant %s: credentials %s: %m", tn->cfg->name, file);
+        r = secret_file_read(file, text, sizeof(text), &err);
         if (r < 0)
-                return log_error_errno(r, "tenant %s: credentials %s: %s", tn->cfg->name, tn->cfg->credentials, err);
-        r = credentials_parse(text, &c, &err);
+                return log_error_errno(r, "tenant %s: credentials %s: %s", tn->cfg->name, file, err);
+        r = credentials_parse(text, profile, &c, &err);
         explicit_bzero(text, sizeof(text));
         if (r < 0)
-                return log_error_errno(r, "tenant %s: credentials %s: %s", tn->cfg->name, tn->cfg->credentials, err);
+                return log_error_errno(r, "tenant %s: credentials %s, profile [%s]: %s", tn->cfg->name, file, profile, err);
         tn->cred = c;
         explicit_bzero(&c, sizeof(c));
         tn->have_cred = true;
@@ -137,7 +138,8 @@ int tenant_secrets_load(struct tenant *tn) {
         uint64_t stamp = headers_stamp(tn);
         int r = 0, k;
 
-        if (tn->cfg->credentials)
+        r = awscreds_plan(tn);
+        if (r == 0 && awscreds_file(tn))
                 r = load_credentials(tn);
         k = load_headers(tn, headers, sizeof(headers));
         if (k == 0)
@@ -171,10 +173,11 @@ static bool headers_changed(struct tenant *tn) {
 }
 
 static bool credentials_changed(struct tenant *tn) {
+        const char *file = awscreds_file(tn);
         struct stat st;
-        if (!tn->cfg->credentials)
+        if (!file)
                 return false;
-        int k = secret_file_stat(tn->cfg->credentials, &st);
+        int k = secret_file_stat(file, &st);
         if (k == -EXDEV || k == -ELOOP)
                 st = (struct stat){ .st_ino = (ino_t)-1 }; /* tried once: the refusal is logged */
         else if (k < 0)
@@ -201,6 +204,7 @@ static int on_secrets_check(sd_event_source *s, uint64_t usec, void *userdata) {
         struct tierd *t = userdata;
         for (size_t i = 0; i < t->n_tenants; i++) {
                 struct tenant *tn = &t->tenants[i];
+                awscreds_tick(tn); /* temporary keys fetched again, off the loop */
                 bool cred = credentials_changed(tn), headers = headers_changed(tn);
                 if (!cred && !headers)
                         continue;

@@ -13,17 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "face.h"
 #include "log.h"
 #include "macro.h"
+#include "awscreds.h"
 #include "resolver.h"
 #include "workerspawn.h"
-#include "url.h"
 
 #define WORKER_THREADS 4
 #define RESTART_DELAY_USEC (50 * 1000ull)
@@ -93,10 +91,10 @@ static void worker_wait_writable(struct worker *w) {
 }
 
 /* -EAGAIN: not sent, and req stays unsent until the socket is writable,
- * or until the store's host has an answer (resolver.c: a fetch that could
- * not connect would fail a reader who needs only wait a moment). */
+ * or until the store's host and keys have a first answer (resolver.c,
+ * awscreds.c: a fetch without would fail a reader who need only wait). */
 static int worker_send(struct worker *w, struct request *req) {
-        if (w->out_blocked || !resolver_answered(w->tenant))
+        if (w->out_blocked || !resolver_answered(w->tenant) || !awscreds_answered(w->tenant))
                 return -EAGAIN;
         req->progress_usec = tierd_now_usec(w->tenant->t);
         req->started = false;
@@ -376,7 +374,7 @@ void worker_send_update(struct worker *w, unsigned what) {
                 return; /* a worker that starts later gets them at start */
         w->updates_due |= what;
         worker_flush_updates(w);
-        if (what & UPDATE_RESOLVE)
+        if (what & (UPDATE_RESOLVE | UPDATE_CREDENTIALS))
                 worker_send_pending(w); /* held for the first answer */
 }
 /* A worker that moves no byte of a request it took up for the connect and

@@ -272,6 +272,10 @@ mon_data_avail_warn = 2
 paxos_propose_interval = 0.1
 rgw_frontends = beast endpoint=127.0.0.1:$port
 rgw_data = $dir
+# STS (AssumeRole, AssumeRoleWithWebIdentity) for the credential sources'
+# tests; the key is read at start only and must be 16 characters.
+rgw_sts_key = tierdteststskey0
+rgw_s3_auth_use_sts = true
 
 [client.admin]
 # CLI tools: no admin socket (parallel invocations would fight over it)

@@ -71,6 +71,20 @@ bad=$(grep -nE '(^|[^a-z_])trace_(parse|merge|format|add)\(' $(ls supervisor/*.c
 	grep -vE 'supervisor/traces/(tracework|traceformat)\.c'))
 if [ -z "$bad" ]; then echo "ok - event path: trace objects are parsed, merged and formatted on threads only"
 else echo "not ok - event path: trace work on the event loop (do it in supervisor/traces/tracework.c):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 4c. The network is asked only from threads: the store's host looked up
+# (resolver.c's lookup_work) and temporary AWS keys fetched (awsfetch.c,
+# run by awscreds.c's fetch_work); nothing else in tierd calls curl or the
+# resolver, and those two are called from offthread work functions only.
+bad=$( (grep -nE '\b(curl_easy_perform|curl_multi_perform|getaddrinfo|gethostbyname|res_query)\(' \
+	$(ls supervisor/*.c supervisor/*/*.c dbus/*.c | grep -vE 'supervisor/workers/(awsfetch|resolver)\.c')
+	grep -nE '(^|[^a-z_])awsfetch_run\(' $(ls supervisor/*.c supervisor/*/*.c dbus/*.c | grep -v awsfetch.c) | grep -v ':[[:space:]]*awsfetch_run(&f->plan'
+	awk '/^[a-z][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	     /getaddrinfo\(/ && fn != "lookup_work" { print FILENAME ":" FNR ": in " fn "(): " $0 }' supervisor/workers/resolver.c
+	awk '/^[a-z][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	     /awsfetch_run\(/ && fn != "fetch_work" { print FILENAME ":" FNR ": in " fn "(): " $0 }' supervisor/workers/awscreds.c) |
+	grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
+if [ -z "$bad" ]; then echo "ok - event path: the network (curl, DNS) is asked from threads only"
+else echo "not ok - event path: a network call that may run on the event loop (give it an offthread job):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 5. The journal sink: every send non-blocking, no sd_journal_*.
 bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
 	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c supervisor/*/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')

@@ -168,7 +168,7 @@ static void test_remote_keys(void **state) {
         assert_null(p->tenants[1].headers[1]);
         policy_free(p);
         parse_bad("{\"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\", \"backend\": \"s3://bkt/a\"}]}",
-                  "'credentials': missing");
+                  "'credentials': missing: an s3:// backend needs");
         parse_bad(T(", \"endpoint\": \"ftp://x\""), "endpoint");
         parse_bad(T(", \"endpoint\": \"http://host/path\""), "no path");
         parse_bad(T(", \"endpoint\": \"https://host/\""), "no path");
@@ -186,6 +186,43 @@ static void test_remote_keys(void **state) {
         /* A path key of the wrong type was once taken as absent. */
         parse_bad(T(", \"credentials\": [\"a\"]"), "'credentials': must be a string");
         parse_bad(T(", \"ca_file\": 7"), "'ca_file': must be a string");
+}
+
+#define S3(extra) "{\"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\", " \
+                  "\"backend\": \"s3://bkt/a\"" extra "}]}"
+
+/* Where an s3:// tenant's keys come from. */
+static void test_credential_sources(void **state) {
+        (void)state;
+        struct policy *p = parse_ok(S3(", \"credential_source\": \"web_identity\", \"role_arn\": "
+                                       "\"arn:aws:iam::123456789012:role/tierd\", \"web_identity_token_file\": \"/run/t/token\","
+                                       " \"sts_endpoint\": \"http://127.0.0.1:8000\""));
+        assert_int_equal(p->tenants[0].aws.source, CREDS_FROM_WEB_IDENTITY);
+        assert_string_equal(p->tenants[0].aws.role_arn, "arn:aws:iam::123456789012:role/tierd");
+        assert_string_equal(p->tenants[0].aws.web_identity_token_file, "/run/t/token");
+        assert_string_equal(p->tenants[0].aws.sts_endpoint, "http://127.0.0.1:8000");
+        assert_null(p->tenants[0].aws.profile); /* AWS_PROFILE, else "default" */
+        policy_free(p);
+        p = parse_ok(S3(", \"credentials\": \"/etc/tierd/a.cred\", \"profile\": \"team-a\""));
+        assert_int_equal(p->tenants[0].aws.source, CREDS_FROM_FILE);
+        assert_string_equal(p->tenants[0].aws.profile, "team-a");
+        policy_free(p);
+        static const char *const sources[] = { "env", "container", "imds", "chain" };
+        for (size_t i = 0; i < 4; i++) {
+                char text[512];
+                snprintf(text, sizeof(text), S3(", \"credential_source\": \"%s\""), sources[i]);
+                p = parse_ok(text);
+                assert_string_equal(policy_creds_source_name(p->tenants[0].aws.source), sources[i]);
+                policy_free(p);
+        }
+        parse_bad(S3(""), "or \"credential_source\"");
+        parse_bad(S3(", \"credential_source\": \"file\""), "'credentials': missing");
+        parse_bad(S3(", \"credential_source\": \"vault\""), "must be \"file\", \"env\"");
+        parse_bad(S3(", \"credential_source\": \"env\", \"role_arn\": \"tierd\""), "not a role's ARN");
+        parse_bad(S3(", \"credential_source\": \"env\", \"profile\": \"a b\""), "not a profile name");
+        parse_bad(S3(", \"credential_source\": \"env\", \"web_identity_token_file\": \"token\""),
+                  "'web_identity_token_file'");
+        parse_bad(S3(", \"credential_source\": \"env\", \"sts_endpoint\": \"http://h/path\""), "no path");
 }
 
 static void test_invalid_utf8(void **state) {
@@ -423,7 +460,7 @@ int main(void) {
                 cmocka_unit_test(test_settings_and_defaults),
                 cmocka_unit_test(test_strict_json),
                 cmocka_unit_test(test_bad_values),
-                cmocka_unit_test(test_remote_keys),
+                cmocka_unit_test(test_remote_keys), cmocka_unit_test(test_credential_sources),
                 cmocka_unit_test(test_admin_group),
                 cmocka_unit_test(test_same_places),
                 cmocka_unit_test(test_invalid_utf8),
