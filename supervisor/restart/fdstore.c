@@ -87,7 +87,14 @@ static int holder_spawn(const char *binary, const char *path) {
                 /* Double fork: not tierd's child, never reaped by it. */
                 if (fork() != 0)
                         _exit(0);
-                execv(binary, argv);
+                /* Not tierd's AWS keys (credential_source "env"): it only keeps fds. */
+                char *envp[256];
+                size_t n = 0;
+                for (char **e = environ; e && *e && n < ARRAY_SIZE(envp) - 1; e++)
+                        if (strncmp(*e, "AWS_", 4) != 0)
+                                envp[n++] = *e;
+                envp[n] = NULL;
+                execve(binary, argv, envp);
                 _exit(127);
         }
         waitpid(pid, NULL, 0);

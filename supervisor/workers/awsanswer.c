@@ -70,7 +70,11 @@ int aws_json_credentials(const char *text, size_t len, struct proto_credentials 
 
         if (!tok)
                 return -ENOMEM;
-        if (!o || json_tokener_get_error(tok) != json_tokener_success || !json_object_is_type(o, json_type_object)) {
+        bool trailing = false; /* anything but white space after the object */
+        for (size_t i = tok ? json_tokener_get_parse_end(tok) : len; i < len; i++)
+                trailing |= text[i] != ' ' && text[i] != '\t' && text[i] != '\r' && text[i] != '\n';
+        if (!o || json_tokener_get_error(tok) != json_tokener_success || !json_object_is_type(o, json_type_object) ||
+            trailing) {
                 *error = "the answer is not a JSON object";
                 r = -EBADMSG;
         } else if ((code = json_string(o, "Code")) && strcmp(code, "Success") != 0) {
@@ -92,11 +96,11 @@ int aws_json_credentials(const char *text, size_t len, struct proto_credentials 
 }
 
 /* STS's XML: the text of <Credentials>' and <Error>'s children. */
-enum { F_ACCESS, F_SECRET, F_TOKEN, F_EXPIRATION, F_CODE, F_MESSAGE, N_FIELDS };
+enum { F_ACCESS, F_SECRET, F_TOKEN, F_EXPIRATION, F_CODE, N_FIELDS };
 static const struct { const char *parent, *name; size_t size; } sts_fields[N_FIELDS] = {
         [F_ACCESS] = { "Credentials", "AccessKeyId", 128 },     [F_SECRET] = { "Credentials", "SecretAccessKey", 256 },
         [F_TOKEN] = { "Credentials", "SessionToken", 4096 },    [F_EXPIRATION] = { "Credentials", "Expiration", 64 },
-        [F_CODE] = { "Error", "Code", 128 },                    [F_MESSAGE] = { "Error", "Message", 512 },
+        [F_CODE] = { "Error", "Code", 128 },
 };
 
 #define STS_DEPTH 8 /* <Response><Result><Credentials><Key>: deeper names are not kept */
@@ -168,7 +172,12 @@ int aws_sts_credentials(const char *xml, size_t len, struct proto_credentials *r
         if (r < 0)
                 snprintf(why, why_size, "STS's answer is not XML of the expected shape");
         else if (p->len[F_CODE]) {
-                snprintf(why, why_size, "STS said %s: %.400s", p->value[F_CODE], p->value[F_MESSAGE]);
+                /* Its code only, and only if it looks like one: a message
+                 * may echo what was sent (the token), and goes to logs and
+                 * the bus. */
+                bool code = p->len[F_CODE] <= 64 && strspn(p->value[F_CODE], "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                                             "abcdefghijklmnopqrstuvwxyz.") == p->len[F_CODE];
+                snprintf(why, why_size, "STS said %s", code ? p->value[F_CODE] : "an error code that is not one");
                 r = -EACCES;
         } else if (!p->len[F_EXPIRATION] || aws_time_parse(p->value[F_EXPIRATION], expires) < 0) {
                 snprintf(why, why_size, "STS's answer has no <Credentials> with an <Expiration>");

@@ -23,6 +23,7 @@
  */
 #include "awscreds.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,8 @@
 #define RETRY_MAX_USEC (60 * 1000 * 1000ull)
 #define FETCH_TIMEOUT_USEC (10 * 1000 * 1000ull)
 #define CONNECT_TIMEOUT_USEC (2 * 1000 * 1000ull)
+#define HOLD_USEC (30 * 1000 * 1000ull) /* fills wait this long at most for the first keys */
+#define EXPIRES_SOON_SEC 10 /* keys that expire sooner are not taken: fetched again at most every 5 s */
 
 struct fetch {
         struct tenant *tn;
@@ -59,7 +62,7 @@ struct tenant_aws {
         unsigned generation;  /* a fetch of an older plan is dropped */
         bool answered, failing, expired_said;
         unsigned failures;
-        uint64_t next_usec;
+        uint64_t next_usec, planned_usec;
         int64_t expires;
         struct offthread *thread;
 };
@@ -72,18 +75,32 @@ static const char *env(const char *name) {
 /* A container endpoint over plain http only on the host itself or at the
  * link-local addresses ECS and EKS serve it on, as AWS SDKs allow: a token
  * sent elsewhere in clear would be anyone's. */
-static bool container_url_allowed(const char *url) {
-        static const char *const local[] = { "127.0.0.1", "localhost", "::1", "169.254.170.2", "169.254.170.23",
-                                             "fd00:ec2::23" };
+static bool container_url_allowed(const char *url, char *host, size_t size) {
+        static const char *const local[] = { "localhost", "::1", "169.254.170.2", "169.254.170.23", "fd00:ec2::23" };
         struct http_url u;
+        struct in_addr a4;
         const char *why = NULL;
         if (http_url_parse(url, &u, &why) < 0)
                 return false;
-        bool ok = u.tls;
+        snprintf(host, size, "%s", u.host);
+        bool ok = u.tls || (inet_pton(AF_INET, u.host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127);
         for (size_t i = 0; i < ARRAY_SIZE(local) && !ok; i++)
-                ok = strcmp(u.host, local[i]) == 0 || (i == 0 && strncmp(u.host, "127.", 4) == 0);
+                ok = strcmp(u.host, local[i]) == 0;
         http_url_done(&u);
         return ok;
+}
+
+/* An endpoint from tierd's environment: http(s), no user, password, query
+ * or fragment (it is logged). */
+static int env_url(struct tenant *tn, const char *name, const char *value, char *url, size_t size) {
+        struct http_url u;
+        const char *why = NULL;
+        if (http_url_parse(value, &u, &why) < 0)
+                return log_error_errno(EINVAL, "tenant %s: %s in tierd's environment: %s", tn->cfg->name, name,
+                                       why ?: "not an http(s) URL");
+        http_url_done(&u);
+        snprintf(url, size, "%s", value);
+        return 0;
 }
 
 static int plan_env(struct tenant *tn) {
@@ -107,7 +124,11 @@ static int plan_file(struct tenant *tn, struct tenant_aws *a, bool must_exist) {
                 snprintf(a->file, sizeof(a->file), "%s", path);
         else
                 snprintf(a->file, sizeof(a->file), "%s/.aws/credentials", home);
-        snprintf(a->profile, sizeof(a->profile), "%s", tn->cfg->aws.profile ?: env("AWS_PROFILE") ?: "default");
+        /* AWS_PROFILE in a chain only: a named file is read as the policy says. */
+        const char *profile = tn->cfg->aws.profile ?: (must_exist ? env("AWS_PROFILE") : NULL) ?: "default";
+        if (strlen(profile) >= sizeof(a->profile))
+                return log_error_errno(EINVAL, "tenant %s: AWS_PROFILE is too long", tn->cfg->name);
+        snprintf(a->profile, sizeof(a->profile), "%s", profile);
         return must_exist && stat(a->file, &st) < 0 ? -ENOENT : 0;
 }
 
@@ -116,9 +137,14 @@ static int plan_web_identity(struct tenant *tn, struct aws_plan *p) {
                    *token = tn->cfg->aws.web_identity_token_file ?: env("AWS_WEB_IDENTITY_TOKEN_FILE");
         if (!role || !token)
                 return -ENOENT;
-        if (tn->cfg->aws.sts_endpoint || env("AWS_ENDPOINT_URL_STS"))
-                snprintf(p->url, sizeof(p->url), "%s", tn->cfg->aws.sts_endpoint ?: env("AWS_ENDPOINT_URL_STS"));
-        else
+        if (tn->cfg->aws.sts_endpoint) { /* checked with the policy; it is the tenant's: so is its CA */
+                snprintf(p->url, sizeof(p->url), "%s", tn->cfg->aws.sts_endpoint);
+                snprintf(p->ca_file, sizeof(p->ca_file), "%s", tn->cfg->ca_file ?: "");
+        } else if (env("AWS_ENDPOINT_URL_STS")) {
+                int r = env_url(tn, "AWS_ENDPOINT_URL_STS", env("AWS_ENDPOINT_URL_STS"), p->url, sizeof(p->url));
+                if (r < 0)
+                        return r;
+        } else
                 snprintf(p->url, sizeof(p->url), "https://sts.%s.amazonaws.com", tn->cfg->region ?: "us-east-1");
         snprintf(p->role_arn, sizeof(p->role_arn), "%s", role);
         snprintf(p->token_file, sizeof(p->token_file), "%s", token);
@@ -130,26 +156,34 @@ static int plan_web_identity(struct tenant *tn, struct aws_plan *p) {
 }
 
 static int plan_container(struct tenant *tn, struct aws_plan *p) {
-        const char *full = env("AWS_CONTAINER_CREDENTIALS_FULL_URI"), *rel = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+        const char *full = env("AWS_CONTAINER_CREDENTIALS_FULL_URI"), *rel = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"),
+                   *token = env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+        char host[256] = "";
         if (!full && !rel)
                 return -ENOENT;
-        if (full)
-                snprintf(p->url, sizeof(p->url), "%s", full);
-        else
+        /* The relative one first, as AWS SDKs take it. */
+        if (rel)
                 snprintf(p->url, sizeof(p->url), "http://169.254.170.2%s%s", rel[0] == '/' ? "" : "/", rel);
-        if (!container_url_allowed(p->url))
-                return log_error_errno(EPERM, "tenant %s: the container credentials endpoint %s is neither https nor on "
-                                              "the host or ECS's and EKS's link-local addresses", tn->cfg->name, p->url);
+        else
+                snprintf(p->url, sizeof(p->url), "%s", full);
+        if (!container_url_allowed(p->url, host, sizeof(host)))
+                return log_error_errno(EPERM, "tenant %s: the container credentials endpoint (host %s) is neither https "
+                                              "nor on the host or ECS's and EKS's link-local addresses, or not a URL",
+                                       tn->cfg->name, host[0] ? host : "?");
+        if (token && strlen(token) >= sizeof(p->token))
+                return log_error_errno(E2BIG, "tenant %s: AWS_CONTAINER_AUTHORIZATION_TOKEN is too long", tn->cfg->name);
         snprintf(p->token_file, sizeof(p->token_file), "%s", env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") ?: "");
-        snprintf(p->token, sizeof(p->token), "%s", env("AWS_CONTAINER_AUTHORIZATION_TOKEN") ?: "");
+        snprintf(p->token, sizeof(p->token), "%s", token ?: "");
         return 0;
 }
 
-static int plan_imds(struct aws_plan *p) {
-        const char *off = env("AWS_EC2_METADATA_DISABLED");
+static int plan_imds(struct tenant *tn, struct aws_plan *p) {
+        const char *off = env("AWS_EC2_METADATA_DISABLED"), *url = env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
         if (off && strcasecmp(off, "true") == 0)
                 return -ENOENT;
-        snprintf(p->url, sizeof(p->url), "%s", env("AWS_EC2_METADATA_SERVICE_ENDPOINT") ?: "http://169.254.169.254");
+        int r = env_url(tn, "AWS_EC2_METADATA_SERVICE_ENDPOINT", url ?: "http://169.254.169.254", p->url, sizeof(p->url));
+        if (r < 0)
+                return r;
         size_t n = strlen(p->url);
         if (n > 0 && p->url[n - 1] == '/')
                 p->url[n - 1] = 0;
@@ -161,7 +195,6 @@ static int plan_imds(struct aws_plan *p) {
 static int plan_one(struct tenant *tn, struct tenant_aws *a, enum creds_source s, bool in_chain) {
         a->plan = (struct aws_plan){ .source = s, .timeout_usec = FETCH_TIMEOUT_USEC,
                                      .connect_timeout_usec = MIN(CONNECT_TIMEOUT_USEC, tn->cfg->connect_timeout_usec ?: CONNECT_TIMEOUT_USEC) };
-        snprintf(a->plan.ca_file, sizeof(a->plan.ca_file), "%s", tn->cfg->ca_file ?: "");
         a->source = s;
         switch (s) {
         case CREDS_FROM_ENV:
@@ -173,7 +206,7 @@ static int plan_one(struct tenant *tn, struct tenant_aws *a, enum creds_source s
         case CREDS_FROM_CONTAINER:
                 return plan_container(tn, &a->plan);
         case CREDS_FROM_IMDS:
-                return plan_imds(&a->plan);
+                return plan_imds(tn, &a->plan);
         default:
                 return -EINVAL;
         }
@@ -257,12 +290,24 @@ static void fetch_done(void *userdata) {
                 fetch_release(f);
                 return;
         }
+        if (ok && f->result.expires && f->result.expires < (int64_t)time(NULL) + EXPIRES_SOON_SEC) {
+                char until[64];
+                say_expiry(f->result.expires, until, sizeof(until));
+                snprintf(f->result.why, sizeof(f->result.why), "the keys expire at %s, in less than %d s "
+                         "(is this host's clock right?)", until, EXPIRES_SOON_SEC);
+                f->result.error = -ESTALE;
+                ok = false;
+        }
         if (ok)
                 fetch_took(tn, a, &f->result, now);
         else
                 fetch_failed(tn, a, &f->result, now);
+        /* The first answer lets held requests go; a failure that may pass
+         * (the metadata service not up yet at boot) only after HOLD. */
+        bool passing = f->result.error == -EHOSTUNREACH || f->result.error == -ETIMEDOUT || f->result.error == -EIO;
         fetch_release(f);
-        /* The first answer, even a failure, lets held requests go. */
+        if (!ok && passing && now < a->planned_usec + HOLD_USEC)
+                return;
         a->answered = true;
         if (ok || first) {
                 worker_send_update(&tn->worker, UPDATE_CREDENTIALS);
@@ -331,8 +376,11 @@ int awscreds_plan(struct tenant *tn) {
         log_info("tenant %s: AWS keys from %s%s%s", tn->cfg->name, policy_creds_source_name(a->source),
                  a->source == CREDS_FROM_FILE ? " " : fetched(a->source) ? " at " : "",
                  a->source == CREDS_FROM_FILE ? a->file : fetched(a->source) ? a->plan.url : "");
-        if (fetched(a->source))
-                fetch_start(tn, tierd_now_usec(tn->t));
+        /* One fetch at a time: one in flight for the old plan is dropped
+         * when it ends, and the next tick starts this one's. */
+        a->planned_usec = tierd_now_usec(tn->t);
+        if (fetched(a->source) && !a->thread)
+                fetch_start(tn, a->planned_usec);
         return 0;
 }
 
@@ -355,9 +403,3 @@ const char *awscreds_file(const struct tenant *tn) {
 const char *awscreds_profile(const struct tenant *tn) { return tn->aws ? tn->aws->profile : "default"; }
 
 bool awscreds_answered(const struct tenant *tn) { return !tn->aws || tn->aws->answered; }
-
-int64_t awscreds_expiry(const struct tenant *tn) { return tn->aws ? tn->aws->expires : 0; }
-
-const char *awscreds_source(const struct tenant *tn) {
-        return tn->aws ? policy_creds_source_name(tn->aws->source) : "";
-}

@@ -20,12 +20,10 @@ int awscreds_plan(struct tenant *tn);
  * from; NULL: they come from elsewhere. */
 const char *awscreds_file(const struct tenant *tn);
 const char *awscreds_profile(const struct tenant *tn);
-/* Whether the first fetch of temporary keys ended, well or not (or none
- * is needed): a worker's requests wait for it (workers.c). */
+/* Whether the first fetch of temporary keys ended, well, or badly for
+ * good or for HOLD (or none is needed): a worker's requests wait for it
+ * (workers.c). */
 bool awscreds_answered(const struct tenant *tn);
-/* When the tenant's keys expire (seconds since the epoch; 0: not known to). */
-int64_t awscreds_expiry(const struct tenant *tn);
-const char *awscreds_source(const struct tenant *tn);
 /* From the secrets' check, on the loop: fetches that are due. */
 void awscreds_tick(struct tenant *tn);
 void awscreds_stop(struct tenant *tn);

@@ -88,6 +88,15 @@ static char *trim_end(char *s) {
         return s;
 }
 
+/* A token that goes into a header: printable, one line (a CR LF in it
+ * would add headers of the sender's choosing). */
+static bool header_safe(const char *s, bool spaces) {
+        for (; *s; s++)
+                if ((unsigned char)*s < (spaces ? 0x20 : 0x21) || (unsigned char)*s > 0x7e)
+                        return false;
+        return true;
+}
+
 static void json_answer(const struct answer *a, const char *from, struct aws_result *res) {
         const char *err = "";
         res->error = aws_json_credentials(a->buf, a->len, &res->cred, &res->expires, &err);
@@ -105,7 +114,14 @@ static void fetch_imds(const struct aws_plan *pl, struct answer *a, struct aws_r
         curl_slist_free_all(h);
         if (res->error < 0)
                 return;
-        snprintf(header, sizeof(header), "X-aws-ec2-metadata-token: %.200s", trim_end(a->buf));
+        trim_end(a->buf);
+        if (!a->buf[0] || strlen(a->buf) > 200 || !header_safe(a->buf, false)) {
+                snprintf(res->why, sizeof(res->why), "%.300s: not a session token", url);
+                res->error = -EBADMSG;
+                explicit_bzero(a->buf, a->len);
+                return;
+        }
+        snprintf(header, sizeof(header), "X-aws-ec2-metadata-token: %s", a->buf);
         explicit_bzero(a->buf, a->len);
         h = curl_slist_append(NULL, header);
         explicit_bzero(header, sizeof(header));
@@ -135,12 +151,13 @@ static void fetch_container(const struct aws_plan *pl, struct answer *a, struct 
         const char *err = "";
         struct curl_slist *h = NULL;
         snprintf(token, sizeof(token), "%s", pl->token);
-        if (pl->token_file[0] && (res->error = token_file_read(pl->token_file, token, sizeof(token), &err)) < 0) {
+        if (pl->token_file[0] && (res->error = token_file_read(pl->token_file, token, sizeof(token), &err)) < 0)
                 snprintf(res->why, sizeof(res->why), "the authorization token file %.250s: %.200s", pl->token_file, err);
-                return;
+        else if (!header_safe(trim_end(token), true)) {
+                snprintf(res->why, sizeof(res->why), "the authorization token holds a control character");
+                res->error = -EINVAL;
         }
-        trim_end(token);
-        if (token[0]) {
+        if (res->error == 0 && token[0]) {
                 snprintf(header, sizeof(header), "Authorization: %s", token);
                 if (!(h = curl_slist_append(NULL, header)))
                         res->error = -ENOMEM;
@@ -158,6 +175,7 @@ static void fetch_web_identity(const struct aws_plan *pl, struct answer *a, stru
         char token[8192];
         const char *err = "";
         if ((res->error = token_file_read(pl->token_file, token, sizeof(token), &err)) < 0) {
+                explicit_bzero(token, sizeof(token));
                 snprintf(res->why, sizeof(res->why), "the web identity token file %.250s: %.200s", pl->token_file, err);
                 return;
         }
@@ -178,9 +196,20 @@ static void fetch_web_identity(const struct aws_plan *pl, struct answer *a, stru
                 struct curl_slist *h = curl_slist_append(NULL, "Accept: application/xml");
                 int r = h ? http_call(pl, "POST", pl->url, h, form, false, a, res) : -ENOMEM;
                 curl_slist_free_all(h);
-                /* STS says why in its error document: that, rather than the status. */
-                if (r == 0 || (a->len > 0 && r != -EHOSTUNREACH && r != -ETIMEDOUT && r != -EFBIG))
+                if (r == 0)
                         r = aws_sts_credentials(a->buf, a->len, &res->cred, &res->expires, res->why, sizeof(res->why));
+                else if (a->len > 0 && (r == -EACCES || r == -EIO)) {
+                        /* STS says why in its error document: its code rather
+                         * than the status; keys in an error answer are not taken. */
+                        struct proto_credentials ignored;
+                        int64_t when;
+                        char said[sizeof(res->why)];
+                        if (aws_sts_credentials(a->buf, a->len, &ignored, &when, said, sizeof(said)) == -EACCES) {
+                                memcpy(res->why, said, sizeof(said));
+                                r = -EACCES; /* STS's answer: not a failure that passes */
+                        }
+                        explicit_bzero(&ignored, sizeof(ignored));
+                }
                 res->error = r;
         }
         if (form)

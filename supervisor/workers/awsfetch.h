@@ -20,8 +20,8 @@ struct aws_plan {
         char role_arn[2048];      /* web identity */
         char session_name[64];
         char token_file[PROTO_URL_MAX];      /* web identity's token; the container endpoint's token, if a file */
-        char token[PROTO_HEADERS_MAX / 4];   /* the container endpoint's token, if given as it is */
-        char ca_file[PROTO_URL_MAX];         /* "": the system's */
+        char token[8192];                    /* the container endpoint's token, if given as it is */
+        char ca_file[PROTO_URL_MAX];         /* "": the system's (the tenant's for its own sts_endpoint) */
         uint64_t connect_timeout_usec, timeout_usec;
 };
 

@@ -17,9 +17,11 @@ the test's own RGW STS, so that a store accepts them):
                                              (DIR/oidc-key.pem, DIR/oidc-cert.der)
                                              signs the test's web identity tokens
 
+A key file's "ExpiresIn": N (the test's, not AWS's) is served as
+"Expiration": now + N s, so that keys are fetched again every N/2 s.
 A file missing from DIR: 404. Every request is logged to stdout as
 "REQ METHOD PATH STATUS", flushed."""
-import base64, json, os, secrets, subprocess, sys, http.server
+import base64, json, os, secrets, subprocess, sys, time, http.server
 
 DIR, PORT = sys.argv[1], int(sys.argv[2])
 ISSUER = f"http://127.0.0.1:{PORT}"
@@ -42,9 +44,15 @@ def jwks():
 
 def read(name):
     try:
-        return open(os.path.join(DIR, name), "rb").read()
+        body = open(os.path.join(DIR, name), "rb").read()
     except OSError:
         return None
+    if name.endswith(".json"):
+        keys = json.loads(body)
+        if "ExpiresIn" in keys:
+            keys["Expiration"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + keys.pop("ExpiresIn")))
+        body = json.dumps(keys).encode()
+    return body
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

