@@ -28,11 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "awsanswer.h"
 #include "awsfetch.h"
+#include "credentials.h"
 #include "containers.h"
 #include "log.h"
 #include "macro.h"
@@ -119,7 +119,6 @@ static int plan_env(struct tenant *tn) {
 
 static int plan_file(struct tenant *tn, struct tenant_aws *a, bool must_exist) {
         const char *home = env("HOME") ?: "/root", *path = tn->cfg->credentials ?: env("AWS_SHARED_CREDENTIALS_FILE");
-        struct stat st;
         if (path)
                 snprintf(a->file, sizeof(a->file), "%s", path);
         else
@@ -129,7 +128,20 @@ static int plan_file(struct tenant *tn, struct tenant_aws *a, bool must_exist) {
         if (strlen(profile) >= sizeof(a->profile))
                 return log_error_errno(EINVAL, "tenant %s: AWS_PROFILE is too long", tn->cfg->name);
         snprintf(a->profile, sizeof(a->profile), "%s", profile);
-        return must_exist && stat(a->file, &st) < 0 ? -ENOENT : 0;
+        if (!must_exist)
+                return 0;
+        /* In a chain, the file counts only if it holds the profile, as
+         * boto3 moves on past a file without it. Root's file, opened
+         * O_NONBLOCK, as secrets.c reads it at each change. */
+        char text[16384];
+        const char *err = "";
+        struct proto_credentials c;
+        int r = secret_file_read(a->file, text, sizeof(text), &err);
+        if (r == 0)
+                r = credentials_parse(text, a->profile, &c, &err);
+        explicit_bzero(text, sizeof(text));
+        explicit_bzero(&c, sizeof(c));
+        return r == -ENOENT || (r == -EINVAL && strstr(err, "no such profile")) ? -ENOENT : 0;
 }
 
 static int plan_web_identity(struct tenant *tn, struct aws_plan *p) {
@@ -140,11 +152,14 @@ static int plan_web_identity(struct tenant *tn, struct aws_plan *p) {
         if (tn->cfg->aws.sts_endpoint) { /* checked with the policy; it is the tenant's: so is its CA */
                 snprintf(p->url, sizeof(p->url), "%s", tn->cfg->aws.sts_endpoint);
                 snprintf(p->ca_file, sizeof(p->ca_file), "%s", tn->cfg->ca_file ?: "");
-        } else if (env("AWS_ENDPOINT_URL_STS")) {
-                int r = env_url(tn, "AWS_ENDPOINT_URL_STS", env("AWS_ENDPOINT_URL_STS"), p->url, sizeof(p->url));
+        } else if (env("AWS_ENDPOINT_URL_STS") || env("AWS_ENDPOINT_URL")) {
+                const char *name = env("AWS_ENDPOINT_URL_STS") ? "AWS_ENDPOINT_URL_STS" : "AWS_ENDPOINT_URL";
+                int r = env_url(tn, name, env(name), p->url, sizeof(p->url));
                 if (r < 0)
                         return r;
-        } else
+        } else if (tn->cfg->region && strncmp(tn->cfg->region, "cn-", 3) == 0)
+                snprintf(p->url, sizeof(p->url), "https://sts.%s.amazonaws.com.cn", tn->cfg->region);
+        else
                 snprintf(p->url, sizeof(p->url), "https://sts.%s.amazonaws.com", tn->cfg->region ?: "us-east-1");
         snprintf(p->role_arn, sizeof(p->role_arn), "%s", role);
         snprintf(p->token_file, sizeof(p->token_file), "%s", token);
@@ -178,10 +193,13 @@ static int plan_container(struct tenant *tn, struct aws_plan *p) {
 }
 
 static int plan_imds(struct tenant *tn, struct aws_plan *p) {
-        const char *off = env("AWS_EC2_METADATA_DISABLED"), *url = env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+        const char *off = env("AWS_EC2_METADATA_DISABLED"), *url = env("AWS_EC2_METADATA_SERVICE_ENDPOINT"),
+                   *mode = env("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE");
         if (off && strcasecmp(off, "true") == 0)
                 return -ENOENT;
-        int r = env_url(tn, "AWS_EC2_METADATA_SERVICE_ENDPOINT", url ?: "http://169.254.169.254", p->url, sizeof(p->url));
+        bool v6 = mode && strcasecmp(mode, "IPv6") == 0;
+        int r = env_url(tn, "AWS_EC2_METADATA_SERVICE_ENDPOINT", url ?: v6 ? "http://[fd00:ec2::254]" : "http://169.254.169.254",
+                        p->url, sizeof(p->url));
         if (r < 0)
                 return r;
         size_t n = strlen(p->url);

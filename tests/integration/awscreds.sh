@@ -177,6 +177,34 @@ tl_log_mark
 keys_json "$META/imds.json" 3600 || not_ok "keys for an hour"
 check "imds: the service back, keys fetched again" tl_logged 70 "tenant imds: AWS keys from imds"
 
+# The chain without keys in the environment: a shared-credentials file
+# counts only if it holds the profile (else the next source, the container
+# endpoint's); AWS_PROFILE names it.
+tl_tierd_stop
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+printf '[team-b]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$RGW_ACCESS_KEY" "$RGW_SECRET_KEY" >"$TL_DIR/shared.cred"
+chmod 600 "$TL_DIR/shared.cred"
+export AWS_SHARED_CREDENTIALS_FILE=$TL_DIR/shared.cred
+tl_log_mark
+# Without the env tenant: a source that cannot be used stops tierd at start.
+python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); p["tenants"] = [t for t in p["tenants"] if t["name"] != "env"]; json.dump(p, open(sys.argv[2], "w"))' \
+	"$TL_DIR/policy.json" "$TL_DIR/policy-noenv.json"
+rc=0
+timeout 30 "$BUILD/tierd" --policy "$TL_DIR/policy.json" --state-dir "$TL_DIR/state" --no-holder >"$TL_DIR/noenv.log" 2>&1 || rc=$?
+check "env: no keys in the environment: tierd refuses to start, and says why (exit $rc)" \
+	bash -c "[ $rc != 0 ] && [ $rc != 124 ] && grep -q 'tenant env: \"credential_source\": \"env\": AWS_ACCESS_KEY_ID' '$TL_DIR/noenv.log'"
+check "tierd starts with no keys in its environment" tl_tierd_start "$TL_DIR/policy-noenv.json"
+check "chain: a file without the profile passed over, the container endpoint's keys" \
+	tl_logged 20 "tenant chain: AWS keys from container"
+check "chain: ... which work" bash -c "'$TIERCTL' release '$TL_DIR/views/chain/chain.bin' >/dev/null && timeout 30 cmp '$TL_DIR/views/chain/chain.bin' '$TL_DIR/orig/chain.bin'"
+tl_tierd_stop
+export AWS_PROFILE=team-b
+tl_log_mark
+check "tierd starts with AWS_PROFILE=team-b" tl_tierd_start "$TL_DIR/policy-noenv.json"
+check "chain: the file's profile team-b" tl_logged 20 "tenant chain: AWS keys from file $TL_DIR/shared.cred"
+check "chain: ... which work" bash -c "'$TIERCTL' release '$TL_DIR/views/chain/chain.bin' >/dev/null && timeout 30 cmp '$TL_DIR/views/chain/chain.bin' '$TL_DIR/orig/chain.bin'"
+unset AWS_PROFILE AWS_SHARED_CREDENTIALS_FILE
+
 secrets=$(grep -ho '"SecretAccessKey": "[^"]*"' "$META"/*.json | cut -d'"' -f4)
 check "no secret key or token in tierd's log" bash -c "
 	! grep -qF -e '$RGW_SECRET_KEY' -e '$S1' -e '$(cut -c1-40 "$TL_DIR/wi.token")' $(printf -- "-e '%s' " $secrets) '$TL_TIERD_LOG'"
