@@ -57,83 +57,38 @@ static int container_enumerate(sd_bus *bus, const char *prefix, void *userdata, 
         return bus_nodes_done(v, nodes);
 }
 
-GETTER(get_string) {
+GETTER(get_tenant) {
         const struct container *c = userdata;
-        const char *v = strcmp(property, "Id") == 0                    ? c->id
-                        : strcmp(property, "Tenant") == 0              ? c->tenant->cfg->name
-                        : strcmp(property, "MountPath") == 0           ? c->mount_path
-                        : strcmp(property, "Rootfs") == 0              ? c->rootfs
-                        : strcmp(property, "KubernetesNamespace") == 0 ? c->k8s_namespace
-                        : strcmp(property, "Cgroup") == 0              ? (c->cgroup ?: "")
-                                                                       : worker_state_to_string(c->worker.state);
-        (void)bus, (void)path, (void)interface, (void)error;
-        return sd_bus_message_append(reply, "s", v);
+        (void)bus, (void)path, (void)interface, (void)property, (void)error;
+        return sd_bus_message_append(reply, "s", c->tenant->cfg->name);
 }
 
-GETTER(get_u32) {
-        const struct container *c = userdata;
-        uint32_t v = strcmp(property, "Pid") == 0         ? (uint32_t)c->pid
-                     : strcmp(property, "WorkerPid") == 0 ? (uint32_t)(c->worker.pid > 0 ? c->worker.pid : 0)
-                     : strcmp(property, "WorkerRestarts") == 0 ? c->worker.restarts
-                                                               : 0;
-        if (strcmp(property, "InFlightRequests") == 0)
-                for (const struct request *q = c->worker.requests; q; q = q->next)
-                        v++;
-        (void)bus, (void)path, (void)interface, (void)error;
-        return sd_bus_message_append(reply, "u", v);
-}
-
-GETTER(get_u64) {
-        const struct container *c = userdata;
-        uint64_t v = strcmp(property, "MountNamespaceId") == 0 ? c->mntns_id
-                     : strcmp(property, "AttachedAt") == 0     ? c->attached_usec
-                     : strcmp(property, "AttachMicroseconds") == 0 ? c->attach_took_usec
-                     : strcmp(property, "Fills") == 0              ? c->fills
-                     : strcmp(property, "BytesFetched") == 0       ? c->fill_bytes
-                     : strcmp(property, "WorkerRestartsTotal") == 0 ? c->worker.restarts_total
-                                                                   : c->fill_errors;
-        (void)bus, (void)path, (void)interface, (void)error;
-        return sd_bus_message_append(reply, "t", v);
-}
-
-GETTER(get_wait) {
-        (void)bus, (void)path, (void)interface, (void)error;
-        return bus_append_wait_property(reply, property, &((const struct container *)userdata)->wait);
-}
-
-GETTER(get_bool) {
-        const struct container *c = userdata;
-        (void)bus, (void)path, (void)interface, (void)error;
-        return sd_bus_message_append(reply, "b", strcmp(property, "ReadOnly") == 0 ? c->read_only : c->idmapped);
-}
-
-#define CONST_PROPERTY(name, type, getter) SD_BUS_PROPERTY(name, type, getter, 0, SD_BUS_VTABLE_PROPERTY_CONST)
+#define C_CONST SD_BUS_VTABLE_PROPERTY_CONST
+#define C_EMITS SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
 
 static const sd_bus_vtable container_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        CONST_PROPERTY("Id", "s", get_string),
-        CONST_PROPERTY("Tenant", "s", get_string),
-        CONST_PROPERTY("Pid", "u", get_u32),
-        CONST_PROPERTY("MountNamespaceId", "t", get_u64),
-        CONST_PROPERTY("Cgroup", "s", get_string),
-        CONST_PROPERTY("MountPath", "s", get_string),
-        CONST_PROPERTY("Rootfs", "s", get_string),
-        CONST_PROPERTY("KubernetesNamespace", "s", get_string),
-        CONST_PROPERTY("ReadOnly", "b", get_bool),
-        CONST_PROPERTY("Idmapped", "b", get_bool),
-        CONST_PROPERTY("AttachedAt", "t", get_u64),
-        CONST_PROPERTY("AttachMicroseconds", "t", get_u64),
-        SD_BUS_PROPERTY("WorkerState", "s", get_string, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("WorkerPid", "u", get_u32, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("WorkerRestarts", "u", get_u32, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("InFlightRequests", "u", get_u32, 0, 0),
-        SD_BUS_PROPERTY("Fills", "t", get_u64, 0, 0),
-        SD_BUS_PROPERTY("BytesFetched", "t", get_u64, 0, 0),
-        SD_BUS_PROPERTY("FillErrors", "t", get_u64, 0, 0),
-        SD_BUS_PROPERTY("WorkerRestartsTotal", "t", get_u64, 0, 0),
-        SD_BUS_PROPERTY("ReaderWaitBuckets", "a(dt)", get_wait, 0, 0),
-        SD_BUS_PROPERTY("ReaderWaitSeconds", "d", get_wait, 0, 0),
-        SD_BUS_PROPERTY("ReaderWaitPercentiles", "a{sd}", get_wait, 0, 0),
+        BUS_STRING("Id", struct container, id, C_CONST),
+        SD_BUS_PROPERTY("Tenant", "s", get_tenant, 0, C_CONST),
+        BUS_PID("Pid", struct container, pid, C_CONST),
+        BUS_U64("MountNamespaceId", struct container, mntns_id, C_CONST),
+        BUS_STRING("Cgroup", struct container, cgroup, C_CONST),
+        BUS_STRING("MountPath", struct container, mount_path, C_CONST),
+        BUS_STRING("Rootfs", struct container, rootfs, C_CONST),
+        BUS_STRING("KubernetesNamespace", struct container, k8s_namespace, C_CONST),
+        BUS_BOOL("ReadOnly", struct container, read_only, C_CONST),
+        BUS_BOOL("Idmapped", struct container, idmapped, C_CONST),
+        BUS_U64("AttachedAt", struct container, attached_usec, C_CONST),
+        BUS_U64("AttachMicroseconds", struct container, attach_took_usec, C_CONST),
+        BUS_WORKER("WorkerState", "s", bus_property_get_worker_state, struct container, worker, C_EMITS),
+        BUS_PID("WorkerPid", struct container, worker.pid, C_EMITS),
+        BUS_U32("WorkerRestarts", struct container, worker.restarts, C_EMITS),
+        BUS_WORKER("InFlightRequests", "u", bus_property_get_worker_in_flight, struct container, worker, 0),
+        BUS_U64("Fills", struct container, fills, 0),
+        BUS_U64("BytesFetched", struct container, fill_bytes, 0),
+        BUS_U64("FillErrors", struct container, fill_errors, 0),
+        BUS_U64("WorkerRestartsTotal", struct container, worker.restarts_total, 0),
+        BUS_WAIT_PROPERTIES(struct container, wait),
         SD_BUS_VTABLE_END,
 };
 

@@ -79,22 +79,17 @@ static int job_enumerate(sd_bus *bus, const char *prefix, void *userdata, char *
         return bus_nodes_done(v, nodes);
 }
 
-GETTER(get_job_property) {
+GETTER(get_state) {
+        (void)bus, (void)path, (void)interface, (void)property, (void)error;
+        return sd_bus_message_append(reply, "s", batch_state(userdata));
+}
+
+/* Files, or a long task's steps (batch_total, batch_done). */
+GETTER(get_count) {
         const struct batch *b = userdata;
+        uint64_t n = strcmp(property, "FilesTotal") == 0 ? batch_total(b) : strcmp(property, "FilesDone") == 0 ? batch_done(b) : b->failed;
         (void)bus, (void)path, (void)interface, (void)error;
-        if (strcmp(property, "Id") == 0)
-                return sd_bus_message_append(reply, "u", b->id);
-        if (strcmp(property, "Operation") == 0)
-                return sd_bus_message_append(reply, "s", b->operation);
-        if (strcmp(property, "State") == 0)
-                return sd_bus_message_append(reply, "s", batch_state(b));
-        if (strcmp(property, "FilesTotal") == 0)
-                return sd_bus_message_append(reply, "u", (uint32_t)batch_total(b));
-        if (strcmp(property, "FilesDone") == 0)
-                return sd_bus_message_append(reply, "u", (uint32_t)batch_done(b));
-        if (strcmp(property, "Phase") == 0)
-                return sd_bus_message_append(reply, "s", b->phase ?: "");
-        return sd_bus_message_append(reply, "u", (uint32_t)b->failed);
+        return sd_bus_message_append(reply, "u", (uint32_t)MIN(n, (uint64_t)UINT32_MAX));
 }
 
 static int method_job_cancel(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -111,13 +106,13 @@ static int method_job_cancel(sd_bus_message *m, void *userdata, sd_bus_error *er
 
 static const sd_bus_vtable job_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("Id", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Operation", "s", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("State", "s", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("FilesTotal", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("FilesDone", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("FilesFailed", "u", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Phase", "s", get_job_property, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        BUS_U32("Id", struct batch, id, SD_BUS_VTABLE_PROPERTY_CONST),
+        BUS_STRING("Operation", struct batch, operation, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("State", "s", get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("FilesTotal", "u", get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("FilesDone", "u", get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("FilesFailed", "u", get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        BUS_STRING("Phase", struct batch, phase, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD("Cancel", "", "", method_job_cancel, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "workers.h"
 
 static int bus_append_wait_buckets(sd_bus_message *reply, const struct wait_histogram *h) {
         uint64_t sum = 0;
@@ -34,12 +35,63 @@ static int bus_append_wait_percentiles(sd_bus_message *reply, const struct wait_
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-int bus_append_wait_property(sd_bus_message *reply, const char *property, const struct wait_histogram *h) {
-        if (strcmp(property, "ReaderWaitSeconds") == 0)
-                return sd_bus_message_append(reply, "d", h->seconds);
-        if (strcmp(property, "ReaderWaitBuckets") == 0)
-                return bus_append_wait_buckets(reply, h);
-        return bus_append_wait_percentiles(reply, h);
+#define UNUSED_GETTER_ARGS (void)bus, (void)path, (void)interface, (void)property, (void)error
+
+GETTER_SIGNATURE(bus_property_get_u64) {
+        UNUSED_GETTER_ARGS;
+        return sd_bus_message_append(reply, "t", *(const uint64_t *)userdata);
+}
+
+GETTER_SIGNATURE(bus_property_get_u32) {
+        UNUSED_GETTER_ARGS;
+        return sd_bus_message_append(reply, "u", (uint32_t)*(const unsigned *)userdata);
+}
+
+GETTER_SIGNATURE(bus_property_get_bool) {
+        UNUSED_GETTER_ARGS;
+        return sd_bus_message_append(reply, "b", (int)*(const bool *)userdata);
+}
+
+GETTER_SIGNATURE(bus_property_get_string) {
+        UNUSED_GETTER_ARGS;
+        return sd_bus_message_append(reply, "s", *(char *const *)userdata ?: "");
+}
+
+GETTER_SIGNATURE(bus_property_get_pid) {
+        pid_t pid = *(const pid_t *)userdata;
+        UNUSED_GETTER_ARGS;
+        return sd_bus_message_append(reply, "u", (uint32_t)(pid > 0 ? pid : 0));
+}
+
+/* Cumulative, as Prometheus histograms are: upper bound, count <= it,
+ * the last bound +Inf. */
+GETTER_SIGNATURE(bus_property_get_wait_buckets) {
+        UNUSED_GETTER_ARGS;
+        return bus_append_wait_buckets(reply, userdata);
+}
+
+GETTER_SIGNATURE(bus_property_get_wait_seconds) {
+        UNUSED_GETTER_ARGS;
+        return sd_bus_message_append(reply, "d", ((const struct wait_histogram *)userdata)->seconds);
+}
+
+/* p50, p90, p99: each the upper bound of the bucket holding it. */
+GETTER_SIGNATURE(bus_property_get_wait_percentiles) {
+        UNUSED_GETTER_ARGS;
+        return bus_append_wait_percentiles(reply, userdata);
+}
+
+GETTER_SIGNATURE(bus_property_get_worker_state) {
+        UNUSED_GETTER_ARGS;
+        return sd_bus_message_append(reply, "s", worker_state_to_string(((const struct worker *)userdata)->state));
+}
+
+GETTER_SIGNATURE(bus_property_get_worker_in_flight) {
+        uint32_t n = 0;
+        UNUSED_GETTER_ARGS;
+        for (const struct request *q = ((const struct worker *)userdata)->requests; q; q = q->next)
+                n++;
+        return sd_bus_message_append(reply, "u", n);
 }
 
 static void nodes_free(char **v, size_t n) {

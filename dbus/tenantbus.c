@@ -61,53 +61,6 @@ GETTER(get_config) {
         return sd_bus_message_append(reply, "s", v);
 }
 
-GETTER(get_worker_state) {
-        const struct tenant *tn = userdata;
-        (void)bus, (void)path, (void)interface, (void)property, (void)error;
-        return sd_bus_message_append(reply, "s", worker_state_to_string(tn->worker.state));
-}
-
-GETTER(get_worker_pid) {
-        const struct tenant *tn = userdata;
-        (void)bus, (void)path, (void)interface, (void)property, (void)error;
-        return sd_bus_message_append(reply, "u", (uint32_t)(tn->worker.pid > 0 ? tn->worker.pid : 0));
-}
-
-GETTER(get_worker_restarts) {
-        const struct tenant *tn = userdata;
-        (void)bus, (void)path, (void)interface, (void)property, (void)error;
-        return sd_bus_message_append(reply, "u", (uint32_t)tn->worker.restarts);
-}
-
-GETTER(get_counter) {
-        const struct tenant *tn = userdata;
-        const struct tenant_counters *c = &tn->counters;
-        uint64_t v = strcmp(property, "Fills") == 0          ? c->fills
-                     : strcmp(property, "BytesFetched") == 0 ? c->fill_bytes
-                     : strcmp(property, "FillErrors") == 0   ? c->fill_errors
-                     : strcmp(property, "Archives") == 0     ? c->archives
-                     : strcmp(property, "QuotaReleases") == 0 ? c->quota_releases
-                     : strcmp(property, "QuotaDenials") == 0 ? c->quota_denials
-                     : strcmp(property, "AutoArchives") == 0 ? c->auto_archives
-                     : strcmp(property, "ReadsDenied") == 0  ? c->reads_denied
-                     : strcmp(property, "PrefetchedBytes") == 0 ? c->prefetched_bytes
-                     : strcmp(property, "PrefetchHits") == 0 ? c->prefetch_hits
-                     : strcmp(property, "PrefetchWastedBytes") == 0 ? c->prefetch_wasted_bytes
-                     : strcmp(property, "HydratedFiles") == 0 ? c->hydrated_files
-                                                             : c->releases;
-        (void)bus, (void)path, (void)interface, (void)error;
-        return sd_bus_message_append(reply, "t", v);
-}
-
-GETTER(get_in_flight) {
-        const struct tenant *tn = userdata;
-        uint32_t n = 0;
-        (void)bus, (void)path, (void)interface, (void)property, (void)error;
-        for (const struct request *q = tn->worker.requests; q; q = q->next)
-                n++;
-        return sd_bus_message_append(reply, "u", n);
-}
-
 /* Counted off the loop (tally.h): O(1) here. */
 GETTER(get_usage) {
         struct tenant *tn = userdata;
@@ -144,16 +97,7 @@ GETTER(get_last_error) {
         return sd_bus_message_append(reply, "s", tn->counters.last_error);
 }
 
-GETTER(get_wait) {
-        (void)bus, (void)path, (void)interface, (void)error;
-        return bus_append_wait_property(reply, property, &((const struct tenant *)userdata)->counters.wait);
-}
-
-GETTER(get_worker_restarts_total) {
-        const struct tenant *tn = userdata;
-        (void)bus, (void)path, (void)interface, (void)property, (void)error;
-        return sd_bus_message_append(reply, "t", tn->worker.restarts_total);
-}
+#define COUNTER(name, field) BUS_U64(name, struct tenant, counters.field, 0)
 
 static const sd_bus_vtable tenant_vtable[] = {
         SD_BUS_VTABLE_START(0),
@@ -161,15 +105,16 @@ static const sd_bus_vtable tenant_vtable[] = {
         SD_BUS_PROPERTY("Subvolume", "s", get_config, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Mount", "s", get_config, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Backend", "s", get_config, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("WorkerState", "s", get_worker_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("WorkerPid", "u", get_worker_pid, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("WorkerRestarts", "u", get_worker_restarts, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Fills", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("BytesFetched", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("FillErrors", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("Archives", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("Releases", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("InFlightRequests", "u", get_in_flight, 0, 0),
+        BUS_WORKER("WorkerState", "s", bus_property_get_worker_state, struct tenant, worker,
+                   SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        BUS_PID("WorkerPid", struct tenant, worker.pid, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        BUS_U32("WorkerRestarts", struct tenant, worker.restarts, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        COUNTER("Fills", fills),
+        COUNTER("BytesFetched", fill_bytes),
+        COUNTER("FillErrors", fill_errors),
+        COUNTER("Archives", archives),
+        COUNTER("Releases", releases),
+        BUS_WORKER("InFlightRequests", "u", bus_property_get_worker_in_flight, struct tenant, worker, 0),
         SD_BUS_PROPERTY("ResidentBytes", "t", get_usage, 0, 0),
         SD_BUS_PROPERTY("ReleasedBytes", "t", get_usage, 0, 0),
         SD_BUS_PROPERTY("ArchivedBytes", "t", get_usage, 0, 0),
@@ -177,18 +122,16 @@ static const sd_bus_vtable tenant_vtable[] = {
         SD_BUS_PROPERTY("LastError", "s", get_last_error, 0, 0),
         SD_BUS_PROPERTY("Quota", "t", get_quota, 0, 0),
         SD_BUS_PROPERTY("UsedBytes", "t", get_quota, 0, 0),
-        SD_BUS_PROPERTY("QuotaReleases", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("QuotaDenials", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("AutoArchives", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("ReadsDenied", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("PrefetchedBytes", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("PrefetchHits", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("PrefetchWastedBytes", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("HydratedFiles", "t", get_counter, 0, 0),
-        SD_BUS_PROPERTY("ReaderWaitBuckets", "a(dt)", get_wait, 0, 0),
-        SD_BUS_PROPERTY("ReaderWaitSeconds", "d", get_wait, 0, 0),
-        SD_BUS_PROPERTY("ReaderWaitPercentiles", "a{sd}", get_wait, 0, 0),
-        SD_BUS_PROPERTY("WorkerRestartsTotal", "t", get_worker_restarts_total, 0, 0),
+        COUNTER("QuotaReleases", quota_releases),
+        COUNTER("QuotaDenials", quota_denials),
+        COUNTER("AutoArchives", auto_archives),
+        COUNTER("ReadsDenied", reads_denied),
+        COUNTER("PrefetchedBytes", prefetched_bytes),
+        COUNTER("PrefetchHits", prefetch_hits),
+        COUNTER("PrefetchWastedBytes", prefetch_wasted_bytes),
+        COUNTER("HydratedFiles", hydrated_files),
+        BUS_WAIT_PROPERTIES(struct tenant, counters.wait),
+        BUS_U64("WorkerRestartsTotal", struct tenant, worker.restarts_total, 0),
         SD_BUS_VTABLE_END,
 };
 
