@@ -59,6 +59,11 @@ struct tenant_net {
         struct offthread *thread; /* a lookup in flight */
         struct lookup *lookup;
         char proxy_said[300]; /* the proxy (or why none) last logged */
+        /* What its workers connect to, from resolver_target when its
+         * settings last changed (workerspawn.c reads it at each start). */
+        bool target_ok, target_tls, target_is_address;
+        unsigned target_port;
+        char target_proxy[300];
 };
 
 int resolver_endpoint(const struct policy_tenant *p, char *host, size_t size, unsigned *port, bool *tls) {
@@ -219,7 +224,7 @@ void resolver_tenant_changed(struct tenant *tn) {
         struct tenant_net *net = tn->net;
         char host[256] = "";
         unsigned port = 0;
-        bool tls;
+        bool tls = false;
         struct proxy proxy;
         const char *why = NULL;
         int r = net ? resolver_target(tn->cfg, host, sizeof(host), &port, &tls, &proxy, &why) : -EINVAL;
@@ -232,6 +237,13 @@ void resolver_tenant_changed(struct tenant *tn) {
                 else
                         log_info("tenant %s: its store is reached through the proxy %s", tn->cfg->name, proxy.url);
                 snprintf(net->proxy_said, sizeof(net->proxy_said), "%s", why ?: proxy.url);
+        }
+        if (net) {
+                net->target_ok = r >= 0;
+                net->target_tls = tls;
+                net->target_port = port;
+                net->target_is_address = r >= 0 && resolver_is_address(host);
+                snprintf(net->target_proxy, sizeof(net->target_proxy), "%s", r > 0 ? proxy.url : "");
         }
         /* An address needs no lookup (curl asks none for it). */
         if (r < 0 || resolver_is_address(host))
@@ -271,6 +283,17 @@ void resolver_stop(struct tierd *t) {
                 free(net);
                 t->tenants[i].net = NULL;
         }
+}
+
+int resolver_worker_target(const struct tenant *tn, unsigned *port, bool *tls, const char **proxy_url, bool *lookup) {
+        const struct tenant_net *net = tn->net;
+        if (!net || !net->target_ok)
+                return -EINVAL;
+        *port = net->target_port;
+        *tls = net->target_tls;
+        *proxy_url = net->target_proxy;
+        *lookup = !net->target_is_address;
+        return 0;
 }
 
 const char *resolver_answer(const struct tenant *tn) { return tn->net ? tn->net->answer : ""; }

@@ -26,6 +26,10 @@ int resolver_start(struct tierd *t);
 void resolver_stop(struct tierd *t);
 /* The tenant's settings changed (reload): its store may have moved. */
 void resolver_tenant_changed(struct tenant *tn);
+/* What a worker of the tenant connects to (resolver_target's answer when
+ * its settings last changed, kept): its port, TLS, proxy ("" none) and
+ * whether its host is a name to look up; -EINVAL: nowhere. */
+int resolver_worker_target(const struct tenant *tn, unsigned *port, bool *tls, const char **proxy_url, bool *lookup);
 /* "HOST:PORT:ADDR,ADDR...", "" if none yet (or no store on the network). */
 const char *resolver_answer(const struct tenant *tn);
 /* Whether the first lookup ended (or none is needed): a worker's requests

@@ -58,21 +58,18 @@ void worker_exec(const char *path, int sock, pid_t parent, const char *vg_log) {
  * may read and the addresses of that host (resolver.c, on a thread: never
  * here, on the loop). */
 static void worker_network(const struct tenant *tn, struct proto_config *cfg) {
-        const struct policy_tenant *p = tn->cfg;
-        char host[256];
+        const char *proxy;
         unsigned port;
-        bool tls;
-        struct proxy proxy;
-        const char *why;
+        bool tls, lookup;
 
-        if (resolver_target(p, host, sizeof(host), &port, &tls, &proxy, &why) < 0)
+        if (resolver_worker_target(tn, &port, &tls, &proxy, &lookup) < 0)
                 return; /* no port: Landlock lets it connect nowhere (a file:// store needs none) */
-        snprintf(cfg->proxy, sizeof(cfg->proxy), "%s", proxy.url);
+        snprintf(cfg->proxy, sizeof(cfg->proxy), "%s", proxy);
         cfg->net_port = port;
-        if (tls && !p->ca_file && access(DEFAULT_CA_BUNDLE, R_OK) == 0)
+        if (tls && !tn->cfg->ca_file && access(DEFAULT_CA_BUNDLE, R_OK) == 0)
                 snprintf(cfg->ca_file, sizeof(cfg->ca_file), "%s", DEFAULT_CA_BUNDLE);
         snprintf(cfg->resolve, sizeof(cfg->resolve), "%s", resolver_answer(tn));
-        cfg->resolve_needed = !resolver_is_address(host);
+        cfg->resolve_needed = lookup;
 }
 
 void worker_config(struct tenant *tn, struct proto_config *cfg) {
