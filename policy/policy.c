@@ -27,6 +27,7 @@
         "credential_source", "profile", "role_arn", "web_identity_token_file", "sts_endpoint", \
         "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size", \
         "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "prefetch_rate", \
+        "restore_rate", \
         "pin", "restore", \
         "trace_window", "verify", "manifest_cache", "catalog", "catalog_key", "catalog_retention", "gc_grace"
 static const char *const tenant_keys[] = { "name", "subvolume", "mount", "namespaces", "containers", "allow_setuid_mounts",
@@ -39,7 +40,8 @@ struct tenant_settings {
         struct aws_settings aws;
         json_object *headers, *pin;
         uint64_t chunk, readahead, small_file, connect_timeout, stall_timeout, multipart_threshold, part_size;
-        uint64_t quota, archive_after, archive_min_size, archive_rate, prefetch_rate, manifest_cache, trace_window;
+        uint64_t quota, archive_after, archive_min_size, archive_rate, prefetch_rate, restore_rate, manifest_cache;
+        uint64_t trace_window;
         uint64_t catalog_retention, gc_grace;
         double high_watermark, low_watermark;
         const char *restore;
@@ -119,6 +121,8 @@ static int parse_file_settings(struct parse_ctx *c, json_object *o, const char *
         if ((r = policy_get_size(c, o, tenant, "archive_rate", &s->archive_rate)) < 0)
                 return r;
         if ((r = policy_get_size(c, o, tenant, "prefetch_rate", &s->prefetch_rate)) < 0)
+                return r;
+        if ((r = policy_get_size(c, o, tenant, "restore_rate", &s->restore_rate)) < 0)
                 return r;
         if ((r = policy_get_duration(c, o, tenant, "trace_window", &s->trace_window)) < 0)
                 return r;
@@ -293,7 +297,8 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .quota = s.quota, .high_watermark = s.high_watermark, .low_watermark = s.low_watermark,
                 .archive_after_usec = s.archive_after, .archive_min_size = s.archive_min_size,
                 .trace_window_usec = s.trace_window,
-                .archive_rate = s.archive_rate, .prefetch_rate = s.prefetch_rate, .pin = strings_to_strv(s.pin),
+                .archive_rate = s.archive_rate, .prefetch_rate = s.prefetch_rate, .restore_rate = s.restore_rate,
+                .pin = strings_to_strv(s.pin),
                 .restore_whole = s.restore && (strcmp(s.restore, "whole") == 0 || strcmp(s.restore, "open") == 0),
                 .restore_progressive = s.restore && strcmp(s.restore, "progressive") == 0,
                 .restore_open = s.restore && strcmp(s.restore, "open") == 0, .verify = s.verify,

@@ -67,6 +67,7 @@ struct policy_tenant {
         uint64_t archive_min_size;      /* smaller files are not archived automatically */
         uint64_t archive_rate;          /* upload bytes per second; 0: unbounded */
         uint64_t prefetch_rate;         /* bytes a second fetched ahead of readers (traces, hydration); 0: unbounded */
+        uint64_t restore_rate;          /* bytes a second of readers' fills; 0: unbounded */
         uint64_t trace_window_usec;     /* a trace records first touches this long: supervisor/traces/ */
         char **pin;                     /* globs relative to the subvolume, NULL-terminated */
         bool restore_whole;             /* "restore": "whole" or "open" */

@@ -182,6 +182,8 @@ struct tenant {
         unsigned auto_in_flight; /* background archives: autoarchive.c */
         struct rate_bucket archive_bucket;  /* archive_rate's: autoarchive.c */
         struct rate_bucket prefetch_bucket; /* prefetch_rate's: traces/pace.c */
+        struct rate_bucket restore_bucket;  /* restore_rate's: files/quota.c */
+        sd_event_source *restore_pace_src;  /* when readers' fills paced by it go again */
 };
 
 /* A container the tenant's view is attached to (supervisor/views/containers.c):

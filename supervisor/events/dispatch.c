@@ -277,12 +277,12 @@ static void promote_fills(struct tfile *f, const struct waiter *w, uint64_t star
                         worker_promote(container_worker(f->tenant, fl->route), fl->req);
 }
 
-/* Room for need more bytes. A fetch ahead of readers (a trace's, a
+/* Room for need more bytes, at the tenant's restore_rate for readers. A fetch ahead of readers (a trace's, a
  * hydration's) takes only free room and never makes the tenant release
  * files, and none starts once tierd stops. */
 static int fill_admit(struct tfile *f, const struct waiter *w, uint64_t need) {
         if (!w->ahead)
-                return quota_admit(f->tenant, f->fd, need);
+                return restore_admit(f->tenant, f->fd, need);
         if (f->tenant->t->stopping)
                 return -ECANCELED;
         return quota_room(f->tenant, need) ? 0 : -EDQUOT;

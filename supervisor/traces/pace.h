@@ -10,6 +10,11 @@
 
 #include "tierd.h"
 
+/* b at rate (0: none): 1, work may start now; 0, not yet, and *timer (made
+ * the first time, kept: its owner frees it) calls handler(userdata) once it
+ * may; <0 the timer could not be set. */
+int pace_bucket(struct tenant *tn, struct rate_bucket *b, uint64_t rate, sd_event_source **timer,
+                sd_event_time_handler_t handler, void *userdata);
 /* May a fetch start now? If not, *timer (made the first time, kept: its
  * owner frees it) calls handler(userdata) once one may. */
 bool pace_ready(struct tenant *tn, sd_event_source **timer, sd_event_time_handler_t handler, void *userdata);

@@ -18,6 +18,7 @@ tl_subvol btrfs "$FS/web"
 tl_subvol btrfs "$FS/slow"
 tl_subvol btrfs "$FS/prog"
 tl_subvol btrfs "$FS/progq"
+tl_subvol btrfs "$FS/paced"
 mkdir -p "$TL_DIR/store/prog" "$TL_DIR/store/progq"
 # Tenant slow's store can hold its answers (tests/lib/faultserver.py, a
 # fake for a store that stalls), for a reader racing queued prefetches.
@@ -37,7 +38,9 @@ cat >"$TL_DIR/policy.json" <<EOF2
              {"name": "prog", "subvolume": "$FS/prog", "mount": "$TL_DIR/views/prog", "backend": "file://$TL_DIR/store/prog",
               "restore": "progressive", "prefetch_rate": "4M"},
              {"name": "progq", "subvolume": "$FS/progq", "mount": "$TL_DIR/views/progq", "backend": "file://$TL_DIR/store/progq",
-              "restore": "progressive", "quota": "24M"}]}
+              "restore": "progressive", "quota": "24M"},
+             {"name": "paced", "subvolume": "$FS/paced", "mount": "$TL_DIR/views/paced", "backend": "file://$TL_DIR/store/paced",
+              "restore_rate": "4M"}]}
 EOF2
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
 check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -242,6 +245,22 @@ check "... paced by prefetch_rate: 20 MiB at 4 MiB/s took $took ms, at least 3,0
 check "... right" bash -c "for i in \$(seq 20); do cmp -s '$P/s'\$i '$ORIG/prog_s'\$i || exit 1; done"
 check "... HydratedFiles is 21" tl_eventually_for 10 bash -c "[ \$(busctl --system get-property org.tierd1 /org/tierd1/tenant/prog org.tierd1.Tenant HydratedFiles | cut -d' ' -f2) -eq 21 ]"
 echo "# HydratedFiles: $(pprop HydratedFiles)"
+
+# restore_rate: readers' own fills at most 4 MiB a second, averaged, after
+# a burst of a second's worth: 16 MiB read takes at least 3 s (unpaced,
+# well under a second here); every read gets its bytes, none an error.
+R=$TL_DIR/views/paced
+for i in $(seq 16); do head -c 1M /dev/urandom >"$ORIG/paced_$i"; cp "$ORIG/paced_$i" "$R/f$i"; done
+check "tenant paced's files archived and released" bash -c "timeout 60 '$TIERCTL' archive '$R'/* >/dev/null &&
+	timeout 60 '$TIERCTL' release '$R'/* >/dev/null"
+t0=$(date +%s%N)
+check "16 released files of 1 MiB read under restore_rate 4M, each right" \
+	bash -c "for i in \$(seq 16); do timeout 30 cmp -s '$R/f'\$i '$ORIG/paced_'\$i || exit 1; done"
+took=$((($(date +%s%N) - t0) / 1000000))
+check "... paced: 16 MiB at 4 MiB/s took $took ms, at least 2,500" test "$took" -ge 2500
+check "... and another tenant's reads, meanwhile, are not held behind them" \
+	bash -c "'$TIERCTL' release '$R'/* >/dev/null; (for i in \$(seq 16); do cat '$R/f'\$i >/dev/null; done) &
+		'$TIERCTL' release '$W/lib/a.so' >/dev/null && timeout 5 cmp -s '$W/lib/a.so' '$ORIG/lib_a.so'; rc=\$?; wait; exit \$rc"
 
 # Under a quota a hydration takes only free room below the high watermark
 # (0.9 of 24M): it never makes the tenant release other files. A 12 MiB

@@ -243,7 +243,7 @@ static void test_engine_keys(void **state) {
         p = parse_ok("{\"defaults\": {\"quota\": \"10G\", \"high_watermark\": 0.95, \"backend\": \"file:///s\"},"
                      " \"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\","
                      " \"low_watermark\": 0.5, \"archive_after\": \"7d\", \"archive_min_size\": \"64K\","
-                     " \"archive_rate\": \"50M\", \"prefetch_rate\": \"20M\", \"pin\": [\"models/*\", \"*.db\"], \"restore\": \"whole\"}]}");
+                     " \"archive_rate\": \"50M\", \"prefetch_rate\": \"20M\", \"restore_rate\": \"100M\", \"pin\": [\"models/*\", \"*.db\"], \"restore\": \"whole\"}]}");
         const struct policy_tenant *t = &p->tenants[0];
         assert_int_equal(t->quota, 10ull << 30);
         assert_true(t->high_watermark == 0.95 && t->low_watermark == 0.5);
@@ -251,6 +251,7 @@ static void test_engine_keys(void **state) {
         assert_int_equal(t->archive_min_size, 64 << 10);
         assert_int_equal(t->archive_rate, 50 << 20);
         assert_int_equal(t->prefetch_rate, 20 << 20);
+        assert_int_equal(t->restore_rate, 100 << 20);
         assert_string_equal(t->pin[0], "models/*");
         assert_string_equal(t->pin[1], "*.db");
         assert_null(t->pin[2]);
@@ -260,6 +261,7 @@ static void test_engine_keys(void **state) {
         parse_bad(T(", \"quota\": 10"), "'quota'");                       /* 10 bytes: 10, not "10G" */
         parse_bad(T(", \"quota\": \"10X\""), "not a size");
         parse_bad(T(", \"prefetch_rate\": \"fast\""), "not a size");
+        parse_bad(T(", \"restore_rate\": -1"), "restore_rate");
         parse_bad(T(", \"high_watermark\": 1.5"), "fraction");
         parse_bad(T(", \"high_watermark\": \"0.9\""), "number");
         parse_bad(T(", \"low_watermark\": 0.95"), "above high_watermark");
