@@ -120,8 +120,10 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         t->stopping = true;
         batch_cancel_all(t); /* files in progress finish; queued ones are not started */
         prefetch_stop_all(t); /* the same for traces fetched ahead */
-        for (size_t i = 0; i < t->n_tenants; i++)
+        for (size_t i = 0; i < t->n_tenants; i++) {
                 hydrate_stop(&t->tenants[i]); /* and files fetched whole after a read */
+                dispatch_quota_retry(&t->tenants[i]); /* readers restore_rate parked go now */
+        }
         sd_event_add_time_relative(t->event, &t->stop_src, CLOCK_MONOTONIC, STOP_TIMEOUT_USEC, 0, on_stop_timeout, t);
         tierd_check_idle(t);
         return 0;
@@ -260,6 +262,7 @@ static void teardown(struct tierd *t, const struct tierd_face *face) {
                         prefetch_cancel(t->tenants[i].prefetch);
                 hydrate_stop(&t->tenants[i]);
                 quota_stop(&t->tenants[i]);
+                restore_pace_stop(&t->tenants[i]);
                 usage_save(&t->tenants[i]);
                 autoarchive_stop(&t->tenants[i]);
                 usage_free(&t->tenants[i]);

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "macro.h"
+
 struct rate_bucket {
         double tokens;
         uint64_t usec; /* when last refilled (monotonic): 0 at first, so it starts full */
@@ -30,7 +32,8 @@ static inline bool rate_ready(struct rate_bucket *b, uint64_t rate, double cap_s
 
 /* How long until work may start again (µs), after rate_ready said no. */
 static inline uint64_t rate_wait_usec(const struct rate_bucket *b, uint64_t rate) {
-        return rate && b->tokens <= 0 ? (uint64_t)(-b->tokens / (double)rate * 1e6) + 1 : 0;
+        /* At most an hour (a huge debt at a tiny rate would overflow). */
+        return rate && b->tokens <= 0 ? (uint64_t)MIN(-b->tokens / (double)rate * 1e6, 3600e6) + 1 : 0;
 }
 
 static inline void rate_spend(struct rate_bucket *b, uint64_t bytes) { b->tokens -= (double)bytes; }

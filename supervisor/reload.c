@@ -14,6 +14,7 @@
 
 #include "resolver.h"
 #include "containers.h"
+#include "dispatch.h"
 #include "fdstore.h"
 #include "fdio.h"
 #include "log.h"
@@ -91,6 +92,7 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                 struct tenant *tn = &t->tenants[i];
                 bool restart = !policy_tenant_worker_equal(tn->cfg, &np->tenants[i]);
                 bool track = np->tenants[i].quota || np->tenants[i].archive_after_usec;
+                bool repace = tn->cfg->restore_rate != np->tenants[i].restore_rate;
                 /* The table knows pins by the globs it was built with. */
                 bool rescan = track && (!usage_tracked(tn) || !strv_equal(tn->cfg->pin, np->tenants[i].pin));
                 tn->cfg = &np->tenants[i];
@@ -109,6 +111,8 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
                 if (rescan && ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0))
                         log_error_errno(r, "tenant %s: cannot build its file table: %m", tn->cfg->name);
                 autoarchive_update(tn);
+                if (repace)
+                        restore_rate_changed(tn);
                 if (!tn->cfg->catalog) {
                         gc_stop(tn);
                         audit_stop(tn);

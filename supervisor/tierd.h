@@ -182,8 +182,10 @@ struct tenant {
         unsigned auto_in_flight; /* background archives: autoarchive.c */
         struct rate_bucket archive_bucket;  /* archive_rate's: autoarchive.c */
         struct rate_bucket prefetch_bucket; /* prefetch_rate's: traces/pace.c */
-        struct rate_bucket restore_bucket;  /* restore_rate's: files/quota.c */
-        sd_event_source *restore_pace_src;  /* when readers' fills paced by it go again */
+        struct rate_bucket restore_bucket;  /* restore_rate's: events/restorepace.c */
+        sd_event_source *restore_pace_src;  /* the turn of the files it parked */
+        unsigned paced_files;               /* parked, waiting for their turn */
+        uint64_t paced_next_seq, paced_asks;
 };
 
 /* A container the tenant's view is attached to (supervisor/views/containers.c):

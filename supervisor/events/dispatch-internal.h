@@ -94,9 +94,20 @@ struct tfile {
         /* Bumped by a failed sync: the write error it reported may have
          * been another fill's, so nothing in flight then is recorded. */
         unsigned sync_gen;
-        bool quota_wait; /* a waiter waits for room: quota.c checks copies before it releases */
+        bool quota_wait; /* a waiter waits for room (quota.c checks copies before it releases), or its turn */
+        uint64_t paced_seq; /* parked by restore_rate (restorepace.c): its place in the queue; 0: not */
         bool hydrate_asked; /* "restore": "progressive": queued to come whole (traces/hydrate.c) */
 };
+
+/* restorepace.c */
+/* A reader's fill of f may start now under restore_rate: 0; or
+ * -EINPROGRESS: f is parked, in its tenant's queue (f->quota_wait then:
+ * the queue's turn, or dispatch_quota_retry, brings it back). */
+int restore_paced(struct tfile *f);
+/* It started: bytes spent from the tenant's bucket. */
+void restore_spend(struct tenant *tn, uint64_t bytes);
+/* f leaves the queue (it goes, or it is freed). */
+void restore_unpark(struct tfile *f);
 
 /* dispatch.c */
 /* fd's handle (fh has room for MAX_HANDLE_SZ bytes). */

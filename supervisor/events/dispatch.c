@@ -176,6 +176,7 @@ static void file_free(struct tfile *f) {
         range_set_done(&f->written);
         range_set_done(&f->syncing);
         f->tenant->quota_reserved -= MIN(f->written_reserved, f->tenant->quota_reserved);
+        restore_unpark(f);
         t->fds_in_flight--;
         fsgroup_resume_reading(t);
         for (struct idle_callback *c; (c = f->idle);) {
@@ -281,8 +282,12 @@ static void promote_fills(struct tfile *f, const struct waiter *w, uint64_t star
  * hydration's) takes only free room and never makes the tenant release
  * files, and none starts once tierd stops. */
 static int fill_admit(struct tfile *f, const struct waiter *w, uint64_t need) {
-        if (!w->ahead)
-                return restore_admit(f->tenant, f->fd, need);
+        if (!w->ahead) {
+                int r = restore_paced(f);
+                if (r == 0 && (r = quota_admit(f->tenant, f->fd, need)) == 0)
+                        restore_spend(f->tenant, need);
+                return r;
+        }
         if (f->tenant->t->stopping)
                 return -ECANCELED;
         return quota_room(f->tenant, need) ? 0 : -EDQUOT;
@@ -358,8 +363,8 @@ static int waiter_dispatch(struct tfile *f, struct waiter *w, const struct stub 
         for (unsigned i = 0; i < n; i++)
                 need += piece[i].end - piece[i].start;
         if (need && (r = fill_admit(f, w, need)) < 0) {
-                if (w->whole || w->want_end <= w->end)
-                        return r;
+                if (r == -EINPROGRESS || w->whole || w->want_end <= w->end)
+                        return r; /* a turn under restore_rate keeps its readahead */
                 w->want_end = w->end;
                 return waiter_dispatch(f, w, s);
         }
@@ -428,8 +433,8 @@ void tfile_progress(struct tfile *f) {
                 if (f->tenant->cfg->verify && !s.has_manifest)
                         w->whole = true;
                 int k = waiter_dispatch(f, w, &s);
-                if (k == -EAGAIN)
-                        f->quota_wait = true; /* dispatch_quota_retry() comes back */
+                if (k == -EAGAIN || k == -EINPROGRESS)
+                        f->quota_wait = true; /* dispatch_quota_retry() or restore_rate's turn comes back */
                 else if (k == -EDQUOT || k == -ECANCELED)
                         w->error = -k; /* said and signalled by quota.c; or a fetch ahead no longer wanted */
                 else if (k < 0) {

@@ -44,6 +44,9 @@ int dispatch_when_idle(struct tierd *t, struct tiered_fs *fs, int fd, void (*cal
 void dispatch_fail_all(struct tierd *t);
 /* Fills that waited for room in the tenant's quota try again. */
 void dispatch_quota_retry(struct tenant *tn);
+/* restore_rate changed (reload): a full bucket, and every parked file tries again. */
+void restore_rate_changed(struct tenant *tn);
+void restore_pace_stop(struct tenant *tn);
 bool dispatch_idle(struct tierd *t);
 
 /* Fills and punches change mtime and clear setuid bits and file

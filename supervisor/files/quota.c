@@ -17,7 +17,6 @@
 #include "face.h"
 #include "fileops.h"
 #include "log.h"
-#include "pace.h"
 #include "macro.h"
 #include "remotecheck.h"
 #include "usage.h"
@@ -57,26 +56,6 @@ static bool extents_shared(int fd) {
                         start = e->fe_logical + e->fe_length;
                 }
         }
-}
-
-/* restore_rate: the reader's fills that waited go again (they wait again
- * if the bucket is still short: a big restore took more than it held). */
-static int on_restore_paced(sd_event_source *s, uint64_t usec, void *userdata) {
-        (void)s, (void)usec;
-        dispatch_quota_retry(userdata);
-        return 0;
-}
-
-int restore_admit(struct tenant *tn, int fd, uint64_t need) {
-        int r = pace_bucket(tn, &tn->restore_bucket, tn->cfg->restore_rate, &tn->restore_pace_src, on_restore_paced, tn);
-        if (r < 0)
-                log_error_errno(r, "tenant %s: cannot pace restores (restore_rate): not paced: %m", tn->cfg->name);
-        if (r == 0)
-                return -EAGAIN;
-        r = quota_admit(tn, fd, need);
-        if (r == 0 && tn->cfg->restore_rate)
-                rate_spend(&tn->restore_bucket, need);
-        return r;
 }
 
 /* All read-back checks done: files that waited for theirs may go now, and
@@ -288,5 +267,4 @@ void quota_check_high(struct tenant *tn) {
 void quota_stop(struct tenant *tn) {
         tn->quota_src = sd_event_source_unref(tn->quota_src);
         tn->quota_retry_src = sd_event_source_unref(tn->quota_retry_src);
-        tn->restore_pace_src = sd_event_source_disable_unref(tn->restore_pace_src);
 }

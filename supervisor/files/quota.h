@@ -19,10 +19,6 @@
  * Admitted bytes count against the quota until their fill is done
  * (tn->quota_reserved): concurrent fills cannot overshoot it. */
 int quota_admit(struct tenant *tn, int fd, uint64_t need);
-/* A reader's fill of need bytes: paced by restore_rate (-EAGAIN, with a
- * timer that calls dispatch_quota_retry() when the tenant's bucket allows),
- * then quota_admit. */
-int restore_admit(struct tenant *tn, int fd, uint64_t need);
 /* Would need more bytes fit without releasing anything, under the high
  * watermark too? (Work done ahead of readers, a trace's prefetch or a
  * hydration, takes only room that is free.) */

@@ -262,6 +262,25 @@ check "... and another tenant's reads, meanwhile, are not held behind them" \
 	bash -c "'$TIERCTL' release '$R'/* >/dev/null; (for i in \$(seq 16); do cat '$R/f'\$i >/dev/null; done) &
 		'$TIERCTL' release '$W/lib/a.so' >/dev/null && timeout 5 cmp -s '$W/lib/a.so' '$ORIG/lib_a.so'; rc=\$?; wait; exit \$rc"
 
+# A policy reload that lifts restore_rate lets the readers it parked go at
+# once: at 64K a second, the second 1 MiB file would wait some 15 s.
+sed -i 's/"restore_rate": "4M"/"restore_rate": "64K"/' "$TL_DIR/policy.json"
+check "restore_rate 64K: tierctl reload" timeout 20 "$TIERCTL" reload
+"$TIERCTL" release "$R"/* >/dev/null
+(for i in 1 2 3; do cat "$R/f$i" >/dev/null || exit 1; done) &
+slow_reader=$!
+sleep 2
+check "... a reader of three files is parked on the second" kill -0 "$slow_reader"
+sed -i 's/"restore_rate": "64K"/"restore_rate": "0"/' "$TL_DIR/policy.json"
+check "restore_rate 0: tierctl reload" timeout 20 "$TIERCTL" reload
+rc=0
+timeout 10 bash -c "while kill -0 $slow_reader 2>/dev/null; do sleep 0.1; done" || rc=$?
+check "... the parked reader goes on at once, not at 64K a second (within 10 s)" test "$rc" = 0
+st=0
+wait "$slow_reader" || st=$?
+check "... its reads all succeeded (status $st)" test "$st" = 0
+check "... each file right" bash -c "for i in 1 2 3; do cmp -s '$R/f'\$i '$ORIG/paced_'\$i || exit 1; done"
+
 # Under a quota a hydration takes only free room below the high watermark
 # (0.9 of 24M): it never makes the tenant release other files. A 12 MiB
 # file released, four of 3 MiB archived and resident (12 MiB): the whole
