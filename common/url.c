@@ -218,3 +218,7 @@ void http_url_done(struct http_url *u) {
         free(u->path);
         *u = (struct http_url){};
 }
+
+const char *aws_domain(const char *region) {
+        return region && strncmp(region, "cn-", 3) == 0 ? "amazonaws.com.cn" : "amazonaws.com";
+}

@@ -30,3 +30,7 @@ struct http_url {
 };
 int http_url_parse(const char *url, struct http_url *ret, const char **error);
 void http_url_done(struct http_url *u);
+
+/* AWS's domain for region: "amazonaws.com.cn" in the China regions
+ * ("cn-north-1"), "amazonaws.com" elsewhere (NULL: us-east-1's). */
+const char *aws_domain(const char *region);

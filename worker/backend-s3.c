@@ -42,7 +42,7 @@ static int s3_open(const struct proto_config *cfg, int store_fd, struct backend 
         if (cfg->endpoint[0])
                 snprintf(endpoint, sizeof(endpoint), "%s", cfg->endpoint);
         else
-                snprintf(endpoint, sizeof(endpoint), "https://s3.%s.amazonaws.com", cfg->region);
+                snprintf(endpoint, sizeof(endpoint), "https://s3.%s.%s", cfg->region, aws_domain(cfg->region));
         r = calloc(1, sizeof(*r));
         if (r) {
                 char bucket_url[2 * PROTO_URL_MAX];

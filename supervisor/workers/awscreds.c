@@ -141,7 +141,8 @@ static int plan_file(struct tenant *tn, struct tenant_aws *a, bool must_exist) {
                 r = credentials_parse(text, a->profile, &c, &err);
         explicit_bzero(text, sizeof(text));
         explicit_bzero(&c, sizeof(c));
-        return r == -ENOENT || (r == -EINVAL && strstr(err, "no such profile")) ? -ENOENT : 0;
+        bool absent = r == -ENOENT || (r == -EINVAL && (strstr(err, "no such profile") || strstr(err, "needs aws_access_key_id")));
+        return absent ? -ENOENT : 0;
 }
 
 static int plan_web_identity(struct tenant *tn, struct aws_plan *p) {
@@ -157,10 +158,9 @@ static int plan_web_identity(struct tenant *tn, struct aws_plan *p) {
                 int r = env_url(tn, name, env(name), p->url, sizeof(p->url));
                 if (r < 0)
                         return r;
-        } else if (tn->cfg->region && strncmp(tn->cfg->region, "cn-", 3) == 0)
-                snprintf(p->url, sizeof(p->url), "https://sts.%s.amazonaws.com.cn", tn->cfg->region);
-        else
-                snprintf(p->url, sizeof(p->url), "https://sts.%s.amazonaws.com", tn->cfg->region ?: "us-east-1");
+        } else
+                snprintf(p->url, sizeof(p->url), "https://sts.%s.%s", tn->cfg->region ?: "us-east-1",
+                         aws_domain(tn->cfg->region));
         snprintf(p->role_arn, sizeof(p->role_arn), "%s", role);
         snprintf(p->token_file, sizeof(p->token_file), "%s", token);
         if (env("AWS_ROLE_SESSION_NAME"))

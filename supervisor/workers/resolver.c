@@ -77,7 +77,7 @@ int resolver_endpoint(const struct policy_tenant *p, char *host, size_t size, un
         if (url.kind == BACKEND_S3 && p->endpoint)
                 snprintf(base, sizeof(base), "%s", p->endpoint);
         else if (url.kind == BACKEND_S3) /* the worker's default: AWS's regional endpoint */
-                snprintf(base, sizeof(base), "https://s3.%s.amazonaws.com", p->region ?: "us-east-1");
+                snprintf(base, sizeof(base), "https://s3.%s.%s", p->region ?: "us-east-1", aws_domain(p->region));
         else if (url.kind == BACKEND_HTTP)
                 snprintf(base, sizeof(base), "%s", url.base);
         if (url.kind == BACKEND_S3 && p->virtual_hosted)

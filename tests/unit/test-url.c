@@ -56,6 +56,16 @@ static void test_s3_and_http_urls(void **state) {
 }
 
 /* curl_url() reads them: the host without brackets, the scheme's port. */
+/* AWS's domain: the China regions' own. */
+static void test_aws_domain(void **state) {
+        (void)state;
+        assert_string_equal(aws_domain("eu-west-1"), "amazonaws.com");
+        assert_string_equal(aws_domain(NULL), "amazonaws.com");
+        assert_string_equal(aws_domain("cn-north-1"), "amazonaws.com.cn");
+        assert_string_equal(aws_domain("cn-northwest-1"), "amazonaws.com.cn");
+        assert_string_equal(aws_domain("us-gov-west-1"), "amazonaws.com");
+}
+
 static void test_http_url(void **state) {
         struct http_url h;
         const char *err = NULL;
@@ -107,7 +117,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_file_url),
                 cmocka_unit_test(test_s3_and_http_urls),
-                cmocka_unit_test(test_http_url),
+                cmocka_unit_test(test_http_url), cmocka_unit_test(test_aws_domain),
                 cmocka_unit_test(test_sizes),
         };
         return UNIT_RUN("url", tests);
