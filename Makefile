@@ -36,11 +36,11 @@ ALL_CFLAGS = $(BASE_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 
 COMMON_SRC := common/log.c common/ranges.c common/size.c common/url.c common/hex.c common/stub.c common/proto.c \
 	common/utf8.c common/hash.c common/manifest.c common/catalog-format.c common/fdio.c common/objkey.c \
-	common/journal.c common/fanevent.c common/readeraccess.c common/treewalk.c
+	common/inflight.c common/fanevent.c common/readeraccess.c common/treewalk.c
 POLICY_SRC := policy/policy.c policy/policyaws.c policy/policyfile.c policy/policyquery.c policy/policyvalue.c policy/json-strict.c policy/edit.c policy/engine.c
 TIERD_SRC := cmd/tierd.c $(foreach d,$(SUPERVISOR_DIRS),$(wildcard $(d)/*.c)) $(wildcard dbus/*.c)
 WORKER_SRC := $(wildcard worker/*.c)
-HOLDER_SRC := holder/holder.c holder/guard.c common/log.c common/proto.c common/journal.c common/fanevent.c \
+HOLDER_SRC := holder/holder.c holder/guard.c common/log.c common/proto.c common/inflight.c common/fanevent.c \
 	common/stub.c common/ranges.c common/hex.c common/objkey.c common/readeraccess.c common/fdio.c
 TIERCTL_SRC := $(wildcard cli/*.c)
 # release-groups, find and du read stubs; release-groups talks to tierd-holder.

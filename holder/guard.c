@@ -31,13 +31,13 @@
 #include "fanevent.h"
 #include "fdio.h"
 #include "holder-proto.h"
-#include "journal.h"
+#include "inflight.h"
 #include "log.h"
 #include "macro.h"
 #include "readeraccess.h"
 #include "stub.h"
 
-/* Numbers swept at least, when the journal does not say how many fds its
+/* Numbers swept at least, when the in-flight record does not say how many fds its
  * tierd could have (its slots are its fd limit). */
 #define GUARD_SWEEP_MIN 65536
 
@@ -63,29 +63,29 @@ int guard_due_ms(const struct holder *h, uint64_t now_usec) {
 }
 
 /* Above every fd number the last tierd could have used: its keeper's fd
- * table (the dead tierd's own) while it lives, else the journal, which has
+ * table (the dead tierd's own) while it lives, else the in-flight record, which has
  * a slot for each number below its fd limit. */
 static unsigned numbers_used(struct holder *h) {
-        struct held *journal = holder_find(h, "journal"), *keeper = holder_find(h, "keeper");
-        struct journal *j = NULL;
+        struct held *record = holder_find(h, "journal"), *keeper = holder_find(h, "keeper");
+        struct inflight *j = NULL;
         unsigned n = GUARD_SWEEP_MIN;
 
-        if (journal && journal_open(journal->fd, 0, &j) == 0) {
-                n = MAX(n, journal_slots(j));
-                journal_free(j);
+        if (record && inflight_open(record->fd, 0, &j) == 0) {
+                n = MAX(n, inflight_slots(j));
+                inflight_free(j);
         }
         return keeper ? fd_numbers_in_use(keeper->fd, n) : n;
 }
 
 /* Every event the last tierd read and left unanswered is answered EIO
- * first (it cannot be filled now), whatever its journal says: a tierd
+ * first (it cannot be filled now), whatever its in-flight record says: a tierd
  * killed between reading events and recording them may have got numbers
  * nobody knows, and an answer of ours by the same number would otherwise
  * reach its event, not ours. The guard has nothing pending yet, so every
  * number answered is one of those. */
 void guard_start(struct holder *h) {
         unsigned n = numbers_used(h), answered = 0;
-        struct held *journal;
+        struct held *record;
         uint64_t id;
 
         if (h->guard_at_once)
@@ -98,8 +98,8 @@ void guard_start(struct holder *h) {
                 for (unsigned i = 3; guard_is_group(&h->fds[g], &id) && i < n; i++)
                         answered += fanotify_answer_number(h->fds[g].fd, (int)i, FAN_DENY_ERRNO(EIO));
         /* The next tierd must not serve them again. */
-        if ((journal = holder_find(h, "journal")))
-                holder_drop(h, journal);
+        if ((record = holder_find(h, "journal")))
+                holder_drop(h, record);
         h->guarding = true;
         h->guard_allowed = h->guard_denied = 0;
         if (answered)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tierd-holder keeps tierd's fanotify group fds and its in-flight journal
+ * tierd-holder keeps tierd's fanotify group fds and its in-flight record
  * open while tierd is restarted, upgraded or dead: if the last fd of a
  * pre-content group closed, the kernel would allow every pending read and
  * readers of released files would see zeros. It parses nothing but the
@@ -313,7 +313,7 @@ static void on_sigterm(int sig) {
 
 static void usage(void) {
         fprintf(stderr, "Usage: tierd-holder [--socket PATH] [--exit-when-empty]\n"
-                        "Keeps tierd's fanotify groups and journal open across tierd restarts, and\n"
+                        "Keeps tierd's fanotify groups and in-flight record open across tierd restarts, and\n"
                         "answers reads of files not whole EIO while no tierd runs (its guard)\n"
                         "(default socket " HOLDER_DEFAULT_SOCKET ").\n");
 }

@@ -58,7 +58,7 @@ bool guard_holds_groups(const struct holder *h);
 /* Milliseconds until the guard must start (0: now), or -1: never. */
 int guard_due_ms(const struct holder *h, uint64_t now_usec);
 /* Starts the guard: every event the last tierd read and left unanswered
- * is answered EIO (it cannot be filled now), and its journal dropped so
+ * is answered EIO (it cannot be filled now), and its in-flight record dropped so
  * that the next tierd does not serve them again. */
 void guard_start(struct holder *h);
 /* Reads one batch of events from a held pre-content group and answers

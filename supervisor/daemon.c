@@ -38,7 +38,7 @@
 #include "gc.h"
 #include "handover.h"
 #include "holder-proto.h"
-#include "journal.h"
+#include "inflight.h"
 #include "journallog.h"
 #include "keeper.h"
 #include "loopnice.h"
@@ -96,7 +96,7 @@ static int on_stop_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 /* Leaves every event read and not answered pending, recorded in the
- * journal, for the next tierd; readers wait, none is answered. */
+ * in-flight record, for the next tierd; readers wait, none is answered. */
 static void hand_over(struct tierd *t) {
         unsigned pending = t->fds_in_flight;
         log_info("SIGTERM: handing over to the next tierd (%u fds in flight stay pending)", pending);
@@ -277,13 +277,13 @@ static void teardown(struct tierd *t, const struct tierd_face *face) {
                 explicit_bzero(t->tenants[i].headers, sizeof(t->tenants[i].headers));
         }
         if (t->handing_over)
-                settle_end_all(t, 0); /* left pending, in the journal */
+                settle_end_all(t, 0); /* left pending, in the in-flight record */
         else {
                 dispatch_fail_all(t);
                 if (t->stopping)
                         handover_stop_for_good(t);
         }
-        /* A clean exit leaves a complete journal: no keeper needed. */
+        /* A clean exit leaves a complete in-flight record: no keeper needed. */
         keeper_stop(t);
         for (size_t i = 0; i < t->n_fss; i++) {
                 /* What tierd mounts goes before its marks: never readable unserved. */
@@ -305,7 +305,7 @@ static void teardown(struct tierd *t, const struct tierd_face *face) {
         t->event = sd_event_unref(t->event);
         policy_free(t->policy);
         free(t->worker_path);
-        journal_free(t->journal);
+        inflight_free(t->inflight);
         fdstore_done(&t->store);
 }
 

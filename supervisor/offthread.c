@@ -34,9 +34,9 @@ static int compare_ints(const void *a, const void *b) {
 
 /* The thread's own fd table, holding stdio and the fds it was given only.
  * Why: the kernel gives each pre-content event the lowest free fd number,
- * and the event loop names those numbers in the in-flight journal before it
+ * and the event loop names those numbers in the in-flight record before it
  * reads. An fd this thread opened in the shared table would take one of
- * them, and a tierd killed then would leave its successor a journal that
+ * them, and a tierd killed then would leave its successor a record that
  * names the wrong events. With a table of its own, nothing the thread
  * opens ever changes the numbers the loop gives out. */
 static int own_fd_table(int *keep, size_t n) {

@@ -214,7 +214,7 @@ struct container {
 };
 
 struct tfile;   /* a file with fills or waiters in flight: dispatch.c */
-struct journal; /* the in-flight journal: journal.c */
+struct inflight; /* the in-flight record: common/inflight.c */
 struct batch;   /* many files, or one long task: batch.c */
 struct tierd_face; /* what is told to the face over supervisor/: face.h */
 
@@ -233,8 +233,8 @@ struct tierd {
         struct unsettled *unsettled, **unsettled_tail; /* settle.c: accessors not asleep yet */
         sd_event_source *settle_src;
         uint64_t next_request_id;
-        struct fdstore store;    /* keeps groups and journal across restarts */
-        struct journal *journal; /* every event read and not yet answered */
+        struct fdstore store;    /* keeps groups and in-flight record across restarts */
+        struct inflight *inflight; /* every event read and not yet answered */
         int keeper_pidfd;        /* shares our fd table: keeper.c */
         unsigned n_orphans;      /* events a predecessor left, until replayed */
         unsigned nofile;         /* RLIMIT_NOFILE */

@@ -23,7 +23,7 @@ EOF2
 cat "$TL_DIR/policy.json"
 
 say "tierd starts: one fanotify group for the filesystem, a worker, the view $VIEW"
-echo "  (it starts tierd-holder, which keeps its groups and journal across tierd restarts)"
+echo "  (it starts tierd-holder, which keeps its groups and in-flight record across tierd restarts)"
 tl_dbus_start
 export TL_TIERD_ARGS="--holder $TL_DIR/holder.sock"
 tl_tierd_start "$TL_DIR/policy.json"

@@ -28,7 +28,7 @@
 #include "containers.h"
 #include "fanotify-uapi.h"
 #include "fsgroup.h"
-#include "journal.h"
+#include "inflight.h"
 #include "quota.h"
 #include "settle.h"
 #include "usage.h"
@@ -63,7 +63,7 @@ void dispatch_answer(struct tiered_fs *fs, int event_fd, int error) {
 
         dispatch_answer_write(fs, event_fd, error);
         /* Only now: the kernel matches answers by fd number, reused at once. */
-        journal_forget(t->journal, event_fd);
+        inflight_forget(t->inflight, event_fd);
         close(event_fd);
         t->fds_in_flight--;
         fsgroup_resume_reading(t);

@@ -18,10 +18,10 @@ void dispatch_answer(struct tiered_fs *fs, int event_fd, int error);
 /* Only writes the answer: the fd stays open, the caller's to close. */
 void dispatch_answer_write(struct tiered_fs *fs, int event_fd, int error);
 
-/* Serves an event the previous tierd read and recorded in the journal but
+/* Serves an event the previous tierd read and recorded in the in-flight record but
  * did not answer; number is its fd number, reserved by a placeholder. */
-struct journal_event;
-int dispatch_orphan(struct tiered_fs *fs, const struct journal_event *ev, int number);
+struct inflight_event;
+int dispatch_orphan(struct tiered_fs *fs, const struct inflight_event *ev, int number);
 
 /* Restores the file behind fd (any fd of it) whole; callback(userdata, 0 or
  * a negative errno) runs when it is (maybe before this returns). */

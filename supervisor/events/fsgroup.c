@@ -26,13 +26,13 @@
 #include "dispatch.h"
 #include "fanotify-uapi.h"
 #include "handover.h"
-#include "journal.h"
+#include "inflight.h"
 #include "log.h"
 #include "macro.h"
 #include "stub.h"
 #include "tally.h"
 
-#define EVENT_BUF (JOURNAL_MAX_CANDIDATES * FAN_EVENT_METADATA_LEN)
+#define EVENT_BUF (INFLIGHT_MAX_CANDIDATES * FAN_EVENT_METADATA_LEN)
 #define NOTIF_BUF 65536
 /* Changes: writes (close after writing) and modifications that need no open
  * for writing (truncate(2) by path). */
@@ -128,7 +128,7 @@ static void test_hook_die_before_recording(const char *buf, ssize_t n) {
  * as were named and keeps them: the race a gc or audit walk can win at any
  * time, made certain. */
 static void thread_opens(void *userdata _unused_) {
-        for (unsigned i = 0; i < JOURNAL_MAX_CANDIDATES; i++)
+        for (unsigned i = 0; i < INFLIGHT_MAX_CANDIDATES; i++)
                 (void)open("/", O_PATH | O_CLOEXEC); /* kept, on purpose */
 }
 
@@ -158,25 +158,25 @@ static bool answered_ordinary(struct tiered_fs *fs, const struct fanotify_event_
 }
 
 /* Every event read is recorded before any is acted on (a tierd killed in
- * between leaves the next one a journal to answer from), but an ordinary
+ * between leaves the next one a record to answer from), but an ordinary
  * file's, answered at once (answered_ordinary). Ends journal_reading. */
 static void record_events(struct tiered_fs *fs, char *buf, ssize_t n) {
         struct tierd *t = fs->t;
-        int answered[JOURNAL_MAX_CANDIDATES]; /* at most k events fit in k * FAN_EVENT_METADATA_LEN */
+        int answered[INFLIGHT_MAX_CANDIDATES]; /* at most k events fit in k * FAN_EVENT_METADATA_LEN */
         unsigned n_answered = 0;
 
         for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
                 if (md->fd < 0)
                         continue;
-                if (n_answered < JOURNAL_MAX_CANDIDATES && answered_ordinary(fs, md)) {
+                if (n_answered < INFLIGHT_MAX_CANDIDATES && answered_ordinary(fs, md)) {
                         answered[n_answered++] = md->fd;
                         md->fd = FAN_NOFD;
                         continue;
                 }
-                journal_record(t->journal, fs->fsid, md);
+                inflight_record(t->inflight, fs->fsid, md);
                 t->fds_in_flight++;
         }
-        journal_reading_done(t->journal);
+        inflight_reading_done(t->inflight);
         for (unsigned i = 0; i < n_answered; i++)
                 close(answered[i]);
 }
@@ -202,7 +202,7 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                 /* The kernel gives events the lowest free fd numbers, in
                  * order: name them before reading, and read no more events
                  * than named (each takes at least FAN_EVENT_METADATA_LEN). */
-                int candidates[JOURNAL_MAX_CANDIDATES];
+                int candidates[INFLIGHT_MAX_CANDIDATES];
                 unsigned k = 0;
                 /* No more numbers than events queued (FIONREAD counts their
                  * bytes, each event at least FAN_EVENT_METADATA_LEN): a lone
@@ -214,7 +214,7 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                         room = MIN(room, MAX((size_t)2, ((size_t)queued + FAN_EVENT_METADATA_LEN - 1) /
                                                                 FAN_EVENT_METADATA_LEN));
                 }
-                while (k < MIN(room, (size_t)JOURNAL_MAX_CANDIDATES) &&
+                while (k < MIN(room, (size_t)INFLIGHT_MAX_CANDIDATES) &&
                        (candidates[k] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0)
                         k++;
                 for (unsigned i = 0; i < k; i++)
@@ -228,12 +228,12 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                         return 0;
                 }
                 /* Record every event before acting on any: a tierd killed
-                 * in between leaves the next one a journal to answer from. */
-                journal_reading(t->journal, fs->fsid, candidates, k);
+                 * in between leaves the next one a record to answer from. */
+                inflight_reading(t->inflight, fs->fsid, candidates, k);
                 test_hook_thread_opens();
                 ssize_t n = read(fd, buf, k * FAN_EVENT_METADATA_LEN);
                 if (n < 0) {
-                        journal_reading_done(t->journal);
+                        inflight_reading_done(t->inflight);
                         if (errno == EINTR)
                                 continue;
                         if (errno != EAGAIN)

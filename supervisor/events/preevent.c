@@ -20,7 +20,7 @@
 #include "fsgroup.h"
 #include "handle.h"
 #include "hydrate.h"
-#include "journal.h"
+#include "inflight.h"
 #include "log.h"
 #include "macro.h"
 #include "readeraccess.h"
@@ -181,7 +181,7 @@ void dispatch_pre_content_event(struct tiered_fs *fs, const struct fanotify_even
         dispatch_pre_content_retry(fs, md, tierd_now_usec(fs->t));
 }
 
-int dispatch_orphan(struct tiered_fs *fs, const struct journal_event *ev, int number) {
+int dispatch_orphan(struct tiered_fs *fs, const struct inflight_event *ev, int number) {
         struct {
                 struct fanotify_event_metadata md;
                 struct fanotify_event_info_range range;

@@ -17,5 +17,5 @@
 int settle_later(struct tiered_fs *fs, const struct fanotify_event_metadata *md, uint64_t since_usec);
 bool settle_idle(const struct tierd *t);
 /* Answers every waiting event with error (0: forgets them, unanswered:
- * they are in the journal, for the next tierd). */
+ * they are in the in-flight record, for the next tierd). */
 void settle_end_all(struct tierd *t, int error);

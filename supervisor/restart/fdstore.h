@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Where tierd keeps the fds that must outlive it (fanotify groups, the
- * in-flight journal): systemd's fd store when systemd runs tierd
+ * in-flight record): systemd's fd store when systemd runs tierd
  * ($NOTIFY_SOCKET; the next tierd gets them as $LISTEN_FDS), otherwise
  * tierd-holder on a unix socket (started by tierd when none listens).
  * A holder that listens is used even under systemd: only it can guard the

@@ -18,11 +18,11 @@
 #include "fdio.h"
 #include "fdstore.h"
 #include "holder-proto.h"
-#include "journal.h"
+#include "inflight.h"
 #include "log.h"
 #include "macro.h"
 
-#define JOURNAL_NAME "journal"
+#define INFLIGHT_NAME "journal" /* its fd store name, kept from before: an upgrade finds it */
 #define KEEPER_NAME "keeper"
 
 /* Answers an event by its number only: nothing to close (the number is a
@@ -41,26 +41,26 @@ static int inherited_group(struct tierd *t, const char *kind, uint64_t fsid) {
 }
 
 /* The predecessor died between reading events and recording them: they are
- * pending with numbers the journal named in advance. Their fds live on in
+ * pending with numbers the in-flight record named in advance. Their fds live on in
  * its keeper: record them from there (whole-file restores: their ranges are
  * unknown). Without a keeper (a unit or container killed whole) they cannot
  * be filled: EIO, never a reader blocked for good (a number with no pending
  * event gives ENOENT and changes nothing). */
 static bool recover_unrecorded(struct tierd *t, int old_keeper) {
-        int candidates[JOURNAL_MAX_CANDIDATES];
+        int candidates[INFLIGHT_MAX_CANDIDATES];
         unsigned recovered = 0, lost = 0;
         uint64_t fsid = 0;
-        unsigned n = journal_was_reading(t->journal, &fsid, candidates);
+        unsigned n = inflight_was_reading(t->inflight, &fsid, candidates);
 
         for (unsigned i = 0; i < n; i++) {
-                struct journal_event ev;
+                struct inflight_event ev;
                 int c = candidates[i], fd = -1;
-                if (c < 3 || journal_get(t->journal, c, &ev))
+                if (c < 3 || inflight_get(t->inflight, c, &ev))
                         continue;
                 if (old_keeper >= 0)
                         fd = (int)syscall(SYS_pidfd_getfd, old_keeper, c, 0);
                 if (fd >= 0) {
-                        journal_record_unknown(t->journal, c, fd, fsid);
+                        inflight_record_unknown(t->inflight, c, fd, fsid);
                         close(fd);
                         recovered++;
                 } else if (old_keeper < 0 || errno != EBADF) {
@@ -76,16 +76,16 @@ static bool recover_unrecorded(struct tierd *t, int old_keeper) {
         return n > 0;
 }
 
-/* Events pending in the inherited groups that the journal does not name
- * (j NULL: a journal nobody can read, damaged or of another layout): the
+/* Events pending in the inherited groups that the in-flight record does not name
+ * (j NULL: a record nobody can read, damaged or of another layout): the
  * predecessor read them, but which file they are about is unknown (a kill
  * between read and record, when threads took the fd numbers it had named
  * in advance). None can be filled, and none may hang: each number that
  * may be one is answered EIO (ENOENT where none is). Nothing of ours is
  * pending yet, so no answer can reach an event of ours. */
-static void answer_unnamed(struct tierd *t, const struct journal *j, int old_keeper) {
-        unsigned answered = 0, n = fd_numbers_in_use(old_keeper, j ? journal_slots(j) : MAX(t->nofile, 65536u));
-        struct journal_event ev;
+static void answer_unnamed(struct tierd *t, const struct inflight *j, int old_keeper) {
+        unsigned answered = 0, n = fd_numbers_in_use(old_keeper, j ? inflight_slots(j) : MAX(t->nofile, 65536u));
+        struct inflight_event ev;
         uint64_t fsid;
 
         for (size_t g = 0; g < t->store.n_inherited; g++) {
@@ -93,33 +93,33 @@ static void answer_unnamed(struct tierd *t, const struct journal *j, int old_kee
                 if (e->fd < 0 || !holder_group_fsid(e->name, "pre", &fsid))
                         continue;
                 for (unsigned i = 3; i < n; i++)
-                        if (!(j && journal_get(j, (int)i, &ev) && ev.fsid == fsid))
+                        if (!(j && inflight_get(j, (int)i, &ev) && ev.fsid == fsid))
                                 answered += answer_number(e->fd, (int)i, EIO);
         }
         if (!j)
-                log_error("the handed-over journal is unreadable: %u pending event(s) answered EIO", answered);
+                log_error("the handed-over in-flight record is unreadable: %u pending event(s) answered EIO", answered);
         else if (answered)
-                log_error("%u event(s) the previous tierd read but its journal does not name: answered EIO", answered);
+                log_error("%u event(s) the previous tierd read but its in-flight record does not name: answered EIO", answered);
 }
 
 static int journal_take(struct tierd *t) {
-        int jfd = fdstore_take(&t->store, JOURNAL_NAME), r;
+        int jfd = fdstore_take(&t->store, INFLIGHT_NAME), r;
 
         if (jfd >= 0) {
-                r = journal_open(jfd, t->nofile, &t->journal);
+                r = inflight_open(jfd, t->nofile, &t->inflight);
                 close(jfd);
                 if (r != -EBADMSG)
                         return r;
                 answer_unnamed(t, NULL, -1);
-                fdstore_forget(&t->store, JOURNAL_NAME);
+                fdstore_forget(&t->store, INFLIGHT_NAME);
         }
         jfd = memfd_create("tierd-journal", MFD_CLOEXEC);
         if (jfd < 0)
                 return log_error_errno(errno, "memfd_create: %m");
-        /* Header first: a journal in the store is always a readable one. */
-        r = journal_open(jfd, t->nofile, &t->journal);
+        /* Header first: a record in the store is always a readable one. */
+        r = inflight_open(jfd, t->nofile, &t->inflight);
         if (r >= 0)
-                r = fdstore_put(&t->store, JOURNAL_NAME, jfd);
+                r = fdstore_put(&t->store, INFLIGHT_NAME, jfd);
         close(jfd);
         return r;
 }
@@ -141,18 +141,18 @@ int handover_begin(struct tierd *t, const char *holder_path, const char *holder_
          * once all are answered: a kill meanwhile leaves the next tierd
          * to do it again. */
         if (recover_unrecorded(t, old_keeper))
-                answer_unnamed(t, t->journal, old_keeper);
-        journal_reading_done(t->journal);
+                answer_unnamed(t, t->inflight, old_keeper);
+        inflight_reading_done(t->inflight);
 
         /* Orphans: events read by the predecessor and not answered. Only
          * numbers below our fd limit can be given to new events: those are
          * the ones to reserve. */
-        for (unsigned i = 0; i < journal_high(t->journal); i++) {
-                struct journal_event ev;
-                if (!journal_get(t->journal, (int)i, &ev))
+        for (unsigned i = 0; i < inflight_high(t->inflight); i++) {
+                struct inflight_event ev;
+                if (!inflight_get(t->inflight, (int)i, &ev))
                         continue;
                 if (i < 3) {
-                        journal_forget(t->journal, (int)i); /* cannot be: stdio was open */
+                        inflight_forget(t->inflight, (int)i); /* cannot be: stdio was open */
                         continue;
                 }
                 t->n_orphans++;
@@ -174,8 +174,8 @@ int handover_begin(struct tierd *t, const char *holder_path, const char *holder_
                         return log_error_errno(errno, "a placeholder fd: %m");
                 }
                 for (int i = 3; i <= high; i++) {
-                        struct journal_event ev;
-                        if (journal_get(t->journal, i, &ev) && dup3(placeholder, i, O_CLOEXEC) < 0) {
+                        struct inflight_event ev;
+                        if (inflight_get(t->inflight, i, &ev) && dup3(placeholder, i, O_CLOEXEC) < 0) {
                                 r = -errno;
                                 close(placeholder);
                                 return log_error_errno(r, "reserving fd %d: %m", i);
@@ -221,9 +221,9 @@ static struct tiered_fs *fs_by_id(struct tierd *t, uint64_t fsid) {
 void handover_replay(struct tierd *t) {
         unsigned served = 0, failed = 0;
 
-        for (unsigned i = 3; t->n_orphans && i < journal_high(t->journal); i++) {
-                struct journal_event ev;
-                if (!journal_get(t->journal, (int)i, &ev))
+        for (unsigned i = 3; t->n_orphans && i < inflight_high(t->inflight); i++) {
+                struct inflight_event ev;
+                if (!inflight_get(t->inflight, (int)i, &ev))
                         continue;
                 struct tiered_fs *fs = fs_by_id(t, ev.fsid);
                 /* A number at or above our fd limit (it was lowered) cannot
@@ -237,7 +237,7 @@ void handover_replay(struct tierd *t) {
                 answer_number(inherited_group(t, "pre", ev.fsid), (int)i, EIO);
                 if (fs)
                         answer_number(fs->pre_fd, (int)i, EIO);
-                journal_forget(t->journal, (int)i);
+                inflight_forget(t->inflight, (int)i);
                 if (i < t->nofile)
                         close((int)i);
                 failed++;
@@ -266,7 +266,7 @@ void handover_forget_all(struct tierd *t) {
                 holder_group_name(name, sizeof(name), "use", t->fss[i].fsid);
                 fdstore_forget(&t->store, name);
         }
-        fdstore_forget(&t->store, JOURNAL_NAME);
+        fdstore_forget(&t->store, INFLIGHT_NAME);
 }
 
 /* Stopped for good (SIGINT, a stop of the unit, a start that failed after
@@ -304,7 +304,7 @@ void handover_stop_for_good(struct tierd *t) {
         if (r >= 0)
                 r = fdstore_guard(&t->store);
         if (r >= 0) {
-                fdstore_forget(&t->store, JOURNAL_NAME); /* every event was answered */
+                fdstore_forget(&t->store, INFLIGHT_NAME); /* every event was answered */
                 log_info("stopped for good: tierd-holder (%s) keeps the groups and answers reads of files not whole "
                          "EIO until tierd runs again", t->store.holder_path);
                 return;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Where tierd takes over from its predecessor (killed, stopped or upgraded):
- * the groups and the in-flight journal come back from the fd store, the
+ * the groups and the in-flight record come back from the fd store, the
  * fd numbers of events the predecessor read but did not answer are reserved
  * before any new event is read, and those events are then served like new
  * ones and answered by number.
@@ -11,7 +11,7 @@
 #include "tierd.h"
 
 /* First thing after the policy is read, before tierd opens anything that
- * lives: takes the store's fds and the journal, reserves orphan numbers. */
+ * lives: takes the store's fds and the in-flight record, reserves orphan numbers. */
 int handover_begin(struct tierd *t, const char *holder_path, const char *holder_binary);
 /* The group fd of fs from the store, or a new one (-ENOENT: make it and
  * handover_store_group() it). */

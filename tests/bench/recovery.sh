@@ -4,7 +4,7 @@
 # same read with nothing killed, measured in the same run:
 #   9a SIGKILL of the tenant's worker, then the read: from the kill to the
 #      read's last byte (tierd starts a replacement and serves the fill on it)
-#   9b SIGKILL of tierd, tierd-holder keeping its groups and journal, while
+#   9b SIGKILL of tierd, tierd-holder keeping its groups and in-flight record, while
 #      a reader is blocked on the file (its fill parked in tierd: the worker
 #      is stopped first, so the event is surely in flight): from the kill to
 #      the read's last byte, a new tierd started at once as crash.sh does

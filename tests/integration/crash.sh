@@ -241,19 +241,19 @@ kill -INT "$TL_TIERD_PID" && wait "$TL_TIERD_PID"
 # The same window while a thread of tierd's (a gc, audit or catalog walk)
 # opens fds: a test build's thread, set up as theirs are, opens as many as
 # tierd named for the read. In the loop's fd table they would take those
-# numbers, the event would get one the journal does not name, and the next
+# numbers, the event would get one the in-flight record does not name, and the next
 # tierd could only answer it EIO. In a table of the thread's own, they
 # change nothing.
 TIERD_TEST_THREAD_OPENS=1 BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/policy.json"
 cat "$VIEW/f3" >/dev/null # a read: the hook's thread has run at least once
 check "a test build whose thread opens fds while it reads events still serves" cmp -s "$VIEW/f3" "$TL_DIR/orig/f3"
-before=$(grep -c "journal does not name" "$TL_TIERD_LOG" || true)
+before=$(grep -c "in-flight record does not name" "$TL_TIERD_LOG" || true)
 die_reading f3
 tl_tierd_start "$TL_DIR/policy.json"
 wait "$READER"
 check "... killed between reading and recording, with its thread's fds open: the reader gets the original bytes (status $?)" test $? = 0
 check "... recovered from its keeper: the numbers named were the events'" test "$(grep -c "were recovered from its keeper" "$TL_TIERD_LOG")" -ge 2
-check "... and no event had a number the journal did not name" test "$(grep -c "journal does not name" "$TL_TIERD_LOG" || true)" = "$before"
+check "... and no event had a number the in-flight record did not name" test "$(grep -c "in-flight record does not name" "$TL_TIERD_LOG" || true)" = "$before"
 kill -INT "$TL_TIERD_PID" && wait "$TL_TIERD_PID"
 TL_TIERD_PID=
 kill -KILL "$HOLDER"

@@ -38,7 +38,7 @@ else echo "not ok - event path: an open by handle that may wait (use fsgroup_ope
 
 # 2. No tree walk, directory read or whole-file hash where events are served
 # or the bus is answered.
-EVENT_FILES="supervisor/events/dispatch.c supervisor/events/fillrecord.c supervisor/events/preevent.c supervisor/events/fsgroup.c supervisor/events/settle.c common/readeraccess.c common/journal.c common/fanevent.c
+EVENT_FILES="supervisor/events/dispatch.c supervisor/events/fillrecord.c supervisor/events/preevent.c supervisor/events/fsgroup.c supervisor/events/settle.c common/readeraccess.c common/inflight.c common/fanevent.c
 	supervisor/files/batch.c supervisor/events/usegroup.c supervisor/reload.c supervisor/sdstatus.c supervisor/journallog.c common/log.c dbus/*.c holder/*.c
 	supervisor/traces/trace.c supervisor/traces/prefetch.c supervisor/traces/hydrate.c"
 bad=$(grep -nE '\b(treewalk|opendir|fdopendir|readdir|nftw|fts_open|scandir|sha256_fd|hash_file|qsort)\(' $EVENT_FILES)
