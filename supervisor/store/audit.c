@@ -60,17 +60,11 @@ static void run_free(struct task_run *r) {
         free(a);
 }
 
-static void audit_finish(struct audit_run *a, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void audit_finish(struct audit_run *a, int error, const char *fmt, ...) {
-        char msg[1024];
-        va_list ap;
-
-        va_start(ap, fmt);
-        task_run_end(&a->run, error, msg, sizeof(msg), fmt, ap);
-        va_end(ap);
+/* Its caller told of the end (task_run_finish). */
+static void told(struct task_run *r, int error, const char *msg) {
+        struct audit_run *a = (struct audit_run *)r;
         a->tn->audit = NULL;
         a->done(a->userdata, error, msg, a->findings, a->n_findings);
-        task_run_release(&a->run);
 }
 
 static void found(struct audit_run *a, const char *kind, const char *name, size_t name_len, const char *detail) {
@@ -256,11 +250,11 @@ static void repair_next(struct audit_run *a) {
                 catalog_note_lost(a->tn); /* a snapshot soon, made from the disk */
                 a->catalog_differs = false;
         }
-        audit_finish(a, 0, "%zu finding(s)%s; %llu object(s) uploaded again, %llu failed, %llu file(s) lost%s",
-                     a->n_found, a->n_found > a->n_findings ? " (the first 10000 told)" : "",
-                     (unsigned long long)a->repaired, (unsigned long long)a->repair_failed,
-                     (unsigned long long)a->lost,
-                     a->repair ? "" : " (nothing repaired: --repair uploads what it can and snapshots the catalog)");
+        task_run_finish(&a->run, 0, "%zu finding(s)%s; %llu object(s) uploaded again, %llu failed, %llu file(s) lost%s",
+                              a->n_found, a->n_found > a->n_findings ? " (the first 10000 told)" : "",
+                              (unsigned long long)a->repaired, (unsigned long long)a->repair_failed,
+                              (unsigned long long)a->lost,
+                              a->repair ? "" : " (nothing repaired: --repair uploads what it can and snapshots the catalog)");
 }
 
 /* ---- the steps ---- */
@@ -273,12 +267,12 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
         if (!task_run_request_ended(&a->run))
                 return;
         if (error < 0) {
-                audit_finish(a, error, "cannot list the store: %s", strerror(-error));
+                task_run_finish(&a->run, error, "cannot list the store: %s", strerror(-error));
                 return;
         }
         struct proto_object *p = reallocarray(a->objects, a->n_objects + n + 1, sizeof(*p));
         if (!p) {
-                audit_finish(a, -ENOMEM, "out of memory");
+                task_run_finish(&a->run, -ENOMEM, "out of memory");
                 return;
         }
         a->objects = p;
@@ -290,7 +284,7 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
                 int r = store_list(a->tn, PROTO_OBJECT_MANIFEST, AUDIT_LIST_MAX, on_listed, a);
                 if (r < 0) {
                         a->run.requests--;
-                        audit_finish(a, r, "cannot list the store: %s", strerror(-r));
+                        task_run_finish(&a->run, r, "cannot list the store: %s", strerror(-r));
                 }
                 return;
         }
@@ -301,7 +295,7 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
         int r = offthread_start(a->tn->t->event, &a->tn->subvol_fd, 1, walk_run, on_walked, a, NULL);
         if (r < 0) {
                 a->run.requests--;
-                audit_finish(a, r, "cannot walk the subvolume: %s", strerror(-r));
+                task_run_finish(&a->run, r, "cannot walk the subvolume: %s", strerror(-r));
         }
 }
 
@@ -315,11 +309,11 @@ static void on_walked(void *userdata) {
         if (!task_run_request_ended(&a->run))
                 return;
         if (a->walk_error < 0) {
-                audit_finish(a, a->walk_error, "cannot walk the subvolume: %s", strerror(-a->walk_error));
+                task_run_finish(&a->run, a->walk_error, "cannot walk the subvolume: %s", strerror(-a->walk_error));
                 return;
         }
         if (compare(a, &a->disk) < 0 && !a->run.ended) {
-                audit_finish(a, -ENOMEM, "out of memory");
+                task_run_finish(&a->run, -ENOMEM, "out of memory");
                 return;
         }
         if (a->run.ended)
@@ -334,7 +328,7 @@ static void on_tree(void *userdata, int error, const char *message, const struct
         if (!task_run_request_ended(&a->run))
                 return;
         if (error < 0) {
-                audit_finish(a, error, "cannot read the catalog: %s", message);
+                task_run_finish(&a->run, error, "cannot read the catalog: %s", message);
                 return;
         }
         /* Kept: the entries are the caller's. */
@@ -347,7 +341,7 @@ static void on_tree(void *userdata, int error, const char *message, const struct
                 memcpy(copy.manifest, e->manifest, 32);
                 if (!copy.path || catalog_entries_add(&a->catalog, &copy) < 0) {
                         catalog_entry_done(&copy);
-                        audit_finish(a, -ENOMEM, "out of memory");
+                        task_run_finish(&a->run, -ENOMEM, "out of memory");
                         return;
                 }
         }
@@ -357,7 +351,7 @@ static void on_tree(void *userdata, int error, const char *message, const struct
         int r = store_list(a->tn, PROTO_OBJECT_DATA, AUDIT_LIST_MAX, on_listed, a);
         if (r < 0) {
                 a->run.requests--;
-                audit_finish(a, r, "cannot list the store: %s", strerror(-r));
+                task_run_finish(&a->run, r, "cannot list the store: %s", strerror(-r));
         }
 }
 
@@ -373,7 +367,7 @@ int audit_start(struct tenant *tn, bool repair, audit_done_t done, audit_progres
                 return -EBUSY;
         if (!(a = calloc(1, sizeof(*a))))
                 return -ENOMEM;
-        *a = (struct audit_run){ .run = { .tn = tn, .name = "audit", .requests = 1, .free = run_free }, .tn = tn,
+        *a = (struct audit_run){ .run = { .tn = tn, .name = "audit", .requests = 1, .told = told, .free = run_free }, .tn = tn,
                                  .repair = repair, .done = done, .progress = progress, .userdata = userdata };
         tn->audit = a; /* first: a failure may end it before catalog_read_tree returns */
         int r = catalog_read_tree(tn, on_tree, a);
@@ -387,5 +381,5 @@ int audit_start(struct tenant *tn, bool repair, audit_done_t done, audit_progres
 
 void audit_stop(struct tenant *tn) {
         if (tn->audit)
-                audit_finish(tn->audit, -ECANCELED, "stopped: tierd stops, or the tenant's catalog was turned off");
+                task_run_finish(&tn->audit->run, -ECANCELED, "stopped: tierd stops, or the tenant's catalog was turned off");
 }

@@ -20,6 +20,7 @@
 #include "macro.h"
 #include "offthread.h"
 #include "storeio.h"
+#include "taskrun.h"
 
 /* Bounds: the catalog is read into memory whole before anything is made,
  * and the store is not trusted to be small. One larger is refused, saying
@@ -64,11 +65,7 @@ static void import_end(struct catalog *c, int error, const char *fmt, va_list ap
         struct catalog_import *imp = c->import;
         char msg[512];
 
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        if (error < 0)
-                log_error("tenant %s: import: %s", c->tn->cfg->name, msg);
-        else
-                log_info("tenant %s: import: %s", c->tn->cfg->name, msg);
+        task_end_message(c->tn, "import", error, msg, sizeof(msg), fmt, ap);
         c->import = NULL;
         if (imp->tree_read)
                 imp->tree_read(imp->userdata, error, msg, NULL);

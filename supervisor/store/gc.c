@@ -80,22 +80,16 @@ static void run_free(struct task_run *r) {
         free(g);
 }
 
-static void gc_finish(struct gc_run *g, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void gc_finish(struct gc_run *g, int error, const char *fmt, ...) {
-        char msg[1024];
-        va_list ap;
-
-        va_start(ap, fmt);
-        task_run_end(&g->run, error, msg, sizeof(msg), fmt, ap);
-        va_end(ap);
+/* Its caller told of the end (task_run_finish). */
+static void told(struct task_run *r, int error, const char *msg) {
+        struct gc_run *g = (struct gc_run *)r;
         g->tn->gc = NULL;
         g->done(g->userdata, error, msg);
-        task_run_release(&g->run);
 }
 
 static bool request_started(struct gc_run *g, int r, const char *what) {
         if (r < 0) {
-                gc_finish(g, r, "cannot %s: %s; nothing was deleted", what, strerror(-r));
+                task_run_finish(&g->run, r, "cannot %s: %s; nothing was deleted", what, strerror(-r));
                 return false;
         }
         g->run.requests++;
@@ -131,15 +125,15 @@ static void on_catalog_object(void *userdata, int error, const char *data, size_
         /* (Gone since the listing: nothing of tierd's deletes catalog
          * objects, so what it named cannot be known.) */
         if (error < 0) {
-                gc_finish(g, error, "cannot read %s: %s; nothing was deleted", key, strerror(-error));
+                task_run_finish(&g->run, error, "cannot read %s: %s; nothing was deleted", key, strerror(-error));
                 return;
         }
         /* Unchecked: an object under an old catalog key, or from before
          * keys, still names objects that must stay; a mark only keeps. */
         int r = catalog_decode(data, len, &catalog_key_unchecked, &h, mark_entry, g, &why);
         if (r < 0) {
-                gc_finish(g, r, "%s is %s: the objects it names cannot be known, nothing was deleted", key,
-                          r == -EBADMSG ? why : strerror(-r));
+                task_run_finish(&g->run, r, "%s is %s: the objects it names cannot be known, nothing was deleted", key,
+                                        r == -EBADMSG ? why : strerror(-r));
                 return;
         }
         read_next_catalog_object(g);
@@ -170,12 +164,12 @@ static void on_journals_listed(void *userdata, int error, const struct proto_obj
         if (!task_run_request_ended(&g->run))
                 return;
         if (error < 0) {
-                gc_finish(g, error, "cannot list the catalog's journal: %s; nothing was deleted", strerror(-error));
+                task_run_finish(&g->run, error, "cannot list the catalog's journal: %s; nothing was deleted", strerror(-error));
                 return;
         }
         for (size_t i = 0; i < n; i++)
                 if ((!g->have_base || o[i].seq > g->base_seq) && keep_catalog_object(g, &o[i]) < 0) {
-                        gc_finish(g, -ENOMEM, "out of memory");
+                        task_run_finish(&g->run, -ENOMEM, "out of memory");
                         return;
                 }
         read_next_catalog_object(g);
@@ -189,12 +183,12 @@ static void on_snapshots_listed(void *userdata, int error, const struct proto_ob
         if (!task_run_request_ended(&g->run))
                 return;
         if (error == -EOPNOTSUPP) {
-                gc_finish(g, error, "the store (%s) cannot list its objects: only file:// and s3:// stores are collected",
-                          g->tn->cfg->backend);
+                task_run_finish(&g->run, error, "the store (%s) cannot list its objects: only file:// and s3:// stores are collected",
+                                        g->tn->cfg->backend);
                 return;
         }
         if (error < 0) {
-                gc_finish(g, error, "cannot list the catalog's snapshots: %s; nothing was deleted", strerror(-error));
+                task_run_finish(&g->run, error, "cannot list the catalog's snapshots: %s; nothing was deleted", strerror(-error));
                 return;
         }
         /* A second more: a listing's times are whole seconds, cut down. */
@@ -205,7 +199,7 @@ static void on_snapshots_listed(void *userdata, int error, const struct proto_ob
                 }
         for (size_t i = 0; i < n; i++)
                 if ((!g->have_base || o[i].seq >= g->base_seq) && keep_catalog_object(g, &o[i]) < 0) {
-                        gc_finish(g, -ENOMEM, "out of memory");
+                        task_run_finish(&g->run, -ENOMEM, "out of memory");
                         return;
                 }
         request_started(g, store_list(g->tn, PROTO_OBJECT_JOURNAL, GC_LIST_MAX, on_journals_listed, g),
@@ -246,17 +240,17 @@ static void on_walked(void *userdata) {
         if (!task_run_thread_ended(&g->run))
                 return;
         if (g->walk_error < 0 && g->walk_why) {
-                gc_finish(g, g->walk_error, "cannot walk the whole filesystem of %s (%s: %s), where a btrfs "
-                          "snapshot of the tenant may name objects: nothing was deleted", g->tn->fs->mountpoint,
-                          g->walk_why, strerror(-g->walk_error));
+                task_run_finish(&g->run, g->walk_error, "cannot walk the whole filesystem of %s (%s: %s), where a btrfs "
+                                        "snapshot of the tenant may name objects: nothing was deleted", g->tn->fs->mountpoint,
+                                        g->walk_why, strerror(-g->walk_error));
                 return;
         }
         if (g->walk_error < 0) {
-                gc_finish(g, g->walk_error, "cannot read every stub on %s (%s): nothing was deleted",
-                          g->tn->fs->mountpoint,
-                          g->walk_error == -ELOOP       ? "deeper than 256 directories"
-                          : g->walk_error == -ENOMEDIUM ? "/proc is not mounted"
-                                                        : strerror(-g->walk_error));
+                task_run_finish(&g->run, g->walk_error, "cannot read every stub on %s (%s): nothing was deleted",
+                                        g->tn->fs->mountpoint,
+                                        g->walk_error == -ELOOP       ? "deeper than 256 directories"
+                                        : g->walk_error == -ENOMEDIUM ? "/proc is not mounted"
+                                                                      : strerror(-g->walk_error));
                 return;
         }
         /* A tree renamed during the walk may have been passed over, in
@@ -267,19 +261,19 @@ static void on_walked(void *userdata) {
                         walk_start(g);
                         return;
                 }
-                gc_finish(g, -EBUSY, "files were renamed on %s during each of %u walks: nothing was deleted; try "
-                                     "again when it is quieter", g->tn->fs->mountpoint, g->walks);
+                task_run_finish(&g->run, -EBUSY, "files were renamed on %s during each of %u walks: nothing was deleted; try "
+                                                   "again when it is quieter", g->tn->fs->mountpoint, g->walks);
                 return;
         }
         for (size_t i = 0; i < g->walk_marks.n; i++)
                 if (hashes_add(&g->marks, g->walk_marks.h[i]) < 0) {
-                        gc_finish(g, -ENOMEM, "out of memory");
+                        task_run_finish(&g->run, -ENOMEM, "out of memory");
                         return;
                 }
         hashes_done(&g->walk_marks);
         catalog_pending_objects(g->tn, mark_pending, g);
         if (g->walk_error < 0) {
-                gc_finish(g, g->walk_error, "out of memory");
+                task_run_finish(&g->run, g->walk_error, "out of memory");
                 return;
         }
         hashes_sort(&g->marks);
@@ -291,8 +285,8 @@ static void walk_start(struct gc_run *g) {
         int r;
         g->progress(g->userdata, "reading the stubs on the filesystem", g->walks, 0);
         if (g->tn->fs->catalog_fd < 0) {
-                gc_finish(g, -ENOTCONN, "renames on %s cannot be heard (no catalog group): nothing was deleted",
-                          g->tn->fs->mountpoint);
+                task_run_finish(&g->run, -ENOTCONN, "renames on %s cannot be heard (no catalog group): nothing was deleted",
+                                        g->tn->fs->mountpoint);
                 return;
         }
         g->walks++;
@@ -303,7 +297,7 @@ static void walk_start(struct gc_run *g) {
         g->walk_root = openat(g->tn->fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         r = g->walk_root < 0 ? -errno : offthread_start(g->tn->t->event, &g->walk_root, 1, walk_thread, on_walked, g, NULL);
         if (r < 0) {
-                gc_finish(g, r, "cannot walk %s: %s; nothing was deleted", g->tn->fs->mountpoint, strerror(-r));
+                task_run_finish(&g->run, r, "cannot walk %s: %s; nothing was deleted", g->tn->fs->mountpoint, strerror(-r));
                 return;
         }
         g->run.on_thread = true;
@@ -316,7 +310,7 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
         if (!task_run_request_ended(&g->run))
                 return;
         if (error < 0) {
-                gc_finish(g, error, "cannot list the store's objects: %s; nothing was deleted", strerror(-error));
+                task_run_finish(&g->run, error, "cannot list the store's objects: %s; nothing was deleted", strerror(-error));
                 return;
         }
         for (size_t i = 0; i < n; i++) {
@@ -332,7 +326,7 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
                 }
                 struct proto_object *p = reallocarray(g->doomed, g->n_doomed + 1, sizeof(*p));
                 if (!p) {
-                        gc_finish(g, -ENOMEM, "out of memory; nothing was deleted");
+                        task_run_finish(&g->run, -ENOMEM, "out of memory; nothing was deleted");
                         return;
                 }
                 g->doomed = p;
@@ -349,7 +343,7 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
 static void list_objects(struct gc_run *g, uint32_t kind) {
         const char *why = catalog_busy_why(g->tn);
         if (why) { /* another node imported the tenant meanwhile, say */
-                gc_finish(g, -ESTALE, "%s: nothing was deleted", why);
+                task_run_finish(&g->run, -ESTALE, "%s: nothing was deleted", why);
                 return;
         }
         g->progress(g->userdata, "listing the store", 0, 0);
@@ -381,14 +375,14 @@ static void on_deleted(void *userdata, int error) {
 }
 
 static void report(struct gc_run *g) {
-        gc_finish(g, g->failed ? -EIO : 0,
-                  "%llu objects in the store (%llu bytes): %llu referenced, %llu younger than the grace period "
-                  "(%llus), %llu %s (%llu bytes), %llu failed%s",
-                  (unsigned long long)g->listed, (unsigned long long)g->listed_bytes,
-                  (unsigned long long)g->referenced, (unsigned long long)g->young,
-                  (unsigned long long)(g->tn->cfg->gc_grace_usec / 1000000), (unsigned long long)g->deleted,
-                  g->dry_run ? "would be deleted" : "deleted", (unsigned long long)g->deleted_bytes,
-                  (unsigned long long)g->failed, g->failed ? " (see the log)" : "");
+        task_run_finish(&g->run, g->failed ? -EIO : 0,
+                                "%llu objects in the store (%llu bytes): %llu referenced, %llu younger than the grace period "
+                                "(%llus), %llu %s (%llu bytes), %llu failed%s",
+                                (unsigned long long)g->listed, (unsigned long long)g->listed_bytes,
+                                (unsigned long long)g->referenced, (unsigned long long)g->young,
+                                (unsigned long long)(g->tn->cfg->gc_grace_usec / 1000000), (unsigned long long)g->deleted,
+                                g->dry_run ? "would be deleted" : "deleted", (unsigned long long)g->deleted_bytes,
+                                (unsigned long long)g->failed, g->failed ? " (see the log)" : "");
 }
 
 static void sweep_next(struct gc_run *g) {
@@ -409,7 +403,7 @@ static void sweep_next(struct gc_run *g) {
                 }
                 struct gc_delete *d = malloc(sizeof(*d));
                 if (!d) {
-                        gc_finish(g, -ENOMEM, "out of memory");
+                        task_run_finish(&g->run, -ENOMEM, "out of memory");
                         return;
                 }
                 *d = (struct gc_delete){ .g = g, .size = o->size };
@@ -433,8 +427,8 @@ void gc_note_archived(struct tenant *tn, const uint8_t sha256[32], const uint8_t
         if (!g)
                 return;
         if (hashes_insert_sorted(&g->archived, sha256) < 0 || (manifest && hashes_insert_sorted(&g->archived, manifest) < 0))
-                gc_finish(g, -ENOMEM, "out of memory while an archive ran: stopped, to be sure nothing it "
-                                      "relies on goes");
+                task_run_finish(&g->run, -ENOMEM, "out of memory while an archive ran: stopped, to be sure nothing it "
+                                                    "relies on goes");
 }
 
 bool gc_running(const struct tenant *tn) { return tn->gc != NULL; }
@@ -485,7 +479,7 @@ int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t prog
         if (!(g = calloc(1, sizeof(*g))))
                 return -ENOMEM;
         clock_gettime(CLOCK_REALTIME, &now);
-        *g = (struct gc_run){ .run = { .tn = tn, .name = "gc", .free = run_free }, .tn = tn, .dry_run = dry_run,
+        *g = (struct gc_run){ .run = { .tn = tn, .name = "gc", .told = told, .free = run_free }, .tn = tn, .dry_run = dry_run,
                               .done = done, .progress = progress, .userdata = userdata,
                               .before = now.tv_sec - (int64_t)(tn->cfg->gc_grace_usec / 1000000),
                               .retention_start = now.tv_sec - (int64_t)(tn->cfg->catalog_retention_usec / 1000000),
@@ -506,6 +500,6 @@ int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t prog
 
 void gc_stop(struct tenant *tn) {
         if (tn->gc)
-                gc_finish(tn->gc, -ECANCELED, "stopped (canceled, or tierd stops): nothing more is deleted; %llu "
-                                              "deleted before", (unsigned long long)tn->gc->deleted);
+                task_run_finish(&tn->gc->run, -ECANCELED, "stopped (canceled, or tierd stops): nothing more is deleted; %llu "
+                                                          "deleted before", (unsigned long long)tn->gc->deleted);
 }

@@ -19,16 +19,21 @@ struct task_run {
         unsigned requests;  /* to the worker, in flight */
         bool on_thread;     /* work on a thread still holds the run */
         bool ended;         /* told: freed when nothing holds it */
+        /* The task's caller told of its end (the run is still whole; msg is
+         * the run's own, valid for the call only). */
+        void (*told)(struct task_run *r, int error, const char *msg);
         void (*free)(struct task_run *r);
 };
 
-/* The end: its message into msg (size bytes), logged (at error level for
- * an error), and the run marked ended. The caller then tells its caller
- * and calls task_run_release. */
-void task_run_end(struct task_run *r, int error, char *msg, size_t size, const char *fmt, va_list ap)
-        __attribute__((format(printf, 5, 0)));
-/* Frees an ended run that nothing holds any more. */
-void task_run_release(struct task_run *r);
+/* A long task's end message: formatted into msg (size bytes) and logged,
+ * at error level for an error. Shared with the catalog's import, whose
+ * run the catalog holds. */
+void task_end_message(const struct tenant *tn, const char *name, int error, char *msg, size_t size,
+                      const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+/* The end, once: the message formatted, logged (at error level for an
+ * error), told, and the run freed unless a request or a thread still
+ * holds it. */
+void task_run_finish(struct task_run *r, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Every reply from the worker starts here: false if the run ended (and
  * then freed, if that was the last thing that held it). */
 bool task_run_request_ended(struct task_run *r);
