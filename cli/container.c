@@ -244,7 +244,6 @@ static int container_attach_verb(sd_bus *bus, int argc, char **argv) {
 static int container_list_verb(sd_bus *bus, int argc, char **argv) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(json_putp) json_object *list = NULL;
-        sd_bus_error e = SD_BUS_ERROR_NULL;
         const char *id, *tenant, *path, *object;
         bool json = false;
         const struct verb_flag flags[] = { { "json", &json } };
@@ -254,12 +253,9 @@ static int container_list_verb(sd_bus *bus, int argc, char **argv) {
         if ((r = verb_flags("container", "container list [--json]", argc - 1, argv + 1, flags, ARRAY_SIZE(flags),
                             0)) != EXIT_OK)
                 return r;
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ListContainers", &e, &reply, "");
-        if (r < 0) {
-                r = call_failed("container list", &e, r);
-                sd_bus_error_free(&e);
+        r = call_manager(bus, "container list", &reply, "ListContainers", "");
+        if (r != EXIT_OK)
                 return r;
-        }
         if ((r = sd_bus_message_enter_container(reply, 'a', "(ssuso)")) < 0)
                 return EXIT_FAILED;
         if (json && !(list = json_object_new_array()))

@@ -18,7 +18,6 @@
 int verb_jobs(sd_bus *bus, int argc, char **argv) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(json_putp) json_object *list = NULL;
-        sd_bus_error e = SD_BUS_ERROR_NULL;
         const char *path, *operation;
         uint32_t id, total, done, failed;
         bool json = false;
@@ -27,12 +26,9 @@ int verb_jobs(sd_bus *bus, int argc, char **argv) {
 
         if ((r = verb_flags("jobs", "jobs [--json]", argc, argv, flags, ARRAY_SIZE(flags), 0)) != EXIT_OK)
                 return r;
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ListJobs", &e, &reply, "");
-        if (r < 0) {
-                r = call_failed("jobs", &e, r);
-                sd_bus_error_free(&e);
+        r = call_manager(bus, "jobs", &reply, "ListJobs", "");
+        if (r != EXIT_OK)
                 return r;
-        }
         if ((r = sd_bus_message_enter_container(reply, 'a', "(uosuuu)")) < 0)
                 return call_failed("bad reply", NULL, r);
         if (json && !(list = json_object_new_array()))
@@ -63,7 +59,6 @@ int verb_jobs(sd_bus *bus, int argc, char **argv) {
 }
 
 int verb_cancel(sd_bus *bus, int argc, char **argv) {
-        sd_bus_error e = SD_BUS_ERROR_NULL;
         char path[64];
         char *end;
         int r;
@@ -82,12 +77,9 @@ int verb_cancel(sd_bus *bus, int argc, char **argv) {
                 fprintf(stderr, "tierctl: cancel: '%s' is not a job number or object path\n", argv[0]);
                 return EXIT_USAGE;
         }
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "CancelJob", &e, NULL, "o", path);
-        if (r < 0) {
-                r = call_failed("cancel", &e, r);
-                sd_bus_error_free(&e);
+        r = call_manager(bus, "cancel", NULL, "CancelJob", "o", path);
+        if (r != EXIT_OK)
                 return r;
-        }
         printf("job %s canceled (what runs finishes; the rest does not start)\n", path);
         return EXIT_OK;
 }

@@ -274,15 +274,11 @@ static void print_tenant_line(json_object *o) {
 int status_tenants(sd_bus *bus, bool json) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(json_putp) json_object *out = json_object_new_array();
-        sd_bus_error e = SD_BUS_ERROR_NULL;
         int r;
 
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "TenantStatus", &e, &reply, "");
-        if (r < 0) {
-                r = call_failed("TenantStatus", &e, r);
-                sd_bus_error_free(&e);
+        r = call_manager(bus, "TenantStatus", &reply, "TenantStatus", "");
+        if (r != EXIT_OK)
                 return r;
-        }
         r = sd_bus_message_enter_container(reply, 'a', "a{sv}");
         while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'a', "{sv}")) > 0) {
                 json_object *o;

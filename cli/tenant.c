@@ -176,7 +176,6 @@ int verb_audit(sd_bus *bus, int argc, char **argv) {
 }
 
 int verb_tenant(sd_bus *bus, int argc, char **argv) {
-        sd_bus_error e = SD_BUS_ERROR_NULL;
         json_object *patch;
         int r;
 
@@ -199,14 +198,11 @@ int verb_tenant(sd_bus *bus, int argc, char **argv) {
                 *eq = 0;
                 json_object_object_add(patch, argv[i], parse_value(eq + 1));
         }
-        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "SetTenantPolicy", &e, NULL, "ss", argv[1],
-                               json_object_to_json_string_ext(patch, JSON_C_TO_STRING_PLAIN));
+        r = call_manager(bus, "tenant set", NULL, "SetTenantPolicy", "ss", argv[1],
+                         json_object_to_json_string_ext(patch, JSON_C_TO_STRING_PLAIN));
         json_object_put(patch);
-        if (r < 0) {
-                r = call_failed("tenant set", &e, r);
-                sd_bus_error_free(&e);
+        if (r != EXIT_OK)
                 return r;
-        }
         printf("tenant %s: policy written and applied\n", argv[1]);
         return EXIT_OK;
 }

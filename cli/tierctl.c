@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,35 +39,37 @@ int call_failed(const char *what, const sd_bus_error *e, int r) {
         return e && sd_bus_error_has_name(e, ERROR_ACCESS_DENIED) ? EXIT_DENIED : EXIT_FAILED;
 }
 
+int call_manager(sd_bus *bus, const char *what, sd_bus_message **reply, const char *method, const char *types, ...) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        va_list ap;
+
+        va_start(ap, types);
+        int r = sd_bus_call_methodv(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, method, &e, reply, types, ap);
+        va_end(ap);
+        return r < 0 ? call_failed(what, &e, r) : EXIT_OK;
+}
+
 static int verb_reload(sd_bus *bus, int argc, char **argv) {
-        sd_bus_error e = SD_BUS_ERROR_NULL;
         (void)argv;
         if (argc > 0)
                 return verb_no_args("reload", argc);
-        int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "ReloadPolicy", &e, NULL, "");
-        if (r < 0) {
-                r = call_failed("reload", &e, r);
-                sd_bus_error_free(&e);
+        int r = call_manager(bus, "reload", NULL, "ReloadPolicy", "");
+        if (r != EXIT_OK)
                 return r;
-        }
         printf("policy reloaded\n");
         return EXIT_OK;
 }
 
 /* For liveness probes: tierd's loop answered, within the bus's timeout. */
 static int verb_ping(sd_bus *bus, int argc, char **argv) {
-        sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         uint32_t n = 0;
         (void)argv;
         if (argc > 0)
                 return verb_no_args("ping", argc);
-        int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "Ping", &e, &reply, "");
-        if (r < 0) {
-                r = call_failed("ping", &e, r);
-                sd_bus_error_free(&e);
+        int r = call_manager(bus, "ping", &reply, "Ping", "");
+        if (r != EXIT_OK)
                 return r;
-        }
         if (sd_bus_message_read(reply, "u", &n) < 0)
                 return EXIT_FAILED;
         printf("tierd answers: %u tenant(s)\n", n);

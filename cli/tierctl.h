@@ -23,6 +23,9 @@ const char *path_error(int r);
 
 /* Prints why a call failed; the exit code it deserves. */
 int call_failed(const char *what, const sd_bus_error *e, int r);
+/* Calls METHOD on tierd's manager (reply: NULL, or where the reply goes);
+ * EXIT_OK, or what call_failed said after printing why. */
+int call_manager(sd_bus *bus, const char *what, sd_bus_message **reply, const char *method, const char *types, ...);
 
 /* 1536 -> "1.5K", as ls -h prints sizes; JSON printed on one line, and
  * freed by _cleanup_(json_putp): cli/status.c. */

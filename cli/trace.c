@@ -15,17 +15,12 @@
 static int show(sd_bus *bus, const char *tenant, const char *name, bool json) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(json_putp) json_object *o = NULL, *files = NULL;
-        sd_bus_error e = SD_BUS_ERROR_NULL;
         uint64_t bytes, fbytes, ranges;
         uint32_t runs, seen;
         const char *path;
-        int r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "GetTrace", &e, &reply, "ss", tenant, name);
-
-        if (r < 0) {
-                r = call_failed("trace show", &e, r);
-                sd_bus_error_free(&e);
+        int r = call_manager(bus, "trace show", &reply, "GetTrace", "ss", tenant, name);
+        if (r != EXIT_OK)
                 return r;
-        }
         if (sd_bus_message_read(reply, "ut", &runs, &bytes) < 0 ||
             sd_bus_message_enter_container(reply, 'a', "(sttu)") < 0)
                 return EXIT_FAILED;
@@ -62,19 +57,14 @@ static int show(sd_bus *bus, const char *tenant, const char *name, bool json) {
 }
 
 int verb_trace(sd_bus *bus, int argc, char **argv) {
-        sd_bus_error e = SD_BUS_ERROR_NULL;
         bool json = false;
         const struct verb_flag flags[] = { { "json", &json } };
         int r;
 
         if (argc == 3 && strcmp(argv[0], "start") == 0) {
-                r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_MANAGER, "StartTrace", &e, NULL, "ss", argv[1],
-                                       argv[2]);
-                if (r < 0) {
-                        r = call_failed("trace start", &e, r);
-                        sd_bus_error_free(&e);
+                r = call_manager(bus, "trace start", NULL, "StartTrace", "ss", argv[1], argv[2]);
+                if (r != EXIT_OK)
                         return r;
-                }
                 printf("trace %s: fetched ahead of tenant %s's host readers, and recording\n", argv[2], argv[1]);
                 return EXIT_OK;
         }

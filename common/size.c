@@ -24,47 +24,43 @@ static int parse_decimal(const char **p, uint64_t *ret) {
         return 0;
 }
 
-int size_parse(const char *s, uint64_t *ret) {
-        static const struct { const char *suffix; unsigned shift; } units[] = {
-                { "", 0 }, { "B", 0 },
-                { "K", 10 }, { "KiB", 10 }, { "M", 20 }, { "MiB", 20 },
-                { "G", 30 }, { "GiB", 30 }, { "T", 40 }, { "TiB", 40 },
-        };
+struct unit {
+        const char *suffix;
+        uint64_t times;
+};
+
+/* Digits, then one of the units (n of them) by its exact suffix. */
+static int parse_with_unit(const char *s, const struct unit *units, size_t n, uint64_t *ret) {
         uint64_t v;
         const char *p = s;
         int r = parse_decimal(&p, &v);
 
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        for (size_t i = 0; i < n; i++) {
                 if (strcmp(p, units[i].suffix) != 0)
                         continue;
-                if (units[i].shift && v > (UINT64_MAX >> units[i].shift))
+                if (v > UINT64_MAX / units[i].times)
                         return -ERANGE;
-                *ret = v << units[i].shift;
+                *ret = v * units[i].times;
                 return 0;
         }
         return -EINVAL;
 }
 
+int size_parse(const char *s, uint64_t *ret) {
+        static const struct unit units[] = {
+                { "", 1 }, { "B", 1 },
+                { "K", 1ull << 10 }, { "KiB", 1ull << 10 }, { "M", 1ull << 20 }, { "MiB", 1ull << 20 },
+                { "G", 1ull << 30 }, { "GiB", 1ull << 30 }, { "T", 1ull << 40 }, { "TiB", 1ull << 40 },
+        };
+        return parse_with_unit(s, units, sizeof(units) / sizeof(units[0]), ret);
+}
+
 int duration_parse(const char *s, uint64_t *ret) {
-        static const struct { const char *suffix; uint64_t usec; } units[] = {
+        static const struct unit units[] = {
                 { "", 1000000ull }, { "ms", 1000ull }, { "s", 1000000ull }, { "m", 60000000ull },
                 { "h", 3600000000ull }, { "d", 86400000000ull },
         };
-        uint64_t v;
-        const char *p = s;
-        int r = parse_decimal(&p, &v);
-
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-                if (strcmp(p, units[i].suffix) != 0)
-                        continue;
-                if (v > UINT64_MAX / units[i].usec)
-                        return -ERANGE;
-                *ret = v * units[i].usec;
-                return 0;
-        }
-        return -EINVAL;
+        return parse_with_unit(s, units, sizeof(units) / sizeof(units[0]), ret);
 }

@@ -61,11 +61,15 @@ static void import_free(struct catalog_import *imp) {
 }
 
 /* The import's answer; the writer does not go on here (see import_fail). */
-static void import_end(struct catalog *c, int error, const char *fmt, va_list ap) {
+static void import_finish(struct catalog *c, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void import_finish(struct catalog *c, int error, const char *fmt, ...) {
         struct catalog_import *imp = c->import;
         char msg[512];
+        va_list ap;
 
+        va_start(ap, fmt);
         task_end_message(c->tn, "import", error, msg, sizeof(msg), fmt, ap);
+        va_end(ap);
         c->import = NULL;
         if (imp->tree_read)
                 imp->tree_read(imp->userdata, error, msg, NULL);
@@ -74,23 +78,8 @@ static void import_end(struct catalog *c, int error, const char *fmt, va_list ap
         import_free(imp);
 }
 
-static void import_finish(struct catalog *c, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void import_finish(struct catalog *c, int error, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        import_end(c, error, fmt, ap);
-        va_end(ap);
-}
-
 /* Nothing was made: the writer goes on as before the import. */
-static void import_fail(struct catalog *c, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void import_fail(struct catalog *c, int error, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        import_end(c, error, fmt, ap);
-        va_end(ap);
-        catalog_writer_continue(c);
-}
+#define import_fail(c, ...) (import_finish((c), __VA_ARGS__), catalog_writer_continue(c))
 
 void catalog_import_abort(struct catalog *c) {
         if (c->import)

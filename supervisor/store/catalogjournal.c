@@ -33,6 +33,14 @@ static void journal_done(struct catalog *c) {
         catalog_wake_waiters(c);
 }
 
+/* Is there a newer lease than ours? then() hears the store's answer. */
+static void check_fence(struct catalog *c, store_got_t then) {
+        char key[STUB_KEY_MAX];
+        catalog_epoch_key(c->epoch + 1, key);
+        c->busy = true;
+        catalog_request_started(c, store_head(c->tn, key, then, c), "cannot check the lease");
+}
+
 /* The entries in flight go back to the head of the queue. */
 static void journal_requeue(struct catalog *c) {
         struct catalog_pending **end = &c->sending;
@@ -70,12 +78,7 @@ static void on_fence_checked_after(void *userdata, int error, const char *data, 
         catalog_writer_continue(c);
 }
 
-void catalog_check_fence_after_put(struct catalog *c) {
-        char key[STUB_KEY_MAX];
-        catalog_epoch_key(c->epoch + 1, key);
-        c->busy = true;
-        catalog_request_started(c, store_head(c->tn, key, on_fence_checked_after, c), "cannot check the lease");
-}
+void catalog_check_fence_after_put(struct catalog *c) { check_fence(c, on_fence_checked_after); }
 
 static void on_journal_read_back(void *userdata, int error, const char *data, size_t len) {
         struct catalog *c = userdata;
@@ -200,11 +203,6 @@ static void on_fence_checked(void *userdata, int error, const char *data, size_t
         put_journal(c);
 }
 
-/* Before each journal object: is there a newer lease than ours? */
-void catalog_check_fence_then_put(struct catalog *c) {
-        char key[STUB_KEY_MAX];
-        catalog_epoch_key(c->epoch + 1, key);
-        c->busy = true;
-        catalog_request_started(c, store_head(c->tn, key, on_fence_checked, c), "cannot check the lease");
-}
+/* Before each journal object. */
+void catalog_check_fence_then_put(struct catalog *c) { check_fence(c, on_fence_checked); }
 
