@@ -3,6 +3,7 @@
 #include "ocihook.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,64 @@ static int pod_namespace(json_object *ann, const char **ret) {
         return 0;
 }
 
+/* The pod's and the container's names as the runtime wrote them (CRI-O's
+ * keys, containerd's); two that disagree: none. */
+static const char *pod_key(json_object *ann, const char *crio_key, const char *containerd_key) {
+        const char *crio = get_str(ann, crio_key), *containerd = get_str(ann, containerd_key);
+        return crio && containerd && strcmp(crio, containerd) != 0 ? NULL : containerd ?: crio;
+}
+
+/* Kubernetes' generateName suffixes and pod-template hashes use these. */
+static bool all_of(const char *s, size_t n, const char *set) {
+        for (size_t i = 0; i < n; i++)
+                if (!s[i] || !strchr(set, s[i]))
+                        return false;
+        return n > 0;
+}
+#define K8S_RANDOM "bcdfghjklmnpqrstvwxz2456789"
+#define DIGITS "0123456789"
+
+int oci_pod_owner(const char *pod, char *out, size_t size) {
+        size_t n = strlen(pod);
+        const char *dash = memrchr(pod, '-', n);
+        size_t last = dash ? (size_t)(pod + n - dash - 1) : 0;
+
+        if (dash && all_of(dash + 1, last, DIGITS)) /* a StatefulSet's ordinal */
+                n -= last + 1;
+        else if (dash && last == 5 && all_of(dash + 1, 5, K8S_RANDOM)) {
+                n -= 6;
+                const char *hash = memrchr(pod, '-', n);
+                size_t len = hash ? (size_t)(pod + n - hash - 1) : 0;
+                /* A ReplicaSet's pod-template hash, or a CronJob's minutes. */
+                if (hash && ((len >= 6 && len <= 10 && all_of(hash + 1, len, K8S_RANDOM)) ||
+                             (len >= 8 && all_of(hash + 1, len, DIGITS))))
+                        n -= len + 1;
+        }
+        if (n == 0)
+                return -EINVAL;
+        if (n >= size)
+                return -ENAMETOOLONG;
+        memcpy(out, pod, n);
+        out[n] = 0;
+        return 0;
+}
+
+/* A Kubernetes container with no tierd.io/trace: traced by its pod's owner
+ * and its own name, so that every replica of a workload shares one trace.
+ * A name too long for a trace (200 bytes) gets none. */
+static const char *owner_trace(struct oci_hook *h, json_object *ann) {
+        const char *pod = pod_key(ann, "io.kubernetes.pod.name", "io.kubernetes.cri.sandbox-name");
+        const char *name = pod_key(ann, "io.kubernetes.container.name", "io.kubernetes.cri.container-name");
+        char owner[254];
+
+        if (!pod || !name || !*name || !*h->k8s_namespace || oci_pod_owner(pod, owner, sizeof(owner)) < 0)
+                return NULL;
+        int n = snprintf(h->owner_trace, sizeof(h->owner_trace), "k8s/%s/%s/%s", h->k8s_namespace, owner, name);
+        if (n < 0 || n > 200 || strstr(h->owner_trace, ".."))
+                return NULL;
+        return h->owner_trace;
+}
+
 int oci_hook_parse_config(struct oci_hook *h, const char *text, size_t len, const char *stage_arg, const char **why) {
         json_object *pid_v;
 
@@ -107,9 +166,9 @@ int oci_hook_parse_config(struct oci_hook *h, const char *text, size_t len, cons
         h->read_only = ro && strcmp(ro, "true") == 0;
         if (ro && !h->read_only && strcmp(ro, "false") != 0)
                 return *why = "annotation " ANNOTATION_READ_ONLY " must be \"true\" or \"false\"", -EINVAL;
-        h->trace = get_str(ann, ANNOTATION_TRACE); /* checked by tierd */
         if (pod_namespace(ann, &h->k8s_namespace) < 0)
                 return *why = "the pod namespace annotations disagree: refused", -EINVAL;
+        h->trace = get_str(ann, ANNOTATION_TRACE) ?: owner_trace(h, ann); /* checked by tierd */
         return 0;
 }
 

@@ -124,7 +124,7 @@ static int parse_file_settings(struct parse_ctx *c, json_object *o, const char *
                 return r;
         if ((r = policy_get_size(c, o, tenant, "restore_rate", &s->restore_rate)) < 0)
                 return r;
-        if ((r = policy_get_duration(c, o, tenant, "trace_window", &s->trace_window)) < 0)
+        if ((r = policy_get_duration_or_zero(c, o, tenant, "trace_window", &s->trace_window)) < 0)
                 return r;
         if (s->trace_window > 3600000000ull)
                 return policy_fail(c, tenant, "trace_window", "must be at most \"1h\"");

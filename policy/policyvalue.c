@@ -156,13 +156,26 @@ int policy_check_namespaces(struct parse_ctx *c, const char *tenant, json_object
         return r;
 }
 
-int policy_get_duration(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, uint64_t *ret) {
+static int get_duration(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, bool zero,
+                        uint64_t *ret) {
         json_object *v;
         if (!json_object_object_get_ex(o, key, &v))
                 return 0;
-        if (!json_object_is_type(v, json_type_string) || duration_parse(json_object_get_string(v), ret) < 0 || *ret == 0)
-                return policy_fail(c, tenant, key, "must be a positive duration such as \"500ms\", \"30s\", \"5m\"");
+        if (!json_object_is_type(v, json_type_string) || duration_parse(json_object_get_string(v), ret) < 0 ||
+            (*ret == 0 && !zero))
+                return policy_fail(c, tenant, key,
+                                   zero ? "must be a duration such as \"0s\", \"500ms\", \"30s\", \"5m\""
+                                        : "must be a positive duration such as \"500ms\", \"30s\", \"5m\"");
         return 1;
+}
+
+int policy_get_duration(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, uint64_t *ret) {
+        return get_duration(c, o, tenant, key, false, ret);
+}
+
+int policy_get_duration_or_zero(struct parse_ctx *c, json_object *o, const char *tenant, const char *key,
+                                uint64_t *ret) {
+        return get_duration(c, o, tenant, key, true, ret);
 }
 
 int policy_get_opt_path(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, const char **ret) {

@@ -41,6 +41,9 @@ int policy_check_string_list(struct parse_ctx *c, const char *tenant, const char
 /* Kubernetes namespaces are DNS labels: what else is named cannot match. */
 int policy_check_namespaces(struct parse_ctx *c, const char *tenant, json_object *a);
 int policy_get_duration(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, uint64_t *ret);
+/* The same, "0s" allowed (a key for which nothing means off). */
+int policy_get_duration_or_zero(struct parse_ctx *c, json_object *o, const char *tenant, const char *key,
+                                uint64_t *ret);
 int policy_get_opt_path(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, const char **ret);
 /* "http(s)://host[:port]" and nothing more: keys are appended to it. */
 int policy_check_endpoint(struct parse_ctx *c, const char *tenant, const char *e);

@@ -166,6 +166,7 @@ struct tenant {
         struct prefetch *prefetch;         /* a trace fetched ahead of its host readers: traces/prefetch.c */
         struct hydrate *hydrate;           /* files read in part, fetched whole next: traces/hydrate.c */
         unsigned recordings;               /* open, its containers' and its own */
+        struct trace_recording *saving;    /* runs being saved, one a trace name: trace.c */
         struct usage *usage; /* the file table, with a quota or archive_after: usage.c */
         sd_event_source *quota_src, *archive_src, *usage_save_src;
         uint64_t quota_pressure_usec, quota_stuck_until, busy_cleared_usec;

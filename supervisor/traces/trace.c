@@ -26,9 +26,15 @@ struct trace_recording {
         bool dropped; /* touches past TRACE_TOUCHES_MAX */
         struct trace_ahead *ahead; /* fetched ahead for this run (prefetch.c) */
         size_t n_ahead;
-        /* Saving, once the window is over (tracework.c). */
+        /* Saving, once the window is over (tracework.c). A trace object is
+         * read, merged and written whole, so two runs of one name saved at
+         * once would each merge into the same old object and the first
+         * write would be lost: one run a name at a time, the others queued
+         * behind it (replicas of one workload end their windows together). */
         char *subvol_rel;
         struct trace_save save;
+        struct trace_recording *next_saving; /* the tenant's list of saves in flight */
+        struct trace_recording *queued;      /* the next run of the same name */
 };
 
 static void recording_free(struct trace_recording *rec) {
@@ -109,8 +115,21 @@ void trace_fetched_ahead(struct trace_recording *rec, const char *path, uint64_t
                 a[rec->n_ahead++].bytes = bytes;
 }
 
+static void save_start(struct trace_recording *rec);
+
+static void save_unlist(struct trace_recording *rec) {
+        for (struct trace_recording **p = &rec->tn->saving; *p; p = &(*p)->next_saving)
+                if (*p == rec) {
+                        *p = rec->next_saving;
+                        return;
+                }
+}
+
+/* The run saved (or not): the next of its name, if one waits. */
 static void on_saved(void *userdata, int error) {
-        struct trace_recording *rec = userdata;
+        struct trace_recording *rec = userdata, *next = rec->queued;
+
+        save_unlist(rec);
         if (error < 0)
                 log_error_errno(error, "tenant %s: trace %s: cannot store it: %m", rec->tn->cfg->name, rec->name);
         else
@@ -119,6 +138,14 @@ static void on_saved(void *userdata, int error) {
                          rec->tn->cfg->name, rec->name, rec->save.runs, rec->save.files, rec->save.ranges,
                          (unsigned long long)rec->save.bytes, (unsigned long long)rec->save.wasted);
         recording_free(rec);
+        if (next && next->tn->t->stopping) { /* no worker to save it: dropped, as a run open at the stop is */
+                for (struct trace_recording *q; next; next = q) {
+                        q = next->queued;
+                        recording_free(next);
+                }
+        }
+        if (next)
+                save_start(next);
 }
 
 /* Back from tracework.c: the merged trace goes to the store. */
@@ -168,8 +195,6 @@ static void on_old_trace(void *userdata, int error, const char *data, size_t len
 
 void trace_record_end(struct trace_recording *rec, const char *why) {
         struct tenant *tn = rec->tn;
-        char key[TRACE_NAME_MAX + 16];
-        int r;
 
         *owner_of(rec) = NULL;
         tn->recordings--;
@@ -182,8 +207,25 @@ void trace_record_end(struct trace_recording *rec, const char *why) {
                 recording_free(rec);
                 return;
         }
+        for (struct trace_recording *s = tn->saving; s; s = s->next_saving)
+                if (strcmp(s->name, rec->name) == 0) {
+                        while (s->queued)
+                                s = s->queued;
+                        s->queued = rec; /* bounded: a run a container or host, each saved once */
+                        return;
+                }
+        save_start(rec);
+}
+
+/* The stored trace read, for the run to merge into (on_old_trace). */
+static void save_start(struct trace_recording *rec) {
+        char key[TRACE_NAME_MAX + 16];
+        int r;
+
+        rec->next_saving = rec->tn->saving;
+        rec->tn->saving = rec;
         if ((r = trace_store_key(rec->name, key, sizeof(key))) < 0 ||
-            (r = store_get(tn, key, TRACE_OBJECT_MAX, on_old_trace, rec)) < 0)
+            (r = store_get(rec->tn, key, TRACE_OBJECT_MAX, on_old_trace, rec)) < 0)
                 on_saved(rec, r);
 }
 

@@ -281,6 +281,10 @@ static int container_serve(struct container *c, const char **why) {
 /* Its trace fetched ahead of its readers, and this run recorded: neither
  * stops the container (logged). */
 static void container_trace(struct container *c, const char *name) {
+        if (c->tenant->cfg->trace_window_usec == 0) {
+                log_info("container %s: trace %s: none, the tenant's traces are off (trace_window 0)", c->id, name);
+                return;
+        }
         int r = prefetch_start(c->tenant, c, name);
         if (r < 0)
                 log_error_errno(r, "container %s: trace %s: cannot fetch it ahead: %m", c->id, name);

@@ -345,7 +345,8 @@ check "... and answers on the bus" timeout 20 "$TIERCTL" ping
 # 2 s); /proc/sys, a mount of the container's, must stay.
 OLD=$TL_TIERD_PID
 kill -TERM "$OLD"
-TIERD_TEST_DETACH_PAUSE_MS=2000 BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/etc/policy.json"
+TIERD_TEST_DETACH_PAUSE_MS=2000 TIERD_TEST_TRACE_SAVE_PAUSE_MS=5000 BUILD=$BUILD/testhooks \
+	tl_tierd_start "$TL_DIR/etc/policy.json"
 wait "$OLD" 2>/dev/null
 bundle $P-swap alpha team-a
 python3 - "$TL_DIR/bundles/$P-swap/config.json" <<'PY'
@@ -364,6 +365,39 @@ check "... swapped /x for a symlink to /proc during the detach, which ends (exit
 check "... /proc/sys is still mounted in the container" bash -c "runc exec $P-swap cat /proc/self/mountinfo </dev/null | grep -q ' /proc/sys '"
 check "... and the view is gone (from where it moved to)" bash -c "! runc exec $P-swap cat /proc/self/mountinfo </dev/null | grep -q ' /x.real/sys '"
 runc delete --force $P-swap >/dev/null 2>&1
+
+# A Kubernetes container without tierd.io/trace is traced by its pod's
+# owner and its own name: two replicas of Deployment web share one trace.
+# They go at once (each detach pauses the loop 2 s in this test build, and
+# each save's merge takes 5 s): the second run is saved after the first,
+# merged with it, never over it.
+owned() { # ID POD: an alpha bundle of pod POD's container "app", CRI-O's keys
+	bundle "$1" alpha team-a
+	python3 - "$TL_DIR/bundles/$1/config.json" "$2" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["annotations"].update({"io.kubernetes.pod.name": sys.argv[2], "io.kubernetes.container.name": "app"})
+json.dump(c, open(sys.argv[1], "w"))
+PY
+}
+check "f1 and f2 released again" bash -c "$TIERCTL release $VA/f1 $VA/f2 >/dev/null"
+owned $P-o1 web-7d4b9c8f6b-x2x7q
+owned $P-o2 web-7d4b9c8f6b-k9zrt
+tl_log_mark
+check "a replica of Deployment web starts, with no tierd.io/trace" start $P-o1
+check "... and another" start $P-o2
+for id in $P-o1 $P-o2; do
+	check "... $id records trace k8s/team-a/web/app (its namespace, owner and container)" \
+		tl_logged 10 "trace k8s/team-a/web/app: recording $id's first touches"
+done
+check "... one reads f1 right" reads_right $P-o1 f1
+check "... the other f2" reads_right $P-o2 f2
+gone $P-o1 & G1=$!
+gone $P-o2 & G2=$!
+wait $G1 $G2
+check "... both gone at once: one run is stored first" tl_logged 30 "trace k8s/team-a/web/app stored: run 1, 1 files"
+check "... and the other merged with it: run 2, 2 files (not a second run 1 written over the first)" \
+	tl_logged 30 "trace k8s/team-a/web/app stored: run 2, 2 files"
 kill -INT "$TL_TIERD_PID"
 check "tierd stops for good cleanly (SIGINT)" wait "$TL_TIERD_PID"
 TL_TIERD_PID=

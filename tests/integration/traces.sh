@@ -40,7 +40,7 @@ cat >"$TL_DIR/policy.json" <<EOF2
              {"name": "progq", "subvolume": "$FS/progq", "mount": "$TL_DIR/views/progq", "backend": "file://$TL_DIR/store/progq",
               "restore": "progressive", "quota": "24M"},
              {"name": "paced", "subvolume": "$FS/paced", "mount": "$TL_DIR/views/paced", "backend": "file://$TL_DIR/store/paced",
-              "restore_rate": "4M"}]}
+              "restore_rate": "4M", "trace_window": "0s"}]}
 EOF2
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
 check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -60,6 +60,9 @@ check "... saying so" grep -q "no trace of that name is stored yet" <<<"$out"
 out=$(timeout 20 "$TIERCTL" trace start web ../app 2>&1); rc=$?
 check "a trace name with '..' is refused with status 1 (got $rc), saying why" \
 	bash -c "[ $rc -eq 1 ] && grep -q 'a trace name has' <<<'$out'"
+out=$(timeout 20 "$TIERCTL" trace start paced app 2>&1); rc=$?
+check "trace start on a tenant whose traces are off (trace_window 0s) fails with status 1 (got $rc), saying so" \
+	bash -c "[ $rc -eq 1 ] && grep -q 'tenant paced: traces are off' <<<'$out'"
 
 # Run 1: the app reads bin/app's first chunk, then all of lib/a.so.
 tl_log_mark

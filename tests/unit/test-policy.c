@@ -239,6 +239,10 @@ static void test_engine_keys(void **state) {
         assert_int_equal(p->tenants[0].archive_after_usec, 0);
         assert_null(p->tenants[0].pin[0]);
         assert_false(p->tenants[0].restore_whole);
+        assert_int_equal(p->tenants[0].trace_window_usec, 60000000);
+        policy_free(p);
+        p = parse_ok(T(", \"trace_window\": \"0s\"")); /* the tenant's traces off */
+        assert_int_equal(p->tenants[0].trace_window_usec, 0);
         policy_free(p);
         p = parse_ok("{\"defaults\": {\"quota\": \"10G\", \"high_watermark\": 0.95, \"backend\": \"file:///s\"},"
                      " \"tenants\": [{\"name\": \"a\", \"subvolume\": \"/t/a\", \"mount\": \"/v/a\","
@@ -272,6 +276,9 @@ static void test_engine_keys(void **state) {
         parse_bad(T(", \"pin\": [1]"), "string");
         parse_bad(T(", \"restore\": \"lazy\""), "\"range\", \"progressive\", \"whole\" or \"open\"");
         parse_bad(T(", \"archive_rate\": -1"), "non-negative");
+        parse_bad(T(", \"trace_window\": \"soon\""), "a duration such as \"0s\"");
+        parse_bad(T(", \"trace_window\": \"2h\""), "at most");
+        parse_bad(T(", \"archive_after\": \"0s\""), "positive duration"); /* zero is only for trace_window */
 }
 
 /* The catalog's keys and garbage collection's: defaults and mistakes. */
