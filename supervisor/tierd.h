@@ -208,6 +208,7 @@ struct container {
         uint64_t attached_usec;     /* CLOCK_REALTIME */
         uint64_t attach_took_usec;  /* from the request to the view served */
         uint64_t fills, fill_bytes, fill_errors;
+        uint64_t prefetched_bytes, prefetch_hits, prefetch_wasted_bytes; /* its trace's, as a tenant's */
         struct wait_histogram wait; /* its readers' */
         struct trace_recording *recording; /* its readers' first touches: traces/trace.c */
         struct prefetch *prefetch;         /* its trace, fetched ahead of them: traces/prefetch.c */

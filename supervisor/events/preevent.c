@@ -60,13 +60,15 @@ static uint64_t readahead_for(const struct tfile *f, const struct stub *s, uint6
  * touch is recorded. True once the recording needs no more of the file's reads. */
 static bool touch_served(struct tenant *tn, const struct fanotify_event_metadata *md, const struct stub *s) {
         union file_handle_buf h;
-        uint64_t offset = 0, count = 0;
+        uint64_t offset = 0, count = 0, route = container_of_thread(tn, md->pid);
+        struct container *c = route ? container_by_serial(tn, route) : NULL;
 
         tn->counters.prefetch_hits++;
+        if (c)
+                c->prefetch_hits++;
         if (!fanotify_event_range(md, &offset, &count) || count == 0)
                 offset = 0, count = s->size;
-        return file_handle_of(md->fd, &h.fh) < 0 ||
-               trace_touch(tn, container_of_thread(tn, md->pid), &h.fh, s, offset, MIN(offset + count, s->size));
+        return file_handle_of(md->fd, &h.fh) < 0 || trace_touch(tn, route, &h.fh, s, offset, MIN(offset + count, s->size));
 }
 
 /* A reader that needs bytes: a waiter on its file (dispatch.c), for the

@@ -102,6 +102,8 @@ static void on_range(void *userdata, int error) {
 
         if (error == 0)
                 p->tn->counters.prefetched_bytes += d->bytes;
+        if (error == 0 && p->c && !p->cancelled) /* a cancelled one's container may be gone */
+                p->c->prefetched_bytes += d->bytes;
         free(d);
         if (error < 0 && !p->cancelled) {
                 p->failed++;

@@ -16,7 +16,8 @@
 
 struct trace_recording {
         struct tenant *tn;
-        struct container *c; /* NULL: the tenant's host readers */
+        struct container *c; /* NULL: the tenant's host readers; only while it records */
+        uint64_t serial;     /* c's, found again when the run is saved (it may be gone) */
         char name[TRACE_NAME_MAX + 1];
         uint64_t started_usec;   /* monotonic */
         struct timespec started; /* realtime: files' ctimes are compared with it */
@@ -159,6 +160,9 @@ static void on_merged(void *userdata) {
                 log_info("tenant %s: trace %s: %zu of %zu touches left out (files deleted since, or names not "
                          "UTF-8)", rec->tn->cfg->name, rec->name, rec->n - sv->named, rec->n);
         rec->tn->counters.prefetch_wasted_bytes += sv->wasted;
+        struct container *c = rec->serial ? container_by_serial(rec->tn, rec->serial) : NULL;
+        if (c)
+                c->prefetch_wasted_bytes += sv->wasted;
         if (sv->old_refused)
                 log_error("tenant %s: trace %s in the store is refused (%s): it starts again from this run",
                           rec->tn->cfg->name, rec->name, sv->old_refused);
@@ -247,7 +251,8 @@ int trace_record_start(struct tenant *tn, struct container *c, const char *name)
                 return -EBUSY;
         if (!(rec = calloc(1, sizeof(*rec))))
                 return -ENOMEM;
-        *rec = (struct trace_recording){ .tn = tn, .c = c, .started_usec = tierd_now_usec(tn->t) };
+        *rec = (struct trace_recording){ .tn = tn, .c = c, .serial = c ? c->serial : 0,
+                                         .started_usec = tierd_now_usec(tn->t) };
         clock_gettime(CLOCK_REALTIME, &rec->started);
         snprintf(rec->name, sizeof(rec->name), "%s", name);
         r = sd_event_add_time_relative(tn->t->event, &rec->end_src, CLOCK_MONOTONIC, tn->cfg->trace_window_usec,

@@ -321,6 +321,11 @@ check "... its trace is fetched ahead of it: 2 files, none skipped or failed" \
 check "... f1 and f2 are whole before it read them; f3, never read, is not" \
 	bash -c "[ \$(stat -c %s $VA/f1) = \$(\"$BUILD/tests/data-bytes\" $VA/f1) ] && [ \$(stat -c %s $VA/f2) = \$(\"$BUILD/tests/data-bytes\" $VA/f2) ] && [ \$(\"$BUILD/tests/data-bytes\" $VA/f3) = 0 ]"
 check "... it reads them right" reads_f2_f1 $P-t2
+AHEAD=$(tail -n +$((TL_LOG_MARK + 1)) "$TL_TIERD_LOG" | grep -o "trace web fetched ahead of $P-t2 in [0-9]* ms: 2 files ([0-9]* bytes" | grep -o '([0-9]*' | tr -d '(')
+check "... its PrefetchedBytes are what its trace fetched ahead (${AHEAD:-?} bytes)" \
+	test "$(cprop $P-t2 PrefetchedBytes)" = "${AHEAD:-none}"
+check "... and tierctl metrics has them as tierd_container_prefetched_bytes_total" bash -c \
+	"timeout 20 $TIERCTL metrics | grep -q '^tierd_container_prefetched_bytes_total{tenant=\"alpha\",container=\"$P-t2\"} ${AHEAD:-none}\$'"
 gone $P-t2
 check "... its run is merged: run 2, 2 files" tl_logged 20 "trace web stored: run 2, 2 files"
 # A trace of the 64 MiB file, then a container killed as soon as it starts,
