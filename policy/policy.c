@@ -28,7 +28,7 @@
         "connect_timeout", "stall_timeout", "ca_file", "sse", "kms_key_id", "headers", "multipart_threshold", "part_size", \
         "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "prefetch_rate", \
         "restore_rate", \
-        "pin", "restore", \
+        "pin", "hydrate_pinned", "restore", \
         "trace_window", "verify", "manifest_cache", "catalog", "catalog_key", "catalog_retention", "gc_grace"
 static const char *const tenant_keys[] = { "name", "subvolume", "mount", "namespaces", "containers", "allow_setuid_mounts",
                                            SETTING_KEYS };
@@ -45,7 +45,7 @@ struct tenant_settings {
         uint64_t catalog_retention, gc_grace;
         double high_watermark, low_watermark;
         const char *restore;
-        bool verify, catalog;
+        bool verify, catalog, hydrate_pinned;
 };
 
 /* The settings of the store and its client. */
@@ -141,6 +141,8 @@ static int parse_file_settings(struct parse_ctx *c, json_object *o, const char *
         if (r > 0 && s->manifest_cache > (1ull << 30))
                 return policy_fail(c, tenant, "manifest_cache", "must be at most 1G");
         if ((r = policy_get_bool(c, o, tenant, "verify", &s->verify)) < 0)
+                return r;
+        if ((r = policy_get_bool(c, o, tenant, "hydrate_pinned", &s->hydrate_pinned)) < 0)
                 return r;
         if ((r = policy_get_duration(c, o, tenant, "catalog_retention", &s->catalog_retention)) < 0)
                 return r;
@@ -301,6 +303,7 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .pin = strings_to_strv(s.pin),
                 .restore_whole = s.restore && (strcmp(s.restore, "whole") == 0 || strcmp(s.restore, "open") == 0),
                 .restore_progressive = s.restore && strcmp(s.restore, "progressive") == 0,
+                .hydrate_pinned = s.hydrate_pinned,
                 .restore_open = s.restore && strcmp(s.restore, "open") == 0, .verify = s.verify,
                 .catalog = s.catalog, .catalog_retention_usec = s.catalog_retention, .gc_grace_usec = s.gc_grace,
                 .manifest_cache = s.manifest_cache, .namespaces = strings_to_strv(namespaces),

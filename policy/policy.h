@@ -73,6 +73,7 @@ struct policy_tenant {
         bool restore_whole;             /* "restore": "whole" or "open" */
         bool restore_open;              /* "restore": "open": whole before a read-only open returns */
         bool restore_progressive;       /* "restore": "progressive": a file read in part, then whole in the background */
+        bool hydrate_pinned;            /* the same for pinned files only (pin globs, tierctl pin) */
         bool verify;                    /* ranged fills checked against the chunk manifest */
         bool catalog;                   /* keep the tenant's catalog in its store: supervisor/store/catalog.c */
         char *catalog_key;              /* the file of the key that authenticates it (required with catalog) */

@@ -106,7 +106,7 @@ static void park_reader(struct tenant *tn, struct tiered_fs *fs, const struct fa
                 w->want_end = w->end + readahead_for(f, s, offset, tn->cfg->readahead);
         }
         trace_touch(tn, w->route, &f->h.fh, s, w->whole ? 0 : w->start, w->whole ? s->size : w->end);
-        if (!w->whole && tn->cfg->restore_progressive && !f->hydrate_asked)
+        if (!w->whole && hydrate_wanted(tn) && !f->hydrate_asked)
                 f->hydrate_asked = hydrate_touched(tn, &f->h.fh, w->route);
         log_debug("tenant %s: pid %d %s [%llu, +%llu)%s", tn->cfg->name, (int)md->pid, access_kind_to_string(kind),
                   (unsigned long long)offset, (unsigned long long)count, w->whole ? " whole" : "");

@@ -13,6 +13,7 @@
 #include "pace.h"
 #include "quota.h"
 #include "stub.h"
+#include "usage.h"
 
 struct hydrate_entry {
         union file_handle_buf h;
@@ -73,6 +74,10 @@ static int start(struct hydrate *h, const struct hydrate_entry *e) {
          * (tierctl release, the quota), which a hydration must not undo. */
         if (s.state != STUB_PARTIAL && !(s.state == STUB_RELEASED && dispatch_file_busy(tn->t, tn->fs, fd)))
                 return 0;
+        /* "hydrate_pinned" alone: pinned files only, by mark or by the name
+         * the file has now (a readlink and the globs: no lookup). */
+        if (!tn->cfg->restore_progressive && !usage_pinned_fd(tn, fd))
+                return 0;
         need = s.size - MIN(s.state == STUB_PARTIAL ? range_set_total(&s.populated) : 0, s.size);
         /* Only room that is free: a hydration never makes a tenant release files. */
         if (!quota_room(tn, need)) {
@@ -101,7 +106,7 @@ static int on_paced(sd_event_source *s, uint64_t usec, void *userdata) {
 static void pump(struct hydrate *h) {
         struct tenant *tn = h->tn;
 
-        if (!tn->cfg->restore_progressive || tn->t->stopping)
+        if (!hydrate_wanted(tn) || tn->t->stopping)
                 h->n = 0; /* no longer asked for */
         for (unsigned looked = 0; h->n && h->running < HYDRATE_FILES; looked++) {
                 if (looked == PUMP_TURN) {

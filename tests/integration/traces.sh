@@ -19,6 +19,7 @@ tl_subvol btrfs "$FS/slow"
 tl_subvol btrfs "$FS/prog"
 tl_subvol btrfs "$FS/progq"
 tl_subvol btrfs "$FS/paced"
+tl_subvol btrfs "$FS/pinh"
 mkdir -p "$TL_DIR/store/prog" "$TL_DIR/store/progq"
 # Tenant slow's store can hold its answers (tests/lib/faultserver.py, a
 # fake for a store that stalls), for a reader racing queued prefetches.
@@ -40,7 +41,9 @@ cat >"$TL_DIR/policy.json" <<EOF2
              {"name": "progq", "subvolume": "$FS/progq", "mount": "$TL_DIR/views/progq", "backend": "file://$TL_DIR/store/progq",
               "restore": "progressive", "quota": "24M"},
              {"name": "paced", "subvolume": "$FS/paced", "mount": "$TL_DIR/views/paced", "backend": "file://$TL_DIR/store/paced",
-              "restore_rate": "4M", "trace_window": "0s"}]}
+              "restore_rate": "4M", "trace_window": "0s"},
+             {"name": "pinh", "subvolume": "$FS/pinh", "mount": "$TL_DIR/views/pinh", "backend": "file://$TL_DIR/store/pinh",
+              "pin": ["keep/*"], "hydrate_pinned": true}]}
 EOF2
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
 check "tierd starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
@@ -303,6 +306,25 @@ check "... it stays partial: no free room under the high watermark, said" \
 qprop() { busctl --system get-property org.tierd1 /org/tierd1/tenant/progq org.tierd1.Tenant "$1" | cut -d' ' -f2; }
 check "... and nothing was released for it (QuotaReleases $(qprop QuotaReleases))" test "$(qprop QuotaReleases)" -eq 0
 check "... the four others are still whole" whole "$Q/r1" "$Q/r2" "$Q/r3" "$Q/r4"
+
+# "hydrate_pinned": pinned files only (a glob's, tierctl pin's) read in
+# part come whole next; a file no pin names stays as its read left it.
+H=$TL_DIR/views/pinh
+mkdir -p "$H/keep" "$H/other"
+for f in keep/a other/b other/c; do head -c 12M /dev/urandom >"$ORIG/pinh_${f//\//_}"; cp "$ORIG/pinh_${f//\//_}" "$H/$f"; done
+check "tenant pinh: keep/a (pinned by a glob), other/b, other/c archived and released, other/c then pinned" \
+	bash -c "timeout 60 '$TIERCTL' archive '$H'/keep/a '$H'/other/b '$H'/other/c >/dev/null &&
+		timeout 60 '$TIERCTL' release '$H'/keep/a '$H'/other/b '$H'/other/c >/dev/null &&
+		timeout 20 '$TIERCTL' pin '$H'/other/c >/dev/null"
+for f in keep/a other/b other/c; do
+	check "a 4 KiB read in the middle of $f is served, right" \
+		bash -c "cmp -s <(timeout 20 '$PREAD' '$H/$f' 8388608 4096) <(tail -c +8388609 '$ORIG/pinh_${f//\//_}' | head -c 4096)"
+done
+check "... keep/a and other/c come whole next (within 20 s)" tl_eventually_for 20 whole "$H/keep/a" "$H/other/c"
+check "... with their bytes" bash -c "cmp -s '$H/keep/a' '$ORIG/pinh_keep_a' && cmp -s '$H/other/c' '$ORIG/pinh_other_c'"
+sleep 1
+check "... other/b, pinned by nothing, stays partial ($("$BUILD/tests/data-bytes" "$H/other/b") bytes here)" \
+	test "$("$BUILD/tests/data-bytes" "$H/other/b")" -lt $((12 << 20))
 
 # A stopping tierd paces nothing: at SIGTERM the readers restore_rate
 # parked get their fills (it exits once they end), rather than holding its

@@ -240,6 +240,11 @@ static void test_engine_keys(void **state) {
         assert_null(p->tenants[0].pin[0]);
         assert_false(p->tenants[0].restore_whole);
         assert_int_equal(p->tenants[0].trace_window_usec, 60000000);
+        assert_false(p->tenants[0].hydrate_pinned);
+        policy_free(p);
+        p = parse_ok(T(", \"hydrate_pinned\": true"));
+        assert_true(p->tenants[0].hydrate_pinned);
+        assert_false(p->tenants[0].restore_progressive);
         policy_free(p);
         p = parse_ok(T(", \"trace_window\": \"0s\"")); /* the tenant's traces off */
         assert_int_equal(p->tenants[0].trace_window_usec, 0);
@@ -277,6 +282,7 @@ static void test_engine_keys(void **state) {
         parse_bad(T(", \"restore\": \"lazy\""), "\"range\", \"progressive\", \"whole\" or \"open\"");
         parse_bad(T(", \"archive_rate\": -1"), "non-negative");
         parse_bad(T(", \"trace_window\": \"soon\""), "a duration such as \"0s\"");
+        parse_bad(T(", \"hydrate_pinned\": \"yes\""), "hydrate_pinned");
         parse_bad(T(", \"trace_window\": \"2h\""), "at most");
         parse_bad(T(", \"archive_after\": \"0s\""), "positive duration"); /* zero is only for trace_window */
 }
