@@ -101,6 +101,14 @@ int oci_pod_owner(const char *pod, char *out, size_t size) {
                              (len >= 8 && all_of(hash + 1, len, DIGITS))))
                         n -= len + 1;
         }
+        if (n == 63 && !(dash && last == 5) && all_of(pod + 58, 5, K8S_RANDOM)) {
+                /* generateName cut the name before its suffix to 58
+                 * characters, and its '-' with it: the suffix goes, and what
+                 * is left of the hash after the last '-' (the same cut for
+                 * every replica). */
+                const char *cut = memrchr(pod, '-', 58);
+                n = cut ? (size_t)(cut - pod) : 58;
+        }
         if (n == 0)
                 return -EINVAL;
         if (n >= size)
@@ -110,20 +118,28 @@ int oci_pod_owner(const char *pod, char *out, size_t size) {
         return 0;
 }
 
+/* One part of a trace name: what tierd takes (traceformat.h), no '/'. */
+static bool trace_part_valid(const char *p) {
+        size_t n = strlen(p);
+        return n > 0 && !strstr(p, "..") &&
+               strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
+}
+
 /* A Kubernetes container with no tierd.io/trace: traced by its pod's owner
  * and its own name, so that every replica of a workload shares one trace.
- * A name too long for a trace (200 bytes) gets none. */
+ * A name tierd would refuse (over 200 bytes, or parts Kubernetes never
+ * writes: annotations a runtime did not check) gets none: a trace never
+ * fails a start. */
 static const char *owner_trace(struct oci_hook *h, json_object *ann) {
         const char *pod = pod_key(ann, "io.kubernetes.pod.name", "io.kubernetes.cri.sandbox-name");
         const char *name = pod_key(ann, "io.kubernetes.container.name", "io.kubernetes.cri.container-name");
         char owner[254];
 
-        if (!pod || !name || !*name || !*h->k8s_namespace || oci_pod_owner(pod, owner, sizeof(owner)) < 0)
+        if (!pod || !name || oci_pod_owner(pod, owner, sizeof(owner)) < 0 || !trace_part_valid(h->k8s_namespace) ||
+            !trace_part_valid(owner) || !trace_part_valid(name))
                 return NULL;
         int n = snprintf(h->owner_trace, sizeof(h->owner_trace), "k8s/%s/%s/%s", h->k8s_namespace, owner, name);
-        if (n < 0 || n > 200 || strstr(h->owner_trace, ".."))
-                return NULL;
-        return h->owner_trace;
+        return n < 0 || n > 200 ? NULL : h->owner_trace;
 }
 
 int oci_hook_parse_config(struct oci_hook *h, const char *text, size_t len, const char *stage_arg, const char **why) {

@@ -64,7 +64,7 @@ static bool touch_served(struct tenant *tn, const struct fanotify_event_metadata
         struct container *c = route ? container_by_serial(tn, route) : NULL;
 
         tn->counters.prefetch_hits++;
-        if (c)
+        if (c && c->recording) /* its trace's hits: another container's recording is not its */
                 c->prefetch_hits++;
         if (!fanotify_event_range(md, &offset, &count) || count == 0)
                 offset = 0, count = s->size;

@@ -280,6 +280,8 @@ int prefetch_start(struct tenant *tn, struct container *c, const char *name) {
 
         if ((r = trace_store_key(name, key, sizeof(key))) < 0)
                 return r;
+        if (tn->cfg->trace_window_usec == 0) /* the tenant's traces are off */
+                return -EOPNOTSUPP;
         if (*owner)
                 return -EBUSY;
         if (!(p = calloc(1, sizeof(*p))))

@@ -116,7 +116,7 @@ void trace_fetched_ahead(struct trace_recording *rec, const char *path, uint64_t
                 a[rec->n_ahead++].bytes = bytes;
 }
 
-static void save_start(struct trace_recording *rec);
+static int save_start(struct trace_recording *rec);
 
 static void save_unlist(struct trace_recording *rec) {
         for (struct trace_recording **p = &rec->tn->saving; *p; p = &(*p)->next_saving)
@@ -126,11 +126,34 @@ static void save_unlist(struct trace_recording *rec) {
                 }
 }
 
-/* The run saved (or not): the next of its name, if one waits. */
-static void on_saved(void *userdata, int error) {
-        struct trace_recording *rec = userdata, *next = rec->queued;
+/* The run saved, or not (said): the next of its name starts, if one waits.
+ * A loop, not a recursion: every start may fail at once. */
+static void save_end(struct trace_recording *rec) {
+        struct trace_recording *next = rec->queued;
+        struct tenant *tn = rec->tn;
+        unsigned dropped = 0;
+        int r = 0;
 
         save_unlist(rec);
+        recording_free(rec);
+        for (; next; next = rec) {
+                rec = next->queued;
+                if (!tn->t->stopping && (r = save_start(next)) >= 0)
+                        break; /* the rest wait behind it, as they did */
+                if (!tn->t->stopping)
+                        log_error_errno(r, "tenant %s: trace %s: cannot store a run: %m", tn->cfg->name, next->name);
+                dropped += tn->t->stopping;
+                save_unlist(next);
+                recording_free(next);
+        }
+        if (dropped) /* no worker to read and write it any more */
+                log_warning("tenant %s: %u run(s) of a trace waiting to be saved at the stop: dropped", tn->cfg->name,
+                            dropped);
+}
+
+static void on_saved(void *userdata, int error) {
+        struct trace_recording *rec = userdata;
+
         if (error < 0)
                 log_error_errno(error, "tenant %s: trace %s: cannot store it: %m", rec->tn->cfg->name, rec->name);
         else
@@ -138,15 +161,7 @@ static void on_saved(void *userdata, int error) {
                          "ahead in files this run did not read",
                          rec->tn->cfg->name, rec->name, rec->save.runs, rec->save.files, rec->save.ranges,
                          (unsigned long long)rec->save.bytes, (unsigned long long)rec->save.wasted);
-        recording_free(rec);
-        if (next && next->tn->t->stopping) { /* no worker to save it: dropped, as a run open at the stop is */
-                for (struct trace_recording *q; next; next = q) {
-                        q = next->queued;
-                        recording_free(next);
-                }
-        }
-        if (next)
-                save_start(next);
+        save_end(rec);
 }
 
 /* Back from tracework.c: the merged trace goes to the store. */
@@ -177,9 +192,14 @@ static void on_old_trace(void *userdata, int error, const char *data, size_t len
         struct tenant *tn = rec->tn;
         int r = 0;
 
-        if (error < 0 && error != -ENOENT)
-                log_error_errno(error, "tenant %s: trace %s: cannot read it: %m: it starts again from this run",
-                                tn->cfg->name, rec->name);
+        /* Only a trace that is not there starts from this run: one that
+         * could not be read is kept, and this run is not saved over it. */
+        if (error < 0 && error != -ENOENT) {
+                log_error_errno(error, "tenant %s: trace %s: cannot read it: %m: this run is not saved, what is stored "
+                                "is kept", tn->cfg->name, rec->name);
+                save_end(rec);
+                return;
+        }
         rec->save = (struct trace_save){ .owner = rec, .name = rec->name, .root_fd = tn->fs->root_fd,
                                          .subvol_fd = tn->subvol_fd, .started = rec->started,
                                          .touches = rec->touches, .n = rec->n, .ahead = rec->ahead,
@@ -211,26 +231,39 @@ void trace_record_end(struct trace_recording *rec, const char *why) {
                 recording_free(rec);
                 return;
         }
-        for (struct trace_recording *s = tn->saving; s; s = s->next_saving)
-                if (strcmp(s->name, rec->name) == 0) {
-                        while (s->queued)
-                                s = s->queued;
-                        s->queued = rec; /* bounded: a run a container or host, each saved once */
-                        return;
-                }
-        save_start(rec);
+        for (struct trace_recording *s = tn->saving; s; s = s->next_saving) {
+                if (strcmp(s->name, rec->name) != 0)
+                        continue;
+                unsigned waiting = 0;
+                for (; s->queued; s = s->queued)
+                        waiting++;
+                /* A store that is slow or down holds them all: at most
+                 * TRACE_SAVES_WAITING runs' touches wait in memory. */
+                if (waiting >= TRACE_SAVES_WAITING) {
+                        log_warning("tenant %s: trace %s: %u runs wait to be saved already: this one is dropped",
+                                    tn->cfg->name, rec->name, waiting);
+                        recording_free(rec);
+                } else
+                        s->queued = rec;
+                return;
+        }
+        int r = save_start(rec);
+        if (r < 0) {
+                log_error_errno(r, "tenant %s: trace %s: cannot store it: %m", tn->cfg->name, rec->name);
+                save_end(rec);
+        }
 }
 
 /* The stored trace read, for the run to merge into (on_old_trace). */
-static void save_start(struct trace_recording *rec) {
+static int save_start(struct trace_recording *rec) {
         char key[TRACE_NAME_MAX + 16];
         int r;
 
         rec->next_saving = rec->tn->saving;
         rec->tn->saving = rec;
-        if ((r = trace_store_key(rec->name, key, sizeof(key))) < 0 ||
-            (r = store_get(rec->tn, key, TRACE_OBJECT_MAX, on_old_trace, rec)) < 0)
-                on_saved(rec, r);
+        if ((r = trace_store_key(rec->name, key, sizeof(key))) < 0)
+                return r;
+        return store_get(rec->tn, key, TRACE_OBJECT_MAX, on_old_trace, rec);
 }
 
 static int on_window_over(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -247,6 +280,8 @@ int trace_record_start(struct tenant *tn, struct container *c, const char *name)
 
         if (!trace_name_valid(name))
                 return -EINVAL;
+        if (tn->cfg->trace_window_usec == 0) /* the tenant's traces are off */
+                return -EOPNOTSUPP;
         if (*owner)
                 return -EBUSY;
         if (!(rec = calloc(1, sizeof(*rec))))

@@ -20,12 +20,13 @@
 #include "tierd.h"
 
 #define TRACE_TOUCHES_MAX 8192 /* first touches one run records; more are dropped (logged) */
+#define TRACE_SAVES_WAITING 16 /* runs of one name waiting for the one being saved; more are dropped (logged) */
 
 struct trace_recording;
 
 /* Records route's readers (c: a container's; NULL: the tenant's host
  * readers) for the tenant's trace_window, as the trace name. -EBUSY: one
- * is recording already. */
+ * is recording already; -EOPNOTSUPP: the tenant's traces are off. */
 int trace_record_start(struct tenant *tn, struct container *c, const char *name);
 /* A reader of route touched [start, end) of the file of handle fh, whose
  * stub is s: appended to route's recording, if it has one. O(1). False

@@ -403,6 +403,11 @@ wait $G1 $G2
 check "... both gone at once: one run is stored first" tl_logged 30 "trace k8s/team-a/web/app stored: run 1, 1 files"
 check "... and the other merged with it: run 2, 2 files (not a second run 1 written over the first)" \
 	tl_logged 30 "trace k8s/team-a/web/app stored: run 2, 2 files"
+# Those names are their namespace's: a pod of team-a naming team-b's trace
+# is refused, saying why, rather than write runs into it.
+traced $P-o3 k8s/team-b/web/app
+check_fails "a team-a pod with tierd.io/trace=k8s/team-b/web/app does not start" start $P-o3
+check "... the hook said why" grep -q "are those of NAMESPACE's pods" "$TL_DIR/runc-$P-o3.log"
 kill -INT "$TL_TIERD_PID"
 check "tierd stops for good cleanly (SIGINT)" wait "$TL_TIERD_PID"
 TL_TIERD_PID=

@@ -25,6 +25,11 @@ static void test_pod_owner(void **state) {
         owner_is("solo", "solo");
         owner_is("web-x2x7q7", "web-x2x7q7");          /* six characters: not a generated suffix */
         owner_is("web-abcdef12-x2x7q", "web-abcdef12"); /* 'a', 'e', '1' in no hash: only the suffix goes */
+        /* A name generateName cut at 58 characters before its suffix. */
+        owner_is("analytics-platform-ingest-api-server-production-7d4b9c8f6bx2x7q",
+                 "analytics-platform-ingest-api-server-production");
+        owner_is("a-very-long-daemonset-name-that-goes-on-and-on-for-a-whilebcdfg",
+                 "a-very-long-daemonset-name-that-goes-on-and-on-for-a");
         assert_int_equal(oci_pod_owner("0", small, sizeof(small)), 0);
         assert_int_equal(oci_pod_owner("-0", small, sizeof(small)), -EINVAL); /* nothing left */
         assert_int_equal(oci_pod_owner("longer", small, sizeof(small)), -ENAMETOOLONG);
@@ -77,6 +82,27 @@ static void test_owner_trace(void **state) {
         oci_hook_done(&h);
 }
 
+/* Names tierd would refuse: no trace, never a refused start. */
+static void test_owner_trace_refused_parts(void **state) {
+        static const char *const bad[] = {
+                ",\"io.kubernetes.pod.namespace\":\"a b\",\"io.kubernetes.pod.name\":\"p\",\"io.kubernetes.container.name\":\"c\"",
+                ",\"io.kubernetes.pod.namespace\":\"ns@x\",\"io.kubernetes.pod.name\":\"p\",\"io.kubernetes.container.name\":\"c\"",
+                ",\"io.kubernetes.pod.namespace\":\"n\",\"io.kubernetes.pod.name\":\"x//y\",\"io.kubernetes.container.name\":\"c\"",
+                ",\"io.kubernetes.pod.namespace\":\"n\",\"io.kubernetes.pod.name\":\"/web\",\"io.kubernetes.container.name\":\"c\"",
+                ",\"io.kubernetes.pod.namespace\":\"n\",\"io.kubernetes.pod.name\":\"p\",\"io.kubernetes.container.name\":\"/c\"",
+                ",\"io.kubernetes.pod.namespace\":\"n\",\"io.kubernetes.pod.name\":\"p\",\"io.kubernetes.container.name\":\"a/\"",
+                ",\"io.kubernetes.pod.namespace\":\"n\",\"io.kubernetes.pod.name\":\"w\u00e9b\",\"io.kubernetes.container.name\":\"c\"",
+                ",\"io.kubernetes.pod.namespace\":\"..\",\"io.kubernetes.pod.name\":\"p\",\"io.kubernetes.container.name\":\"c\"",
+                ",\"io.kubernetes.pod.namespace\":\"n\",\"io.kubernetes.pod.name\":\"p\",\"io.kubernetes.container.name\":\"\"",
+        };
+        (void)state;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                struct oci_hook h = {};
+                assert_null(trace_of(&h, bad[i]));
+                oci_hook_done(&h);
+        }
+}
+
 static void test_owner_trace_too_long(void **state) {
         struct oci_hook h = {};
         char ann[1024], pod[254];
@@ -98,6 +124,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pod_owner),
                 cmocka_unit_test(test_owner_trace),
+                cmocka_unit_test(test_owner_trace_refused_parts),
                 cmocka_unit_test(test_owner_trace_too_long),
         };
         return UNIT_RUN("ocihook", tests);
