@@ -286,6 +286,13 @@ static inline uint64_t tierd_now_usec(const struct tierd *t) {
         sd_event_now(t->event, CLOCK_MONOTONIC, &now);
         return now;
 }
+
+/* After the failures-th failure in a row: 1 s, doubling up to max_usec. */
+static inline uint64_t retry_backoff_usec(unsigned failures, uint64_t max_usec) {
+        unsigned shift = failures ? failures - 1 : 0;
+        uint64_t usec = 1000 * 1000ull << (shift < 30 ? shift : 30);
+        return usec < max_usec ? usec : max_usec;
+}
 /* handler(userdata) runs once from the loop, after the callback at hand
  * (*src is made the first time and kept: its owner frees it). */
 static inline int tierd_defer_once(sd_event *e, sd_event_source **src, sd_event_handler_t handler, void *userdata) {

@@ -141,8 +141,7 @@ static int plan_file(struct tenant *tn, struct tenant_aws *a, bool must_exist) {
                 r = credentials_parse(text, a->profile, &c, &err);
         explicit_bzero(text, sizeof(text));
         explicit_bzero(&c, sizeof(c));
-        bool absent = r == -ENOENT || (r == -EINVAL && (strstr(err, "no such profile") || strstr(err, "needs aws_access_key_id")));
-        return absent ? -ENOENT : 0;
+        return r == -ENOENT || r == -ENOKEY ? -ENOENT : 0;
 }
 
 static int plan_web_identity(struct tenant *tn, struct aws_plan *p) {
@@ -282,7 +281,7 @@ static void fetch_took(struct tenant *tn, struct tenant_aws *a, struct aws_resul
 static void fetch_failed(struct tenant *tn, struct tenant_aws *a, const struct aws_result *res, uint64_t now) {
         bool expired = a->expires && (int64_t)time(NULL) >= a->expires;
         a->failures++;
-        a->next_usec = now + MIN(RETRY_MAX_USEC, (1000 * 1000ull) << MIN(a->failures - 1, 6u));
+        a->next_usec = now + retry_backoff_usec(a->failures, RETRY_MAX_USEC);
         if (!a->failing || (expired && !a->expired_said))
                 log_full_errno(expired || !tn->have_cred ? LOG_LVL_ERR : LOG_LVL_WARN, res->error,
                                "tenant %s: cannot fetch AWS keys from %s: %s; trying again (%s)", tn->cfg->name,

@@ -83,10 +83,10 @@ int credentials_parse(const char *text, const char *profile, struct proto_creden
         explicit_bzero(buf, sizeof(buf));
         if (r == 0 && !seen_default) {
                 *error = "no such profile in it";
-                r = -EINVAL;
+                r = -ENOKEY;
         } else if (r == 0 && (!c.access_key[0] || !c.secret_key[0])) {
                 *error = "the profile needs aws_access_key_id and aws_secret_access_key";
-                r = -EINVAL;
+                r = -ENOKEY;
         }
         if (r == 0)
                 *ret = c;

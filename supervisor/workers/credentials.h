@@ -5,7 +5,9 @@
 
 /* Parses the [profile] section of an AWS shared-credentials file
  * (aws_access_key_id, aws_secret_access_key, optional aws_session_token).
- * Pure: unit-tested. On -EINVAL *error says what is wrong (never a secret). */
+ * Pure: unit-tested. On -EINVAL (a malformed file) or -ENOKEY (no such
+ * profile in it, or one without both keys: a chain passes over the file)
+ * *error says what is wrong (never a secret). */
 int credentials_parse(const char *text, const char *profile, struct proto_credentials *ret, const char **error);
 
 /* Reads a secret file tierd hands to a worker: it must be a regular file

@@ -162,7 +162,7 @@ static void lookup_done(void *userdata) {
         }
         if (l->gai_error) {
                 net->failures++;
-                net->next_usec = now + MIN(RESOLVE_RETRY_MAX_USEC, (1000 * 1000ull) << MIN(net->failures - 1, 4u));
+                net->next_usec = now + retry_backoff_usec(net->failures, RESOLVE_RETRY_MAX_USEC);
                 if (!net->failing)
                         log_warning("tenant %s: cannot resolve %s: %s (%s); trying again", tn->cfg->name, l->host,
                                     gai_strerror(l->gai_error), net->answer[0] ? "keeping its last addresses" :

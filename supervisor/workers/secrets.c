@@ -31,6 +31,8 @@ static int load_credentials(struct tenant *tn) {
                 return log_error_errno(r, "tenant %s: credentials %s: %s", tn->cfg->name, file, err);
         r = credentials_parse(text, profile, &c, &err);
         explicit_bzero(text, sizeof(text));
+        if (r == -ENOKEY)
+                r = -EINVAL; /* for the file's tenant, a file without its keys is a bad one: not tried again */
         if (r < 0)
                 return log_error_errno(r, "tenant %s: credentials %s, profile [%s]: %s", tn->cfg->name, file, profile, err);
         tn->cred = c;
