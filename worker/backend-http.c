@@ -130,12 +130,6 @@ static int http_store(struct backend *b, const char *key, int fd, uint64_t size,
 const struct backend_ops backend_http_ops = {
         .scheme = "http",
         .open = http_open,
-        .close = remote_close,
-        .fetch = remote_fetch,
-        .fetch_many = remote_fetch_many,
-        .exists = remote_exists,
         .store = http_store,
-        .remove = remote_remove,
-        .set_headers = remote_set_headers,
-        .set_resolve = remote_set_resolve,
+        REMOTE_BACKEND_OPS,
 };

@@ -95,6 +95,11 @@ int remote_fetch(struct backend *b, const char *key, uint64_t offset, uint64_t l
 void remote_fetch_many(struct backend *b, struct fetch_part *parts, size_t n);
 int remote_exists(struct backend *b, const char *key, uint64_t *size, int64_t *mtime);
 int remote_remove(struct backend *b, const char *key);
+/* What every HTTP-based backend's ops share: remote_*. */
+#define REMOTE_BACKEND_OPS                                                                             \
+        .close = remote_close, .fetch = remote_fetch, .fetch_many = remote_fetch_many,                \
+        .exists = remote_exists, .remove = remote_remove, .set_headers = remote_set_headers,          \
+        .set_resolve = remote_set_resolve
 void remote_object_url(struct remote *r, struct http_req *q, const char *key, const char *query);
 /* After an upload hashed into md: 0 if it hashed to sha256, else -EBADMSG
  * (the file changed while it was read). */

@@ -108,15 +108,20 @@ int remote_upload_matches(EVP_MD_CTX *md, const uint8_t sha256[32]) {
         return memcmp(got, sha256, 32) == 0 ? 0 : -EBADMSG;
 }
 
+/* A bodiless request on the object key (HEAD, DELETE): a missing one is
+ * -ENOENT, not logged. The caller ends q with http_req_done. */
+static int object_request(struct remote *r, struct http_req *q, const char *method, const char *key) {
+        http_req_init(q, method);
+        remote_object_url(r, q, key, NULL);
+        q->quiet_missing = true;
+        return remote_request(r, q, key);
+}
+
 int remote_exists(struct backend *b, const char *key, uint64_t *size, int64_t *mtime) {
         struct remote *r = (struct remote *)b;
         struct http_req q;
-        int ret;
+        int ret = object_request(r, &q, "HEAD", key);
 
-        http_req_init(&q, "HEAD");
-        remote_object_url(r, &q, key, NULL);
-        q.quiet_missing = true;
-        ret = remote_request(r, &q, key);
         if (ret == 0 && !q.meta.have_length)
                 ret = -EIO;
         if (ret == 0 && size)
@@ -128,14 +133,9 @@ int remote_exists(struct backend *b, const char *key, uint64_t *size, int64_t *m
 }
 
 int remote_remove(struct backend *b, const char *key) {
-        struct remote *r = (struct remote *)b;
         struct http_req q;
-        int ret;
+        int ret = object_request((struct remote *)b, &q, "DELETE", key);
 
-        http_req_init(&q, "DELETE");
-        remote_object_url(r, &q, key, NULL);
-        q.quiet_missing = true;
-        ret = remote_request(r, &q, key);
         http_req_done(&q);
         return ret == -ENOENT ? 0 : ret;
 }
