@@ -83,3 +83,20 @@ bench_spawn() {
 	BENCH_PID=$!
 }
 
+
+# bench_cold_rounds N OUT CGROUP VIEW ORIG: N rounds of $ROUND cold 4 KiB
+# first reads (tests/cold-reads) of VIEW/b$NEXT, VIEW/b$((NEXT + 1))...,
+# checked against ORIG/b*, in CGROUP (empty: where we are); NEXT moves on.
+# The latencies (us) are appended to OUT.lat, each round's p99 to OUT.p99.
+# bench_pct FILE Q: quantile Q (0.5, 0.99) of FILE's latencies, in ms.
+bench_cold_rounds() {
+	local n=$1 out=$2 cg=$3 view=$4 orig=$5
+	for _ in $(seq "$n"); do
+		bench_in_cgroup "$cg" timeout 300 "$BUILD/tests/cold-reads" "$view" "$orig" "$NEXT" "$ROUND" >"$out.round" ||
+			bench_fail "the cold reads ($?)"
+		NEXT=$((NEXT + ROUND))
+		cat "$out.round" >>"$out.lat"
+		sort -n "$out.round" | awk '{ v[NR] = $1 } END { print v[int(NR * 0.99 + 0.999)] }' >>"$out.p99"
+	done
+}
+bench_pct() { sort -n "$1" | awk -v p="$2" '{ v[NR] = $1 } END { i = int(NR * p + 0.999); if (i < 1) i = 1; print v[i] / 1000 }'; }

@@ -56,24 +56,14 @@ bench_cgroup CG_A alpha
 bench_cgroup CG_B beta
 [ -n "$CG_B" ] || echo "# no CPU cgroup on this machine: 10d and 10g run alike"
 hwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$TIERD/status"; }
-# rounds N: N rounds of beta's cold reads; their latencies (us) appended
-# to $TL_DIR/lat, each round's p99 to $TL_DIR/p99.
-rounds() {
-	for _ in $(seq "$1"); do
-		bench_in_cgroup "$CG_B" timeout 300 "$BUILD/tests/cold-reads" "$VB" "$ORIG" "$NEXT" "$ROUND" >"$TL_DIR/round" ||
-			bench_fail "beta's cold reads ($?)"
-		NEXT=$((NEXT + ROUND))
-		cat "$TL_DIR/round" >>"$TL_DIR/lat"
-		sort -n "$TL_DIR/round" | awk '{ v[NR] = $1 } END { print v[int(NR * 0.99 + 0.999)] }' >>"$TL_DIR/p99"
-	done
-}
-pct() { sort -n "$1" | awk -v p="$2" '{ v[NR] = $1 } END { i = int(NR * p + 0.999); if (i < 1) i = 1; print v[i] / 1000 }'; }
+rounds() { bench_cold_rounds "$1" "$TL_DIR/cur" "$CG_B" "$VB" "$ORIG"; }
+pct() { bench_pct "$@"; }
 idle() {
-	: >"$TL_DIR/p99"
-	: >"$TL_DIR/lat"
+	: >"$TL_DIR/cur.p99"
+	: >"$TL_DIR/cur.lat"
 	rounds 1
-	cat "$TL_DIR/lat" >>"$TL_DIR/idle.lat"
-	cat "$TL_DIR/p99" >>"$TL_DIR/idle.p99"
+	cat "$TL_DIR/cur.lat" >>"$TL_DIR/idle.lat"
+	cat "$TL_DIR/cur.p99" >>"$TL_DIR/idle.p99"
 }
 : >"$TL_DIR/idle.lat"
 : >"$TL_DIR/idle.p99"
@@ -81,12 +71,12 @@ idle() {
 measure() {
 	local id=$1 what=$2 kb0
 	kb0=$(hwm_kb)
-	: >"$TL_DIR/p99"
-	: >"$TL_DIR/lat"
+	: >"$TL_DIR/cur.p99"
+	: >"$TL_DIR/cur.lat"
 	rounds "$ROUNDS"
-	cp "$TL_DIR/lat" "$TL_DIR/$id.lat"
-	cp "$TL_DIR/p99" "$TL_DIR/$id.p99"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$what" "$(pct "$TL_DIR/lat" 0.5)" "$(pct "$TL_DIR/lat" 0.99)" \
+	cp "$TL_DIR/cur.lat" "$TL_DIR/$id.lat"
+	cp "$TL_DIR/cur.p99" "$TL_DIR/$id.p99"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$what" "$(pct "$TL_DIR/cur.lat" 0.5)" "$(pct "$TL_DIR/cur.lat" 0.99)" \
 		"$((($(hwm_kb) - kb0) / 1024))" "$(hwm_kb)" >>"$TL_DIR/attacks"
 	kill -0 "$TIERD" || bench_fail "tierd died under $what"
 }

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 export BENCH_ROWS
 BENCH_ROWS=$(mktemp /tmp/tierd-bench.XXXXXX)
 OUT=${BENCH_OUT:-bench/results.json}
-ORDER="hot cold events scale recovery verify scan import neighbour coldstart"
+ORDER="hot cold events scale recovery verify scan import neighbour coldstart hydrate"
 STATUS=0
 for b in ${BENCH_ONLY:-$ORDER}; do
 	[ -f "tests/bench/$b.sh" ] || { echo "bench: no benchmark '$b'"; STATUS=2; continue; }

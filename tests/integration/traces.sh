@@ -272,21 +272,29 @@ check "... and another tenant's reads, meanwhile, are not held behind them" \
 # once: at 64K a second, the second 1 MiB file would wait some 15 s.
 sed -i 's/"restore_rate": "4M"/"restore_rate": "64K"/' "$TL_DIR/policy.json"
 check "restore_rate 64K: tierctl reload" timeout 20 "$TIERCTL" reload
-"$TIERCTL" release "$R"/* >/dev/null
-(for i in 1 2 3; do cat "$R/f$i" >/dev/null || exit 1; done) &
-slow_reader=$!
-sleep 2
-check "... a reader of three files is parked on the second" kill -0 "$slow_reader"
+# park_reader: R's files released, a reader of the three in the
+# background (slow_reader), parked by restore_rate 64K.
+park_reader() {
+	"$TIERCTL" release "$R"/* >/dev/null
+	(for i in 1 2 3; do cat "$R/f$i" >/dev/null || exit 1; done) &
+	slow_reader=$!
+	sleep 2
+	check "... a reader of three files is parked on the second" kill -0 "$slow_reader"
+}
+# reader_goes_on WHY: the parked reader goes on within 10 s, its bytes right.
+reader_goes_on() {
+	local rc=0 st=0
+	timeout 10 bash -c "while kill -0 $slow_reader 2>/dev/null; do sleep 0.1; done" || rc=$?
+	check "$1: the parked reader goes on at once, not at 64K a second (within 10 s)" test "$rc" = 0
+	kill "$slow_reader" 2>/dev/null # a reader still parked fails the check above, never hangs the suite
+	wait "$slow_reader" || st=$?
+	check "... its reads all succeeded (status $st)" test "$st" = 0
+	check "... each file right" bash -c "for i in 1 2 3; do cmp -s '$R/f'\$i '$ORIG/paced_'\$i || exit 1; done"
+}
+park_reader
 sed -i 's/"restore_rate": "64K"/"restore_rate": "0"/' "$TL_DIR/policy.json"
 check "restore_rate 0: tierctl reload" timeout 20 "$TIERCTL" reload
-rc=0
-timeout 10 bash -c "while kill -0 $slow_reader 2>/dev/null; do sleep 0.1; done" || rc=$?
-check "... the parked reader goes on at once, not at 64K a second (within 10 s)" test "$rc" = 0
-kill "$slow_reader" 2>/dev/null # a reader still parked fails the check above, never hangs the suite
-st=0
-wait "$slow_reader" || st=$?
-check "... its reads all succeeded (status $st)" test "$st" = 0
-check "... each file right" bash -c "for i in 1 2 3; do cmp -s '$R/f'\$i '$ORIG/paced_'\$i || exit 1; done"
+reader_goes_on "reload"
 
 # Under a quota a hydration takes only free room below the high watermark
 # (0.9 of 24M): it never makes the tenant release other files. A 12 MiB
@@ -331,20 +339,9 @@ check "... other/b, pinned by nothing, stays partial ($("$BUILD/tests/data-bytes
 # stop for as long as 64K a second would take (some 30 s here).
 sed -i 's/"restore_rate": "0"/"restore_rate": "64K"/' "$TL_DIR/policy.json"
 check "restore_rate 64K again: tierctl reload" timeout 20 "$TIERCTL" reload
-"$TIERCTL" release "$R"/* >/dev/null
-(for i in 1 2 3; do cat "$R/f$i" >/dev/null || exit 1; done) &
-slow_reader=$!
-sleep 2
-check "... a reader of three files is parked" kill -0 "$slow_reader"
+park_reader
 kill -TERM "$TL_TIERD_PID"
-rc=0
-timeout 10 bash -c "while kill -0 $slow_reader 2>/dev/null; do sleep 0.1; done" || rc=$?
-check "SIGTERM: the parked reader goes on at once (within 10 s)" test "$rc" = 0
-kill "$slow_reader" 2>/dev/null # a reader still parked fails the check above, never hangs the suite
-st=0
-wait "$slow_reader" || st=$?
-check "... its reads all succeeded (status $st)" test "$st" = 0
-check "... each file right" bash -c "for i in 1 2 3; do cmp -s '$R/f'\$i '$ORIG/paced_'\$i || exit 1; done"
+reader_goes_on "SIGTERM"
 rc=0
 timeout 20 bash -c "while kill -0 $TL_TIERD_PID 2>/dev/null; do sleep 0.1; done" || rc=$?
 check "... and tierd exits (within 20 s)" test "$rc" = 0
