@@ -90,9 +90,10 @@ int oci_pod_owner(const char *pod, char *out, size_t size) {
         const char *dash = memrchr(pod, '-', n);
         size_t last = dash ? (size_t)(pod + n - dash - 1) : 0;
 
-        if (dash && all_of(dash + 1, last, DIGITS)) /* a StatefulSet's ordinal */
-                n -= last + 1;
-        else if (dash && last == 5 && all_of(dash + 1, 5, K8S_RANDOM)) {
+        /* generateName's suffix first: one of digits only (2, 4-9) is no
+         * ordinal when a hash comes before it; a StatefulSet's ordinal
+         * that looks like a suffix loses the same '-NUMBER' either way. */
+        if (dash && last == 5 && all_of(dash + 1, 5, K8S_RANDOM)) {
                 n -= 6;
                 const char *hash = memrchr(pod, '-', n);
                 size_t len = hash ? (size_t)(pod + n - hash - 1) : 0;
@@ -100,7 +101,8 @@ int oci_pod_owner(const char *pod, char *out, size_t size) {
                 if (hash && ((len >= 6 && len <= 10 && all_of(hash + 1, len, K8S_RANDOM)) ||
                              (len >= 8 && all_of(hash + 1, len, DIGITS))))
                         n -= len + 1;
-        }
+        } else if (dash && all_of(dash + 1, last, DIGITS)) /* a StatefulSet's ordinal */
+                n -= last + 1;
         if (n == 63 && !(dash && last == 5) && all_of(pod + 58, 5, K8S_RANDOM)) {
                 /* generateName cut the name before its suffix to 58
                  * characters, and its '-' with it: the suffix goes, and what

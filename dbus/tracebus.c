@@ -36,9 +36,7 @@ static int read_args(sd_bus_message *m, struct tierd *t, struct tenant **tn, con
         if (!(*tn = tierd_find_tenant(t, tenant)))
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_TENANT, "no tenant \"%.64s\"", tenant);
         if (!trace_name_valid(*name))
-                return sd_bus_error_setf(error, ERROR_INVALID_ARGS,
-                                         "a trace name has 1 to 200 of letters, digits, '.', '_', ':', '-' and '/' "
-                                         "(no '..', no empty part)");
+                return sd_bus_error_set(error, ERROR_INVALID_ARGS, TRACE_NAME_RULE);
         return 0;
 }
 

@@ -154,9 +154,13 @@ char *subvol_rel_of_fd(const char *subvol_rel, int fd) {
         /* thread-self: also right on a thread with an fd table of its own (offthread.h). */
         snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
         ssize_t n = readlink(link, where, sizeof(where) - 1);
-        if (n <= 1)
+        static const char deleted[] = " (deleted)";
+        if (n <= 1) /* "/": a file reached by handle whose name the dcache has not */
                 return NULL;
         where[n] = 0;
+        /* Unlinked: no name (a name could only match by chance). */
+        if ((size_t)n >= sizeof(deleted) - 1 && strcmp(where + n - (sizeof(deleted) - 1), deleted) == 0)
+                return NULL;
         if (strcmp(subvol_rel, ".") == 0)
                 return strdup(where + 1);
         size_t k = strlen(subvol_rel);

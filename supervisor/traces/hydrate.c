@@ -138,9 +138,22 @@ static void pump_later(struct hydrate *h) {
                 log_error_errno(r, "tenant %s: cannot go on fetching files whole: %m", h->tn->cfg->name);
 }
 
+/* With "hydrate_pinned" alone: is the file pinned? Its mark, and the
+ * globs on its name beneath the subvolume: an O_PATH open by handle on
+ * tierd's own mount (the file is open by its reader: its name is in the
+ * dcache) and a readlink, no lookup and no lock a tenant holds. */
+static bool pinned_now(struct tenant *tn, const struct file_handle *fh) {
+        _cleanup_close_ int fd = open_by_handle_at(tn->fs->root_fd, (struct file_handle *)fh, O_PATH | O_CLOEXEC);
+        return fd >= 0 && usage_pinned_fd(tn, fd);
+}
+
 bool hydrate_touched(struct tenant *tn, const struct file_handle *fh, uint64_t route) {
         struct hydrate *h = tn->hydrate;
 
+        /* Pinned files only: the others never take a place in the queue,
+         * which they would fill while a big file is fetched. */
+        if (!tn->cfg->restore_progressive && !pinned_now(tn, fh))
+                return true; /* nothing to ask: not again for this file's reads */
         if (!h && !(h = tn->hydrate = calloc(1, sizeof(*h))))
                 return false;
         h->tn = tn;

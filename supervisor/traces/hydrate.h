@@ -26,9 +26,10 @@ static inline bool hydrate_wanted(const struct tenant *tn) {
 }
 
 /* A reader parked on part of the file behind fh (route: its container):
- * the whole file comes next. A bounded append on the event path; the
- * fetches start from the loop, later. False: not queued (the queue is
- * full), so the file's next read asks again. */
+ * the whole file comes next (with "hydrate_pinned" alone, if it is
+ * pinned). A bounded append on the event path; the fetches start from the
+ * loop, later. False: not queued (the queue is full), so the file's next
+ * read asks again. */
 bool hydrate_touched(struct tenant *tn, const struct file_handle *fh, uint64_t route);
 /* Nothing more starts (tierd stops, or the tenant goes); fetches in flight
  * finish, unwatched. */

@@ -181,6 +181,10 @@ static void on_merged(void *userdata) {
         if (sv->old_refused)
                 log_error("tenant %s: trace %s in the store is refused (%s): it starts again from this run",
                           rec->tn->cfg->name, rec->name, sv->old_refused);
+        /* What a read could not take back (and what the loop would hash
+         * for its PUT at length) is not written. */
+        if (r == 0 && strlen(sv->text) > TRACE_OBJECT_MAX)
+                r = -EFBIG;
         if (r < 0 || (r = trace_store_key(rec->name, key, sizeof(key))) < 0 ||
             (r = store_put(rec->tn, key, sv->text, strlen(sv->text), false, on_saved, rec)) < 0)
                 on_saved(rec, r);
@@ -192,9 +196,12 @@ static void on_old_trace(void *userdata, int error, const char *data, size_t len
         struct tenant *tn = rec->tn;
         int r = 0;
 
-        /* Only a trace that is not there starts from this run: one that
-         * could not be read is kept, and this run is not saved over it. */
-        if (error < 0 && error != -ENOENT) {
+        /* A trace that is not there, or not one (too big, or not its bytes:
+         * refused, as a corrupt one is), starts again from this run. One
+         * that could not be read for a passing reason is kept, and this run
+         * is not saved over it. */
+        const char *refused = error == -EFBIG ? "larger than a trace may be" : error == -EBADMSG ? "corrupt" : NULL;
+        if (error < 0 && error != -ENOENT && !refused) {
                 log_error_errno(error, "tenant %s: trace %s: cannot read it: %m: this run is not saved, what is stored "
                                 "is kept", tn->cfg->name, rec->name);
                 save_end(rec);
@@ -204,6 +211,7 @@ static void on_old_trace(void *userdata, int error, const char *data, size_t len
                                          .subvol_fd = tn->subvol_fd, .started = rec->started,
                                          .touches = rec->touches, .n = rec->n, .ahead = rec->ahead,
                                          .n_ahead = rec->n_ahead };
+        rec->save.old_refused = refused;
         if (error == 0 && !(rec->save.old = trace_copy(data, len)))
                 r = -ENOMEM;
         rec->save.old_len = len;
@@ -226,8 +234,9 @@ void trace_record_end(struct trace_recording *rec, const char *why) {
         log_info("tenant %s: trace %s: %s after %llu ms, %zu first touches%s", tn->cfg->name, rec->name, why,
                  (unsigned long long)((tierd_now_usec(tn->t) - rec->started_usec) / 1000), rec->n,
                  rec->dropped ? " (more were dropped: a run keeps at most 8192)" : "");
-        /* A container gone at once read nothing: no run to age the trace with. */
-        if (rec->n == 0 && strcmp(why, "window over") != 0) {
+        /* A container gone at once read nothing: no run to age the trace
+         * with. At a stop there is no worker left to save with. */
+        if ((rec->n == 0 && strcmp(why, "window over") != 0) || tn->t->stopping) {
                 recording_free(rec);
                 return;
         }

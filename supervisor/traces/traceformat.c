@@ -30,8 +30,11 @@ void trace_done(struct trace *t) {
 
 bool trace_name_valid(const char *name) {
         size_t n = strlen(name);
+        /* No "." part either: the store's key would name another trace
+         * (a file:// path and a URL both drop it). */
         if (n == 0 || n > TRACE_NAME_MAX || name[0] == '/' || name[n - 1] == '/' || strstr(name, "//") ||
-            strstr(name, ".."))
+            strstr(name, "..") || strcmp(name, ".") == 0 || strncmp(name, "./", 2) == 0 || strstr(name, "/./") ||
+            (n >= 2 && strcmp(name + n - 2, "/.") == 0))
                 return false;
         return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:/-") == n;
 }

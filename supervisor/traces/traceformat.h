@@ -55,9 +55,12 @@ struct trace {
 };
 
 void trace_done(struct trace *t);
-/* A name: 1 to TRACE_NAME_MAX of [A-Za-z0-9._:/-], no "..", no empty part
+/* A name: 1 to TRACE_NAME_MAX of [A-Za-z0-9._:/-], no "." or ".." part, no empty part
  * ("a//b", "/a", "a/"): a piece of a store key. */
 bool trace_name_valid(const char *name);
+/* What trace_name_valid takes, said to whoever gave another. */
+#define TRACE_NAME_RULE \
+        "a trace name has 1 to 200 of letters, digits, '.', '_', ':', '-' and '/' (no '.' or '..' part, no empty part)"
 /* A path beneath a subvolume: relative, no "." or ".." part, no empty one. */
 bool trace_path_valid(const char *path, size_t len);
 /* "trace/NAME" */

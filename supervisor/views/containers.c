@@ -142,12 +142,14 @@ static int check_request(const struct container_request *req, const char **why) 
                 return *why = "the rootfs must be an absolute path, or empty for a running container's root",
                        -EINVAL;
         if (req->trace && *req->trace && !trace_name_valid(req->trace))
-                return *why = "a trace name has 1 to 200 of letters, digits, '.', '_', ':', '-' and '/' (no '..', "
-                              "no empty part)",
-                       -EINVAL;
+                return *why = TRACE_NAME_RULE, -EINVAL;
+        /* A pod namespace is a DNS label, as the policy's "namespaces" are. */
+        size_t ns_len = strlen(req->k8s_namespace);
+        if (ns_len > 63 || strspn(req->k8s_namespace, "abcdefghijklmnopqrstuvwxyz0123456789-") != ns_len ||
+            req->k8s_namespace[0] == '-')
+                return *why = "the pod namespace is not a Kubernetes namespace name", -EINVAL;
         /* The names the OCI hook gives pods: a pod of one namespace must not
          * write runs into (or be fetched ahead with) another's. */
-        size_t ns_len = strlen(req->k8s_namespace);
         if (req->trace && strncmp(req->trace, "k8s/", 4) == 0 &&
             (!ns_len || strncmp(req->trace + 4, req->k8s_namespace, ns_len) != 0 || req->trace[4 + ns_len] != '/'))
                 return *why = "trace names k8s/NAMESPACE/... are those of NAMESPACE's pods, and this container's pod "

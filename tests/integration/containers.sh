@@ -255,6 +255,10 @@ c = [x for x in json.load(sys.stdin) if x[\"container\"] == \"$P-plain-1\"]
 assert len(c) == 1 and c[0][\"tenant\"] == \"alpha\" and c[0][\"view\"].startswith(\"/\"), c'"
 check_fails "... an id matching no \"containers\" glob outside Kubernetes: refused" "$TIERCTL" container attach $P-other \
 	--tenant alpha --pid "$(cprop $P-a1 Pid)"
+out=$(timeout 20 "$TIERCTL" container attach $P-other --tenant alpha --pid "$(cprop $P-a1 Pid)" --namespace "Team A" 2>&1)
+rc=$?
+check "... a pod namespace that is no Kubernetes name: refused with status 1 (got $rc), saying so" \
+	bash -c "[ $rc -eq 1 ] && grep -q 'not a Kubernetes namespace name' <<<'$out'"
 check "tierctl container detach" "$TIERCTL" container detach $P-plain-1
 check "... the view is gone from inside the running container (an empty /data is left)" \
 	test "$(in_c $P-plain-1 ls -A /data)" = ""

@@ -20,6 +20,8 @@ static void test_pod_owner(void **state) {
         owner_is("fluentd-x2x7q", "fluentd");          /* DaemonSet, Job, a bare ReplicaSet */
         owner_is("db-0", "db");                        /* StatefulSet */
         owner_is("db-12", "db");
+        owner_is("web-6d4b9c8f6b-24567", "web");       /* a suffix of digits only, after a hash: not an ordinal */
+        owner_is("fluentd-24567", "fluentd");
         owner_is("my-nginx", "my-nginx");              /* 'i' is never generated: its own name */
         owner_is("web-hello", "web-hello");            /* vowels are never generated */
         owner_is("solo", "solo");

@@ -15,6 +15,11 @@ static void test_names(void **state) {
         assert_false(trace_name_valid("web/"));
         assert_false(trace_name_valid("a//b"));
         assert_false(trace_name_valid("a/../b"));
+        assert_false(trace_name_valid("./k8s/ns/web/app")); /* the key would be k8s/ns/web/app's */
+        assert_false(trace_name_valid("a/./b"));
+        assert_false(trace_name_valid("a/."));
+        assert_false(trace_name_valid("."));
+        assert_true(trace_name_valid(".a/b.c/.d"));
         assert_false(trace_name_valid("a b"));
         assert_true(trace_path_valid("a/b.so", 6));
         assert_false(trace_path_valid("/a", 2));
