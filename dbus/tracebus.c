@@ -50,10 +50,10 @@ int trace_bus_method_start(sd_bus_message *m, void *userdata, sd_bus_error *erro
         if (tn->recording || tn->prefetch)
                 return sd_bus_error_setf(error, ERROR_BUSY, "tenant %s: a host trace is running already",
                                          tn->cfg->name);
-        if (tn->cfg->trace_window_usec == 0)
+        if ((r = prefetch_start(tn, NULL, name)) == -EOPNOTSUPP)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED,
                                          "tenant %s: traces are off (its trace_window is 0)", tn->cfg->name);
-        if ((r = prefetch_start(tn, NULL, name)) < 0)
+        if (r < 0)
                 return sd_bus_error_set_errnof(error, -r, "cannot fetch trace %s ahead: %m", name);
         if ((r = trace_record_start(tn, NULL, name)) < 0) {
                 if (tn->prefetch)

@@ -132,6 +132,9 @@ const char *policy_patch_root_only_key(const char *patch);
 char *policy_patch_keys(const char *patch);
 void policy_free(struct policy *p);
 const struct policy_tenant *policy_find_tenant(const struct policy *p, const char *name);
+/* A Kubernetes namespace name: a DNS label (at most 63 of [a-z0-9-], not
+ * starting with '-'). What else is named cannot match. */
+bool policy_namespace_valid(const char *ns);
 /* May a container attach the tenant's view? Where the policy says the
  * runtime is Kubernetes' (kubernetes: its CRI writes the pod namespace
  * annotation, a pod cannot) and k8s_namespace is not empty, its namespace

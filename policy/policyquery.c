@@ -70,6 +70,11 @@ bool policy_tenant_worker_equal(const struct policy_tenant *a, const struct poli
         return (!a->headers || !a->headers[i]) && (!b->headers || !b->headers[i]);
 }
 
+bool policy_namespace_valid(const char *ns) {
+        size_t n = strlen(ns);
+        return n > 0 && n <= 63 && strspn(ns, "abcdefghijklmnopqrstuvwxyz0123456789-") == n && ns[0] != '-';
+}
+
 bool policy_container_allowed(const struct policy_tenant *t, bool kubernetes, const char *container_id,
                               const char *k8s_namespace, const char **why) {
         if (kubernetes && k8s_namespace && *k8s_namespace) {

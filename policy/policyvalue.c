@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "policy.h"
 #include "size.h"
 #include "url.h"
 
@@ -150,7 +151,7 @@ int policy_check_namespaces(struct parse_ctx *c, const char *tenant, json_object
         int r = policy_check_string_list(c, tenant, "namespaces", a, "[\"team-a\"]", true);
         for (size_t i = 0; r == 0 && i < json_object_array_length(a); i++) {
                 const char *s = json_object_get_string(json_object_array_get_idx(a, i));
-                if (strlen(s) > 63 || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(s) || s[0] == '-')
+                if (!policy_namespace_valid(s))
                         return policy_fail(c, tenant, "namespaces", "'%s' is not a Kubernetes namespace name", s);
         }
         return r;

@@ -183,10 +183,11 @@ static void on_merged(void *userdata) {
                           rec->tn->cfg->name, rec->name, sv->old_refused);
         /* What a read could not take back (and what the loop would hash
          * for its PUT at length) is not written. */
-        if (r == 0 && strlen(sv->text) > TRACE_OBJECT_MAX)
+        size_t len = r == 0 ? strlen(sv->text) : 0;
+        if (len > TRACE_OBJECT_MAX)
                 r = -EFBIG;
         if (r < 0 || (r = trace_store_key(rec->name, key, sizeof(key))) < 0 ||
-            (r = store_put(rec->tn, key, sv->text, strlen(sv->text), false, on_saved, rec)) < 0)
+            (r = store_put(rec->tn, key, sv->text, len, false, on_saved, rec)) < 0)
                 on_saved(rec, r);
 }
 

@@ -145,8 +145,7 @@ static int check_request(const struct container_request *req, const char **why) 
                 return *why = TRACE_NAME_RULE, -EINVAL;
         /* A pod namespace is a DNS label, as the policy's "namespaces" are. */
         size_t ns_len = strlen(req->k8s_namespace);
-        if (ns_len > 63 || strspn(req->k8s_namespace, "abcdefghijklmnopqrstuvwxyz0123456789-") != ns_len ||
-            req->k8s_namespace[0] == '-')
+        if (ns_len && !policy_namespace_valid(req->k8s_namespace))
                 return *why = "the pod namespace is not a Kubernetes namespace name", -EINVAL;
         /* The names the OCI hook gives pods: a pod of one namespace must not
          * write runs into (or be fetched ahead with) another's. */
@@ -291,11 +290,11 @@ static int container_serve(struct container *c, const char **why) {
 /* Its trace fetched ahead of its readers, and this run recorded: neither
  * stops the container (logged). */
 static void container_trace(struct container *c, const char *name) {
-        if (c->tenant->cfg->trace_window_usec == 0) {
+        int r = prefetch_start(c->tenant, c, name);
+        if (r == -EOPNOTSUPP) {
                 log_info("container %s: trace %s: none, the tenant's traces are off (trace_window 0)", c->id, name);
                 return;
         }
-        int r = prefetch_start(c->tenant, c, name);
         if (r < 0)
                 log_error_errno(r, "container %s: trace %s: cannot fetch it ahead: %m", c->id, name);
         if ((r = trace_record_start(c->tenant, c, name)) < 0)
