@@ -34,7 +34,8 @@ static struct tiered_fs *fs_for(struct tierd *t, const char *mountpoint, const c
                 if (t->fss[i].mountpoint && strcmp(t->fss[i].mountpoint, mountpoint) == 0)
                         return &t->fss[i];
         struct tiered_fs *fs = &t->fss[t->n_fss++];
-        *fs = (struct tiered_fs){ .t = t, .mnt_fd = -1, .tree_fd = -1, .root_fd = -1, .pre_fd = -1, .notif_fd = -1, .use_fd = -1,
+        *fs = (struct tiered_fs){ .t = t, .mnt_fd = -1, .tree_fd = -1, .root_fd = -1,
+                                   .fill_tree_fd = -1, .fill_root_fd = -1, .watch_fd = -1, .pre_fd = -1, .notif_fd = -1, .use_fd = -1,
                                    .catalog_fd = -1,
                                   .mountpoint = strdup(mountpoint), .fstype = strdup(fstype) };
         return fs;

@@ -66,6 +66,9 @@ struct tiered_fs {
         uint64_t mnt_id; /* the mount tree_fd clones (mountinfo's id): gc's walk finds it again (wholefs.h) */
         int tree_fd;  /* tierd's private mount: a detached clone (O_PATH) */
         int root_fd;  /* a directory fd on its root, the mount fd for handles */
+        int fill_tree_fd, fill_root_fd; /* the fill mount: another such clone, for fill fds only */
+        int watch_fd; /* FAN_MODIFY through the fill mount: events/fillwatch.c */
+        sd_event_source *watch_src;
         int pre_fd;   /* pre-content group: FAN_PRE_ACCESS | FAN_OPEN_PERM */
         int notif_fd; /* FAN_REPORT_FID notification group: FAN_CLOSE_WRITE */
         sd_event_source *pre_src, *notif_src;

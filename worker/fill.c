@@ -129,6 +129,7 @@ static void punch_back(int fd, uint64_t size) {
  * happened, so a test reads the verdict through the data path. */
 #include <arpa/inet.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -137,8 +138,21 @@ static void punch_back(int fd, uint64_t size) {
 
 static const char *try_errno(int r) { return r >= 0 ? "allowed" : strerrorname_np(errno) ?: "?"; }
 
+/* Hook 06: a fill fd kept after its fill, written through at the next one. */
+static int kept_fd = -1;
+
+static void write_kept(void) {
+        int fd = __atomic_exchange_n(&kept_fd, -1, __ATOMIC_SEQ_CST);
+        if (fd < 0)
+                return;
+        ssize_t n = pwrite(fd, "EVIL", 4, 0);
+        log_error("test hook: wrote %zd bytes through a fill fd kept from an earlier fill", n);
+        close(fd);
+}
+
 static int test_hook(const struct proto_request *req, int fd) {
         char out[4096] = "";
+        write_kept();
         if (strcmp(req->key, HOOK_KEY("01")) == 0) {
                 int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
                 struct sockaddr_in other = { .sin_family = AF_INET, .sin_port = htons(22),
@@ -165,6 +179,13 @@ static int test_hook(const struct proto_request *req, int fd) {
                         sleep(1000); /* hung: no progress, ever */
         else if (strcmp(req->key, HOOK_KEY("04")) == 0)
                 kill((pid_t)(req->offset / 4096), SIGKILL); /* the pid to kill: the offset in pages */
+        else if (strcmp(req->key, HOOK_KEY("06")) == 0) {
+                __atomic_store_n(&kept_fd, fcntl(fd, F_DUPFD_CLOEXEC, 3), __ATOMIC_SEQ_CST);
+                snprintf(out, sizeof(out), "kept\n");
+        } else if (strcmp(req->key, HOOK_KEY("07")) == 0)
+                (void)!ftruncate(fd, 0);
+        else if (strcmp(req->key, HOOK_KEY("08")) == 0)
+                mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         else
                 return 1;
         return pwrite_all(fd, (const uint8_t *)out, strlen(out), req->offset) < 0 ? -EIO : 0;

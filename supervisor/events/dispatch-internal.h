@@ -135,3 +135,5 @@ unsigned tfile_fills_in_flight(const struct tfile *f);
 bool tfile_verify_in_flight(const struct tfile *f);
 /* A fill's (or a verification's, or a sync's) reply. */
 void tfile_fill_done(struct request *req, const struct proto_reply *rep);
+/* The entry of the file fh names on fs, if anything is in flight for it. */
+struct tfile *tfile_find(struct tierd *t, struct tiered_fs *fs, const struct file_handle *fh);

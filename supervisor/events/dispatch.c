@@ -87,7 +87,7 @@ int file_handle_of(int fd, struct file_handle *fh) {
         return 0;
 }
 
-static struct tfile *file_find(struct tierd *t, struct tiered_fs *fs, const struct file_handle *fh) {
+struct tfile *tfile_find(struct tierd *t, struct tiered_fs *fs, const struct file_handle *fh) {
         for (struct tfile *f = t->files; f; f = f->next)
                 if (f->fs == fs && f->h.fh.handle_type == fh->handle_type &&
                     f->h.fh.handle_bytes == fh->handle_bytes &&
@@ -119,18 +119,20 @@ int tfile_get(struct tenant *tn, int any_fd, struct tfile **ret) {
                 free(f);
                 return log_error_errno(r, "name_to_handle_at: %m");
         }
-        struct tfile *existing = file_find(t, tn->fs, &f->h.fh);
+        struct tfile *existing = tfile_find(t, tn->fs, &f->h.fh);
         if (existing) {
                 free(f);
                 *ret = existing;
                 return 0;
         }
-        /* The fill fd is opened through the private mount: writes raise no
-         * event and keep every permission check (immutable, read-only).
+        /* The fill fd is opened through the fill mount: writes raise no
+         * pre-content event and keep every permission check (immutable,
+         * read-only), and whatever the worker writes through it after its
+         * fills is heard (fillwatch.c).
          * Write-only: a fill writes, punches and syncs, never reads; the
          * worker gets no more than that (a verification, which reads, gets
          * an fd of its own, fill_submit). */
-        f->fd = fsgroup_open_regular(tn->fs, &f->h.fh, O_WRONLY);
+        f->fd = fsgroup_open_fill(tn->fs, &f->h.fh, O_WRONLY);
         if (f->fd < 0) {
                 r = f->fd;
                 free(f);
@@ -226,7 +228,7 @@ static int fill_submit(struct tfile *f, uint64_t start, uint64_t end, const stru
          * verification reads the file (and punches it back if it is wrong):
          * an fd of its own, closed with the request. */
         if (type == PROTO_VERIFY) {
-                int rfd = fsgroup_open_regular(f->fs, &f->h.fh, O_RDWR);
+                int rfd = fsgroup_open_fill(f->fs, &f->h.fh, O_RDWR);
                 req = rfd < 0 ? NULL : request_new(type, rfd, tfile_fill_done, fl);
                 if (rfd >= 0 && !req)
                         close(rfd);
@@ -506,7 +508,7 @@ bool dispatch_file_busy(struct tierd *t, struct tiered_fs *fs, int fd) {
         } h;
         if (file_handle_of(fd, &h.fh) < 0)
                 return true;
-        return file_find(t, fs, &h.fh) != NULL;
+        return tfile_find(t, fs, &h.fh) != NULL;
 }
 
 int dispatch_when_idle(struct tierd *t, struct tiered_fs *fs, int fd, void (*callback)(void *userdata), void *userdata) {
@@ -520,7 +522,7 @@ int dispatch_when_idle(struct tierd *t, struct tiered_fs *fs, int fd, void (*cal
 
         if (r < 0)
                 return r;
-        f = file_find(t, fs, &h.fh);
+        f = tfile_find(t, fs, &h.fh);
         if (!f) {
                 callback(userdata);
                 return 0;

@@ -16,6 +16,7 @@
 
 #include "containers.h"
 #include "dispatch-internal.h"
+#include "fillwatch.h"
 #include "fsgroup.h"
 #include "log.h"
 #include "macro.h"
@@ -339,6 +340,9 @@ void tfile_fill_done(struct request *req, const struct proto_reply *rep) {
         struct tenant_counters *c = &f->tenant->counters;
         int r = rep->error;
 
+        /* The writes of this fill are queued by now: heard while it is
+         * still in flight, they are its own. */
+        fillwatch_drain(f->fs);
         for (struct fill **p = &f->fills; *p; p = &(*p)->next)
                 if (*p == fl) {
                         *p = fl->next;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "dispatch.h"
+#include "fillwatch.h"
 #include "fanotify-uapi.h"
 #include "handover.h"
 #include "inflight.h"
@@ -34,9 +35,6 @@
 
 #define EVENT_BUF (INFLIGHT_MAX_CANDIDATES * FAN_EVENT_METADATA_LEN)
 #define NOTIF_BUF 65536
-/* Changes: writes (close after writing) and modifications that need no open
- * for writing (truncate(2) by path). */
-#define NOTIFY_MASK (FAN_CLOSE_WRITE | FAN_MODIFY)
 
 static void mnt_tablep(struct libmnt_table **t) { mnt_unref_table(*t); }
 
@@ -319,11 +317,11 @@ static void notification_handle(struct tiered_fs *fs, const struct fanotify_even
          * reports those writes too. */
 }
 
-int fsgroup_open_regular(struct tiered_fs *fs, const struct file_handle *fh, int flags) {
+static int open_regular_at(int mount_fd, const struct file_handle *fh, int flags) {
         /* O_PATH first: it opens nothing (no FIFO waits for a partner, no
          * device driver runs), and the type of an inode never changes, so
          * the second open by the same handle is of a regular file. */
-        _cleanup_close_ int path = open_by_handle_at(fs->root_fd, (struct file_handle *)fh, O_PATH | O_CLOEXEC);
+        _cleanup_close_ int path = open_by_handle_at(mount_fd, (struct file_handle *)fh, O_PATH | O_CLOEXEC);
         struct stat st;
         if (path < 0)
                 return -errno;
@@ -333,9 +331,17 @@ int fsgroup_open_regular(struct tiered_fs *fs, const struct file_handle *fh, int
                 return -EBADFD;
         /* O_NONBLOCK: a lease someone holds on it fails the open at once
          * (EWOULDBLOCK) instead of waiting for its holder to let go. */
-        int fd = open_by_handle_at(fs->root_fd, (struct file_handle *)fh,
+        int fd = open_by_handle_at(mount_fd, (struct file_handle *)fh,
                                    flags | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC | O_LARGEFILE);
         return fd < 0 ? -errno : fd;
+}
+
+int fsgroup_open_regular(struct tiered_fs *fs, const struct file_handle *fh, int flags) {
+        return open_regular_at(fs->root_fd, fh, flags);
+}
+
+int fsgroup_open_fill(struct tiered_fs *fs, const struct file_handle *fh, int flags) {
+        return open_regular_at(fs->fill_root_fd, fh, flags);
 }
 
 /* Handles up to max events, or those queued now if max is 0 (FIONREAD
@@ -403,8 +409,25 @@ int fsgroup_fid_group(struct tiered_fs *fs, const char *kind, bool *created) {
         return fd < 0 ? -errno : fd;
 }
 
+/* A detached clone of the filesystem's mount (O_PATH), nosuid,nodev: fill
+ * fds, worker directories and clones for containers come from such a
+ * mount, and nothing reached through it is setuid or a device, whatever
+ * flags the admin's mount has. A filesystem tierd mounted itself is not
+ * at its mountpoint yet. */
+static int clone_mount(struct tiered_fs *fs, const char *what) {
+        _cleanup_close_ int fd = fs->mnt_fd >= 0
+                                         ? open_tree(fs->mnt_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)
+                                         : open_tree(AT_FDCWD, fs->mountpoint, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "open_tree %s (%s): %m", fs->mountpoint, what);
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return log_error_errno(errno, "mount_setattr nosuid,nodev on the %s of %s: %m", what, fs->mountpoint);
+        return TAKE_FD(fd);
+}
+
 /* tierd's private mount of the filesystem (tree_fd, root_fd), its mount id
- * and fsid. */
+ * and fsid; and the fill mount (fill_tree_fd, fill_root_fd, fillwatch.c). */
 static int open_private_mount(struct tiered_fs *fs) {
         struct statfs sf;
 
@@ -414,23 +437,19 @@ static int open_private_mount(struct tiered_fs *fs) {
                              : statx(AT_FDCWD, fs->mountpoint, 0, STATX_MNT_ID, &stx)) < 0)
                 return log_error_errno(errno, "statx %s: %m", fs->mountpoint);
         fs->mnt_id = stx.stx_mnt_id;
-        /* The private mount: detached, so no other process can reach it. A
-         * filesystem tierd mounted itself is not at its mountpoint yet. */
-        fs->tree_fd = fs->mnt_fd >= 0 ? open_tree(fs->mnt_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)
-                                      : open_tree(AT_FDCWD, fs->mountpoint, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-        if (fs->tree_fd < 0)
-                return log_error_errno(errno, "open_tree %s: %m", fs->mountpoint);
-        /* Fill fds, worker directories and clones for containers come
-         * from this mount: nothing reached through it is setuid or a
-         * device, whatever flags the admin's mount has. */
-        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
-        if (mount_setattr(fs->tree_fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
-                return log_error_errno(errno, "mount_setattr nosuid,nodev on the private mount of %s: %m",
-                                       fs->mountpoint);
+        /* Detached, so no other process can reach them. */
+        int r = clone_mount(fs, "private mount");
+        if (r < 0)
+                return r;
+        fs->tree_fd = r;
+        if ((r = clone_mount(fs, "fill mount")) < 0)
+                return r;
+        fs->fill_tree_fd = r;
         /* open_tree gives an O_PATH fd, which fanotify_mark and
          * open_by_handle_at refuse (EBADF): open its root for real. */
         fs->root_fd = openat(fs->tree_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fs->root_fd < 0)
+        fs->fill_root_fd = fs->root_fd < 0 ? -1 : openat(fs->fill_tree_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fs->fill_root_fd < 0)
                 return log_error_errno(errno, "opening the private mount of %s: %m", fs->mountpoint);
         if (fstatfs(fs->root_fd, &sf) < 0)
                 return log_error_errno(errno, "statfs %s: %m", fs->mountpoint);
@@ -476,7 +495,7 @@ int fsgroup_open(struct tiered_fs *fs) {
         fs->notif_fd = fsgroup_fid_group(fs, "notif", &new_notif);
         if (fs->notif_fd < 0)
                 return log_error_errno(fs->notif_fd, "fanotify_init (notifications): %m");
-        if (fanotify_mark(fs->notif_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, NOTIFY_MASK, fs->root_fd, NULL) < 0) {
+        if (fanotify_mark(fs->notif_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FSGROUP_NOTIFY_MASK, fs->root_fd, NULL) < 0) {
                 /* A group reporting file ids marks a btrfs filesystem only
                  * through its top-level subvolume. */
                 if (errno == EXDEV && strcmp(fs->fstype, "btrfs") == 0)
@@ -485,8 +504,10 @@ int fsgroup_open(struct tiered_fs *fs) {
                                                fs->mountpoint);
                 return log_error_errno(errno, "FAN_CLOSE_WRITE mark on %s: %m", fs->mountpoint);
         }
-        if (fanotify_mark(fs->notif_fd, ignore, NOTIFY_MASK, fs->root_fd, NULL) < 0)
+        if (fanotify_mark(fs->notif_fd, ignore, FSGROUP_NOTIFY_MASK, fs->root_fd, NULL) < 0)
                 return log_error_errno(errno, "notification ignore mark on the private mount of %s: %m", fs->mountpoint);
+        if ((r = fillwatch_open(fs)) < 0)
+                return r;
         /* Stored before any event is read: from now on a dead tierd leaves
          * its readers waiting for the next one, never reading zeros. */
         if (new_pre && (r = handover_store_group(t, "pre", fs->fsid, fs->pre_fd)) < 0)
@@ -504,6 +525,8 @@ int fsgroup_attach(struct tiered_fs *fs) {
                 r = sd_event_add_io(fs->t->event, &fs->notif_src, fs->notif_fd, EPOLLIN, on_notification, fs);
         if (r < 0)
                 return log_error_errno(r, "sd_event_add_io: %m");
+        if ((r = fillwatch_attach(fs)) < 0)
+                return r;
         /* Permission events first: a blocked reader waits on them. */
         sd_event_source_set_priority(fs->pre_src, SD_EVENT_PRIORITY_IMPORTANT);
         return 0;
@@ -514,6 +537,7 @@ void fsgroup_close(struct tiered_fs *fs) {
         fs->notif_src = sd_event_source_disable_unref(fs->notif_src);
         fs->pre_fd = safe_close(fs->pre_fd);
         fs->notif_fd = safe_close(fs->notif_fd);
+        fillwatch_close(fs);
         fs->root_fd = safe_close(fs->root_fd);
         fs->tree_fd = safe_close(fs->tree_fd);
 }
@@ -530,7 +554,7 @@ void fsgroup_ignore_file(struct tiered_fs *fs, int fd) {
 int fsgroup_ignore_changes(struct tiered_fs *fs, int fd, bool ignore) {
         unsigned flags = ignore ? FAN_MARK_ADD | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY | FAN_MARK_EVICTABLE
                                 : FAN_MARK_REMOVE | FAN_MARK_IGNORE;
-        if (fanotify_mark(fs->notif_fd, flags, NOTIFY_MASK, fd, NULL) < 0 && !(errno == ENOENT && !ignore))
+        if (fanotify_mark(fs->notif_fd, flags, FSGROUP_NOTIFY_MASK, fd, NULL) < 0 && !(errno == ENOENT && !ignore))
                 return -errno;
         return 0;
 }

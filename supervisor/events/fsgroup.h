@@ -11,6 +11,10 @@
 
 /* Finds the mounted filesystem holding path (libmount): its mount point,
  * type, and path's place inside it. */
+/* The notification group's changes: writes (close after writing) and
+ * modifications that need no open for writing (truncate(2) by path). */
+#define FSGROUP_NOTIFY_MASK (FAN_CLOSE_WRITE | FAN_MODIFY)
+
 int fsgroup_locate(const char *path, char **mountpoint, char **fstype, char **relative);
 
 /* Makes the private mount and both fanotify groups of fs, marks the whole
@@ -40,6 +44,8 @@ int fsgroup_ignore_changes(struct tiered_fs *fs, int fd, bool ignore);
  * someone holds a lease on fails (-EWOULDBLOCK). flags: O_RDONLY or O_RDWR.
  * Every open of an inode an event reported goes through here (or O_PATH). */
 int fsgroup_open_regular(struct tiered_fs *fs, const struct file_handle *fh, int flags);
+/* The same through the fill mount, for fds a worker is lent (fillwatch.h). */
+int fsgroup_open_fill(struct tiered_fs *fs, const struct file_handle *fh, int flags);
 
 /* Reads and handles the notifications queued when called (FAN_CLOSE_WRITE:
  * dirty; not those that come meanwhile: bounded). Used before archive and

@@ -59,8 +59,9 @@ int usegroup_open(struct tiered_fs *fs) {
         if (fanotify_mark(fs->use_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, USE_MASK, AT_FDCWD, fs->mountpoint) < 0)
                 r = log_error_errno(errno, "use mark on %s: %m", fs->mountpoint);
         /* tierd's own opens (scans, fills, archives) are no use. */
-        else if (fanotify_mark(fs->use_fd, ignore, FAN_OPEN | FAN_CLOSE_WRITE, fs->root_fd, NULL) < 0)
-                r = log_error_errno(errno, "use ignore mark on the private mount of %s: %m", fs->mountpoint);
+        else if (fanotify_mark(fs->use_fd, ignore, FAN_OPEN | FAN_CLOSE_WRITE, fs->root_fd, NULL) < 0 ||
+                 fanotify_mark(fs->use_fd, ignore, FAN_OPEN | FAN_CLOSE_WRITE, fs->fill_root_fd, NULL) < 0)
+                r = log_error_errno(errno, "use ignore mark on the private or fill mount of %s: %m", fs->mountpoint);
         else if (created)
                 r = handover_store_group(t, "use", fs->fsid, fs->use_fd);
         if (r >= 0 && (r = sd_event_add_io(t->event, &fs->use_src, fs->use_fd, EPOLLIN, on_use, fs)) < 0)

@@ -7,7 +7,7 @@ tl_init
 BUILD=$BUILD/testhooks
 TIERCTL=$BUILD/tierctl
 tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
-for t in probe mounter killer hung other crashloop nolandlock; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
+for t in probe mounter killer hung other crashloop nolandlock keeper truncator mapper; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
 mkdir -p "$TL_DIR/store"
 # verify off: the hook stubs have no chunk manifest (they would restore
 # whole), and the kill hook takes its pid from a ranged fill's offset.
@@ -24,7 +24,11 @@ cat >"$TL_DIR/policy.json" <<EOF2
   {"name": "crashloop", "subvolume": "$TL_DIR/fs/crashloop", "mount": "$TL_DIR/views/crashloop",
    "backend": "file://$TL_DIR/store/crashloop"},
   {"name": "nolandlock", "subvolume": "$TL_DIR/fs/nolandlock", "mount": "$TL_DIR/views/nolandlock",
-   "backend": "file://$TL_DIR/store/nolandlock"}]}
+   "backend": "file://$TL_DIR/store/nolandlock"},
+  {"name": "keeper", "subvolume": "$TL_DIR/fs/keeper", "mount": "$TL_DIR/views/keeper", "backend": "file://$TL_DIR/store/keeper"},
+  {"name": "truncator", "subvolume": "$TL_DIR/fs/truncator", "mount": "$TL_DIR/views/truncator",
+   "backend": "file://$TL_DIR/store/truncator"},
+  {"name": "mapper", "subvolume": "$TL_DIR/fs/mapper", "mount": "$TL_DIR/views/mapper", "backend": "file://$TL_DIR/store/mapper"}]}
 EOF2
 # A stub by hand (root may write security.tierd) whose object is a test hook.
 hook_stub() { # FILE TENANT HOOK SIZE
@@ -54,6 +58,9 @@ hook_stub "$TL_DIR/fs/killer/kill" killer 04 $((5 << 30))
 hook_stub "$TL_DIR/fs/hung/hang" hung 05 $((1 << 20))
 hook_stub "$TL_DIR/fs/crashloop/any" crashloop 01 $((1 << 20))
 hook_stub "$TL_DIR/fs/nolandlock/selftest" nolandlock 01 $((1 << 20))
+hook_stub "$TL_DIR/fs/keeper/keep" keeper 06 $((1 << 20))
+hook_stub "$TL_DIR/fs/truncator/cut" truncator 07 $((1 << 20))
+hook_stub "$TL_DIR/fs/mapper/map" mapper 08 $((1 << 20))
 tl_dbus_start
 check "tierd (test-hook build) starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
 
@@ -140,6 +147,49 @@ eio_read "$TL_DIR/views/killer/kill" $((O * 4096)) 4096
 check "a worker that tries to kill another is ended: its reader gets EIO (after $MS ms, bound 10 s)" got_eio 10
 check "... by its seccomp filter at kill(2)" grep -q "seccomp filter at system call 62 (kill)" "$TL_TIERD_LOG"
 check "... and the other worker lives on ($O)" kill -0 "$O"
+
+# A compromised worker keeps a fill fd (test build: hook 06 keeps it and
+# writes "EVIL" at offset 0 through it at its next fill, of another file).
+K=$(worker_of keeper)
+check "the keeper tenant has a running worker ($K)" alive "$K"
+record_of() { getfattr -n security.tierd --only-values "$1" 2>/dev/null | sed -n 's/^state=//p'; }
+state_is() { # FILE STATE: within 10 s
+	for _ in $(seq 100); do [ "$(record_of "$1")" = "$2" ] && return 0; sleep 0.1; done
+	echo "# $1: state '$(record_of "$1")', not '$2'"
+	return 1
+}
+timeout 60 "$BUILD/tests/pread-at" "$TL_DIR/views/keeper/keep" 0 4096 | tr -d '\0' >"$TL_DIR/keep1"
+check "a file the worker keeps a fill fd of reads what the fill wrote" grep -qx kept "$TL_DIR/keep1"
+check "... and is recorded partial" state_is "$TL_DIR/fs/keeper/keep" partial
+tl_log_mark
+head -c $((1 << 20)) /dev/urandom >"$TL_DIR/fs/keeper/plain" && cp "$TL_DIR/fs/keeper/plain" "$TL_DIR/keeper.orig"
+"$TIERCTL" archive "$TL_DIR/views/keeper/plain" >/dev/null && "$TIERCTL" release "$TL_DIR/views/keeper/plain" >/dev/null
+check "the next fill (of another file) gets its bytes" timeout 60 cmp "$TL_DIR/views/keeper/plain" "$TL_DIR/keeper.orig"
+check "... while the worker wrote through the fill fd it kept" \
+	tl_logged 10 "test hook: wrote 4 bytes through a fill fd kept from an earlier fill"
+check "tierd heard that write and killed the worker" \
+	tl_logged 10 "tenant keeper: worker $K wrote to a file none of its fills is writing (through a fill fd it kept): killing it"
+check "... the written file's record is released again" state_is "$TL_DIR/fs/keeper/keep" released
+check "... logged" grep -q "tenant keeper: sha256/0*06, written outside a fill, is fetched and checked again" "$TL_TIERD_LOG"
+keeper_replaced() {
+	local n
+	for _ in $(seq 50); do
+		n=$(worker_of keeper)
+		[ -n "$n" ] && [ "$n" != "$K" ] && alive "$n" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "# keeper's worker: '$K' -> '$n'"
+	return 1
+}
+check "... and a new worker serves the tenant" keeper_replaced
+timeout 60 "$BUILD/tests/pread-at" "$TL_DIR/views/keeper/keep" 0 4096 | tr -d '\0' >"$TL_DIR/keep2"
+check "the file reads as its fill wrote it, not as the kept fd did (EVIL)" grep -qx kept "$TL_DIR/keep2"
+eio_read "$TL_DIR/views/truncator/cut" 0 4096
+check "a worker that truncates a fill fd is ended (a truncate raises no event on the fill mount): EIO after $MS ms" got_eio 10
+check "... by its seccomp filter at ftruncate(2)" grep -q "seccomp filter at system call 77 (ftruncate)" "$TL_TIERD_LOG"
+eio_read "$TL_DIR/views/mapper/map" 0 4096
+check "a worker that maps a file shared is ended (its writes would raise no event): EIO after $MS ms" got_eio 10
+check "... by its seccomp filter at mmap(2)" grep -q "seccomp filter at system call 9 (mmap)" "$TL_TIERD_LOG"
 
 H=$(worker_of hung)
 check "the hung tenant has a running worker ($H)" alive "$H"

@@ -3,8 +3,9 @@
 # fanotify events never waits on anything a tenant, a caller or the network
 # controls. What a static look can hold it to:
 # 1. every open of an inode by handle (an inode an event or a caller named)
-#    is O_PATH, or goes through fsgroup_open_regular (O_PATH and S_ISREG
-#    first, then O_NONBLOCK: no FIFO, device or lease can make it wait);
+#    is O_PATH, or goes through fsgroup_open_regular or fsgroup_open_fill
+#    (both open_regular_at: O_PATH and S_ISREG first, then O_NONBLOCK: no
+#    FIFO, device or lease can make it wait);
 # 2. the files that read and answer events (and the D-Bus faces, served by
 #    the same loop) walk no tree, read no directory and hash no whole file:
 #    that runs on threads (offthread.h, treewalk.h) or in the worker.
@@ -24,21 +25,21 @@ set -u
 cd "$(dirname "$0")/../.."
 status=0
 
-# 1. open_by_handle_at statements (to their ';'), outside fsgroup_open_regular.
+# 1. open_by_handle_at statements (to their ';'), outside open_regular_at.
 bad=$(awk '
 	FNR == 1 { infn = "" }
-	/^[a-z].*fsgroup_open_regular\(.*\) \{$/ { infn = "regular" }
+	/^[a-z].*open_regular_at\(.*\) \{$/ { infn = "regular" }
 	/^}/ { infn = "" }
 	/open_by_handle_at\(/ { stmt = ""; collecting = 1; line = FNR }
 	collecting { stmt = stmt $0; if ($0 ~ /;/) { collecting = 0
 		if (infn != "regular" && stmt !~ /O_PATH/) print FILENAME ":" line ": " stmt } }
 ' supervisor/*.c supervisor/*/*.c dbus/*.c holder/*.c)
-if [ -z "$bad" ]; then echo "ok - event path: every open by handle is O_PATH or fsgroup_open_regular"
+if [ -z "$bad" ]; then echo "ok - event path: every open by handle is O_PATH or open_regular_at (fsgroup.c)"
 else echo "not ok - event path: an open by handle that may wait (use fsgroup_open_regular):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 
 # 2. No tree walk, directory read or whole-file hash where events are served
 # or the bus is answered.
-EVENT_FILES="supervisor/events/dispatch.c supervisor/events/fillrecord.c supervisor/events/preevent.c supervisor/events/fsgroup.c supervisor/events/settle.c common/readeraccess.c common/inflight.c common/fanevent.c
+EVENT_FILES="supervisor/events/dispatch.c supervisor/events/fillrecord.c supervisor/events/fillwatch.c supervisor/events/preevent.c supervisor/events/fsgroup.c supervisor/events/settle.c common/readeraccess.c common/inflight.c common/fanevent.c
 	supervisor/files/batch.c supervisor/events/usegroup.c supervisor/reload.c supervisor/sdstatus.c supervisor/journallog.c common/log.c dbus/*.c holder/*.c
 	supervisor/traces/trace.c supervisor/traces/prefetch.c supervisor/traces/hydrate.c"
 bad=$(grep -nE '\b(treewalk|opendir|fdopendir|readdir|nftw|fts_open|scandir|sha256_fd|hash_file|qsort)\(' $EVENT_FILES)

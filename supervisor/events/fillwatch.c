@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a worker does with the fill fds it is lent, heard by the kernel.
+ *
+ * A fill fd is passed to the worker (SCM_RIGHTS) and tierd cannot take it
+ * back: a compromised worker could keep it and write, punch or fallocate
+ * the file long after its fill was answered, behind every record tierd
+ * keeps. So fill fds are opened through a mount of their own (the fill
+ * mount: a detached clone nothing else uses), and a notification group
+ * with a mount mark on it hears every FAN_MODIFY through it, with the
+ * writer's pid. truncate raises no event on a mount mark: the worker's
+ * seccomp filter has no ftruncate, and no shared file mapping either
+ * (worker/sandbox.c), so every change it can make is heard here.
+ *
+ * The rule: a write by a worker to a file none of whose fills in flight
+ * is that worker's is a violation. The order makes it exact: the kernel
+ * queues a write's event inside the write(2) itself, before the worker
+ * sends "done", so tierd drains this group (what is queued then, bounded)
+ * before it takes any fill's reply (fillrecord.c). A violation kills the
+ * worker (its requests go to a replacement, and the death counts towards
+ * its crash loop), and the file's record becomes "released" without a
+ * punch: every range is fetched and checked again at its next read,
+ * written over what is there. A file with no copy in the store (dirty)
+ * cannot be put back, and the log says so.
+ *
+ * All of it runs on the event loop: an O_NONBLOCK open of a regular file
+ * by handle and its xattr, per event, never a wait.
+ */
+#include "fillwatch.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "containers.h"
+#include "dispatch-internal.h"
+#include "fanotify-uapi.h"
+#include "fsgroup.h"
+#include "handle.h"
+#include "log.h"
+#include "macro.h"
+#include "stub.h"
+#include "tally.h"
+
+#define WATCH_BUF 4096
+
+int fillwatch_open(struct tiered_fs *fs) {
+        const unsigned ignore = FAN_MARK_ADD | FAN_MARK_MOUNT | FAN_MARK_IGNORE | FAN_MARK_IGNORED_SURV_MODIFY;
+
+        /* Fills raise no pre-content event and mark nothing dirty, through
+         * this mount as through the private one. */
+        if (fanotify_mark(fs->pre_fd, ignore, TIERD_PRE_CONTENT_MASK, fs->fill_root_fd, NULL) < 0)
+                return log_error_errno(errno, "ignore mark on the fill mount of %s: %m", fs->mountpoint);
+        if (fanotify_mark(fs->notif_fd, ignore, FSGROUP_NOTIFY_MASK, fs->fill_root_fd, NULL) < 0)
+                return log_error_errno(errno, "notification ignore mark on the fill mount of %s: %m", fs->mountpoint);
+        /* A bounded queue (the kernel's 16,384 events): writes of one file by
+         * one process merge while unread, and tierd reads at every reply,
+         * so only a worker writing where it should not fills it. */
+        fs->watch_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_CLOEXEC);
+        if (fs->watch_fd < 0)
+                return log_error_errno(errno, "fanotify_init (the fill mount's watch): %m");
+        if (fanotify_mark(fs->watch_fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_MODIFY, fs->fill_root_fd, NULL) < 0)
+                return log_error_errno(errno, "FAN_MODIFY mark on the fill mount of %s: %m", fs->mountpoint);
+        return 0;
+}
+
+/* The live worker of one of fs's tenants whose pid this is, or NULL (one
+ * that died since its write was queued). */
+static struct worker *worker_of_pid(struct tiered_fs *fs, pid_t pid) {
+        struct tierd *t = fs->t;
+        for (size_t i = 0; i < t->n_tenants; i++)
+                if (t->tenants[i].fs == fs && t->tenants[i].worker.pid == pid)
+                        return &t->tenants[i].worker;
+        for (struct container *c = t->containers; c; c = c->next)
+                if (c->tenant->fs == fs && c->worker.pid == pid)
+                        return &c->worker;
+        return NULL;
+}
+
+/* The overflow event: who wrote what is lost. Only a worker writing where
+ * it should not fills the queue, and which one is not known: every worker
+ * of the filesystem is replaced (their requests go to the replacements). */
+static void watch_overflow(struct tiered_fs *fs) {
+        struct tierd *t = fs->t;
+        log_error("%s: the watch of fill writes overflowed (a worker wrote to many files outside its fills?): "
+                  "every worker of its tenants is replaced", fs->mountpoint);
+        for (size_t i = 0; i < t->n_tenants; i++)
+                if (t->tenants[i].fs == fs && t->tenants[i].worker.pid > 0)
+                        kill(t->tenants[i].worker.pid, SIGKILL);
+        for (struct container *c = t->containers; c; c = c->next)
+                if (c->tenant->fs == fs && c->worker.pid > 0)
+                        kill(c->worker.pid, SIGKILL);
+}
+
+struct recheck {
+        struct tiered_fs *fs;
+        union file_handle_buf h;
+};
+
+/* The file a worker wrote outside its fills: what its record vouches for
+ * is fetched and checked again, written over what is there (a reader is
+ * never shown a hole where it was shown bytes). */
+static void recheck_file(void *userdata) {
+        _cleanup_free_ struct recheck *rc = userdata;
+        _cleanup_close_ int fd = fsgroup_open_regular(rc->fs, &rc->h.fh, O_RDONLY);
+        _cleanup_(stub_done) struct stub s = {};
+        const char *err = "";
+        int r = fd < 0 ? fd : stub_read_fd(fd, &s, &err);
+
+        if (r == -ENODATA || (r == 0 && s.state == STUB_DIRTY)) {
+                log_error("%s: a file written by a worker outside its fills has no copy in the store: "
+                          "its bytes may be wrong", rc->fs->mountpoint);
+                return;
+        }
+        if (r < 0) {
+                log_error_errno(r, "%s: a file written by a worker outside its fills cannot be checked again: %m%s%s",
+                                rc->fs->mountpoint, *err ? ": " : "", err);
+                return;
+        }
+        if (s.state == STUB_RELEASED)
+                return; /* every read fetches it already */
+        struct tenant *tn = tierd_find_tenant(rc->fs->t, s.tenant);
+        /* The ignore mark first: a read after the record must raise an event. */
+        if ((r = fsgroup_unignore_file(rc->fs, fd)) < 0) {
+                log_error_errno(r, "%s: cannot remove the ignore mark of %s: %m", rc->fs->mountpoint, s.key);
+                return;
+        }
+        s.state = STUB_RELEASED;
+        s.checked = false;
+        range_set_clear(&s.populated);
+        r = tn ? tally_stub_write(tn, fd, &s) : stub_write_fd(fd, &s);
+        if (r < 0)
+                log_error_errno(r, "%s: cannot record %s as released: %m", rc->fs->mountpoint, s.key);
+        else
+                log_error("tenant %s: %s, written outside a fill, is fetched and checked again at its next read",
+                          s.tenant, s.key);
+}
+
+static bool fills_run_by(const struct tfile *f, const struct worker *w) {
+        for (const struct fill *fl = f->fills; fl; fl = fl->next)
+                if (container_worker(f->tenant, fl->route) == w)
+                        return true;
+        return false;
+}
+
+static void watch_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
+        if (md->mask & FAN_Q_OVERFLOW) {
+                watch_overflow(fs);
+                return;
+        }
+        struct file_handle *fh = fanotify_event_fid(md);
+        if (!fh || md->pid == getpid() || fh->handle_bytes > MAX_HANDLE_SZ)
+                return; /* tierd's own */
+        struct tfile *f = tfile_find(fs->t, fs, fh);
+        struct worker *w = worker_of_pid(fs, md->pid);
+        /* A worker that died since: its writes were of a fill still in
+         * flight, which its replacement writes over. */
+        if (f && f->fills && (!w || fills_run_by(f, w)))
+                return;
+        struct tenant *tn = w ? w->tenant : f ? f->tenant : NULL;
+        if (w) {
+                log_error("tenant %s: worker %d wrote to a file none of its fills is writing (through a fill fd it "
+                          "kept): killing it", tn->cfg->name, (int)md->pid);
+                tenant_set_last_error(tn, "worker %d wrote to a file outside its fills: killed", (int)md->pid);
+                kill(md->pid, SIGKILL);
+        } else
+                log_error("%s: process %d wrote to a file through the fill mount with no fill in flight",
+                          fs->mountpoint, (int)md->pid);
+
+        struct recheck *rc = calloc(1, sizeof(*rc));
+        struct idle_callback *c = f ? calloc(1, sizeof(*c)) : NULL;
+        if (!rc || (f && !c)) {
+                free(rc);
+                free(c);
+                log_error("%s: out of memory: a file written outside a fill is not checked again", fs->mountpoint);
+                return;
+        }
+        rc->fs = fs;
+        memcpy(&rc->h, fh, sizeof(*fh) + fh->handle_bytes);
+        if (!f) {
+                recheck_file(rc); /* nothing in flight: at once */
+                return;
+        }
+        *c = (struct idle_callback){ .next = f->idle, .callback = recheck_file, .userdata = rc };
+        f->idle = c; /* once the fills in flight are recorded */
+}
+
+void fillwatch_drain(struct tiered_fs *fs) {
+        char buf[WATCH_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+        int queued = 0;
+
+        /* FIONREAD counts FAN_EVENT_METADATA_LEN per event, whatever its
+         * length with the file id: the number of events queued now. */
+        if (fs->watch_fd < 0 || ioctl(fs->watch_fd, FIONREAD, &queued) < 0 || queued <= 0)
+                return;
+        for (size_t max = (size_t)queued / FAN_EVENT_METADATA_LEN, done = 0; done < max;) {
+                ssize_t n = read(fs->watch_fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                for (const struct fanotify_event_metadata *md = (const void *)buf; FAN_EVENT_OK(md, n);
+                     md = FAN_EVENT_NEXT(md, n), done++)
+                        if (md->vers == FANOTIFY_METADATA_VERSION)
+                                watch_event(fs, md);
+        }
+}
+
+static int on_watch(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        (void)s;
+        (void)fd;
+        (void)revents;
+        fillwatch_drain(userdata);
+        return 0;
+}
+
+int fillwatch_attach(struct tiered_fs *fs) {
+        int r = sd_event_add_io(fs->t->event, &fs->watch_src, fs->watch_fd, EPOLLIN, on_watch, fs);
+        return r < 0 ? log_error_errno(r, "sd_event_add_io (the fill mount's watch): %m") : 0;
+}
+
+void fillwatch_close(struct tiered_fs *fs) {
+        fs->watch_src = sd_event_source_disable_unref(fs->watch_src);
+        fs->watch_fd = safe_close(fs->watch_fd);
+        fs->fill_root_fd = safe_close(fs->fill_root_fd);
+        fs->fill_tree_fd = safe_close(fs->fill_tree_fd);
+}
