@@ -26,6 +26,7 @@
 #include "audit.h"
 #include "gc.h"
 #include "hostmounts.h"
+#include "trace.h"
 #include "usage.h"
 #include "usegroup.h"
 #include "workers.h"
@@ -49,6 +50,49 @@ static bool strv_equal(char **a, char **b) {
 }
 
 /* Takes np if it fits the running tierd (-EXDEV if not: np is freed). */
+/* One tenant's new policy np, and its catalog key read already. */
+static void apply_tenant(struct tenant *tn, const struct policy_tenant *np, const struct catalog_key *key) {
+        bool restart = !policy_tenant_worker_equal(tn->cfg, np);
+        bool track = np->quota || np->archive_after_usec;
+        bool repace = tn->cfg->restore_rate != np->restore_rate;
+        /* The table knows pins by the globs it was built with. */
+        bool rescan = track && (!usage_tracked(tn) || !strv_equal(tn->cfg->pin, np->pin));
+        int r;
+
+        tn->cfg = np;
+        /* Objects under the old key stop verifying: a snapshot under
+         * the new one before anything is released again. */
+        bool new_key = tn->catalog_key.len != key->len || memcmp(tn->catalog_key.bytes, key->bytes, key->len) != 0;
+        tn->catalog_key = *key;
+        if (new_key && tn->catalog) {
+                log_info("tenant %s: catalog key changed: a snapshot under the new key, releases wait for it",
+                         tn->cfg->name);
+                catalog_note_lost(tn);
+        }
+        if (!track)
+                usage_free(tn);
+        if (rescan && ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0))
+                log_error_errno(r, "tenant %s: cannot build its file table: %m", tn->cfg->name);
+        autoarchive_update(tn);
+        if (repace)
+                restore_rate_changed(tn);
+        trace_policy_changed(tn);
+        if (!tn->cfg->catalog) {
+                gc_stop(tn);
+                audit_stop(tn);
+                catalog_stop(tn);
+        } else if ((r = catalogwatch_open(tn->fs)) < 0 || (r = catalog_start(tn)) < 0)
+                log_error_errno(r, "tenant %s: cannot start its catalog: %m", tn->cfg->name);
+        /* Credentials and header files may be named anew. */
+        if (restart && (r = tenant_secrets_load(tn)) < 0)
+                log_error_errno(r, "tenant %s: keeping the credentials it had: %m", tn->cfg->name);
+        if (restart) {
+                resolver_tenant_changed(tn);
+                worker_restart_planned(&tn->worker);
+                containers_restart_workers(tn);
+        }
+}
+
 static int apply_policy(struct tierd *t, struct policy *np, char **error) {
         struct policy *old = t->policy;
         const char *why = NULL;
@@ -88,47 +132,8 @@ static int apply_policy(struct tierd *t, struct policy *np, char **error) {
         t->policy = np;
         if (np->guard_after_usec != old->guard_after_usec)
                 fdstore_guard_after(&t->store, np->guard_after_usec);
-        for (size_t i = 0; i < t->n_tenants; i++) {
-                struct tenant *tn = &t->tenants[i];
-                bool restart = !policy_tenant_worker_equal(tn->cfg, &np->tenants[i]);
-                bool track = np->tenants[i].quota || np->tenants[i].archive_after_usec;
-                bool repace = tn->cfg->restore_rate != np->tenants[i].restore_rate;
-                /* The table knows pins by the globs it was built with. */
-                bool rescan = track && (!usage_tracked(tn) || !strv_equal(tn->cfg->pin, np->tenants[i].pin));
-                tn->cfg = &np->tenants[i];
-                /* Objects under the old key stop verifying: a snapshot under
-                 * the new one before anything is released again. */
-                bool new_key = tn->catalog_key.len != keys[i].len ||
-                               memcmp(tn->catalog_key.bytes, keys[i].bytes, keys[i].len) != 0;
-                tn->catalog_key = keys[i];
-                if (new_key && tn->catalog) {
-                        log_info("tenant %s: catalog key changed: a snapshot under the new key, releases wait for it",
-                                 tn->cfg->name);
-                        catalog_note_lost(tn);
-                }
-                if (!track)
-                        usage_free(tn);
-                if (rescan && ((r = usegroup_open(tn->fs)) < 0 || (r = usage_scan(tn)) < 0))
-                        log_error_errno(r, "tenant %s: cannot build its file table: %m", tn->cfg->name);
-                autoarchive_update(tn);
-                if (repace)
-                        restore_rate_changed(tn);
-                if (!tn->cfg->catalog) {
-                        gc_stop(tn);
-                        audit_stop(tn);
-                        catalog_stop(tn);
-                }
-                else if ((r = catalogwatch_open(tn->fs)) < 0 || (r = catalog_start(tn)) < 0)
-                        log_error_errno(r, "tenant %s: cannot start its catalog: %m", tn->cfg->name);
-                /* Credentials and header files may be named anew. */
-                if (restart && (r = tenant_secrets_load(tn)) < 0)
-                        log_error_errno(r, "tenant %s: keeping the credentials it had: %m", tn->cfg->name);
-                if (restart) {
-                        resolver_tenant_changed(tn);
-                        worker_restart_planned(&tn->worker);
-                        containers_restart_workers(tn);
-                }
-        }
+        for (size_t i = 0; i < t->n_tenants; i++)
+                apply_tenant(&t->tenants[i], &np->tenants[i], &keys[i]);
         explicit_bzero(keys, t->n_tenants * sizeof(*keys));
         policy_free(old);
         return 0;

@@ -186,7 +186,15 @@ static int test_hook(const struct proto_request *req, int fd) {
                 (void)!ftruncate(fd, 0);
         else if (strcmp(req->key, HOOK_KEY("08")) == 0)
                 mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        else
+        else if (strcmp(req->key, HOOK_KEY("09")) == 0) {
+                if (fork() == 0)
+                        _exit(0);
+        } else if (strcmp(req->key, HOOK_KEY("10")) == 0)
+                (void)!fallocate(fd, 0, 0, 1 << 20);
+        else if (strcmp(req->key, HOOK_KEY("11")) == 0) {
+                struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+                (void)!fcntl(fd, F_OFD_SETLK, &lock);
+        } else
                 return 1;
         return pwrite_all(fd, (const uint8_t *)out, strlen(out), req->offset) < 0 ? -EIO : 0;
 }

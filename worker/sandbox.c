@@ -171,9 +171,9 @@ static int landlock_apply(const struct proto_config *cfg, int store_fd) {
  * traps, and the handler reports the call to tierd before exiting. */
 static const int allowed_syscalls[] = {
         SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(pread64), SCMP_SYS(pwrite64), SCMP_SYS(readv), SCMP_SYS(writev),
-        SCMP_SYS(close), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx), SCMP_SYS(lseek), SCMP_SYS(fcntl),
+        SCMP_SYS(close), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx), SCMP_SYS(lseek),
         SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(mkdirat), SCMP_SYS(renameat), SCMP_SYS(renameat2),
-        SCMP_SYS(unlinkat), SCMP_SYS(fallocate), SCMP_SYS(fsync), SCMP_SYS(fdatasync),
+        SCMP_SYS(unlinkat), SCMP_SYS(fsync), SCMP_SYS(fdatasync),
         SCMP_SYS(getdents64), SCMP_SYS(utimensat), /* a file store's listing and refresh, for collections */
         SCMP_SYS(memfd_create), /* a chunk manifest is built in memory, then uploaded from it */
         SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(brk),
@@ -190,6 +190,33 @@ static const int allowed_syscalls[] = {
         SCMP_SYS(getrusage), SCMP_SYS(sched_getaffinity), SCMP_SYS(tgkill), SCMP_SYS(restart_syscall),
 };
 
+/* Calls allowed with one argument only so: (argument & mask) == value.
+ * A fill fd lent to the worker must change nothing the fill mount's watch
+ * does not hear (supervisor/events/fillwatch.c), so no truncate (a mount
+ * mark hears none), no shared mapping of a file (its writes raise no
+ * event), no fallocate but the punch fills use (one that fails part-way
+ * may have grown the file, unheard), no fork (a child's pid is no
+ * worker's), no locks or leases on a kept fd. */
+#define NEW_NS                                                                                              \
+        (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |       \
+         CLONE_NEWNET | CLONE_NEWTIME)
+static const struct {
+        int nr;
+        unsigned arg;
+        uint64_t mask, value;
+} arg_rules[] = {
+        /* Threads only, and no new namespaces (a user namespace would reach
+         * raw sockets and netfilter). */
+        { SCMP_SYS(clone), 0, NEW_NS | CLONE_THREAD, CLONE_THREAD },
+        { SCMP_SYS(mmap), 3, MAP_SHARED, 0 },
+        { SCMP_SYS(mmap), 3, MAP_SHARED | MAP_ANONYMOUS, MAP_SHARED | MAP_ANONYMOUS },
+        /* int arguments: only their low 32 bits are the caller's. */
+        { SCMP_SYS(fallocate), 1, 0xffffffffu, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE },
+        { SCMP_SYS(fcntl), 1, 0xffffffffu, F_GETFD }, { SCMP_SYS(fcntl), 1, 0xffffffffu, F_SETFD },
+        { SCMP_SYS(fcntl), 1, 0xffffffffu, F_GETFL }, { SCMP_SYS(fcntl), 1, 0xffffffffu, F_SETFL },
+        { SCMP_SYS(fcntl), 1, 0xffffffffu, F_DUPFD }, { SCMP_SYS(fcntl), 1, 0xffffffffu, F_DUPFD_CLOEXEC },
+};
+
 static int seccomp_apply(int control_fd) {
         struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };
         scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
@@ -203,25 +230,14 @@ static int seccomp_apply(int control_fd) {
                 r = -errno;
         for (size_t i = 0; r == 0 && i < ARRAY_SIZE(allowed_syscalls); i++)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed_syscalls[i], 0);
-        /* Threads, but no new namespaces (a user namespace would reach raw
-         * sockets and netfilter): clone without CLONE_NEW*; clone3, whose
-         * flags sit behind a pointer, says ENOSYS and glibc falls back. */
-        const uint64_t new_ns = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
-                                CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWTIME;
-        if (r == 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, new_ns, 0));
+        for (size_t i = 0; r == 0 && i < ARRAY_SIZE(arg_rules); i++)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, arg_rules[i].nr, 1,
+                                     SCMP_CMP64(arg_rules[i].arg, SCMP_CMP_MASKED_EQ, arg_rules[i].mask,
+                                                arg_rules[i].value));
+        /* clone3, whose flags sit behind a pointer, says ENOSYS and glibc
+         * falls back to clone. */
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-        /* Private mappings only, or anonymous shared ones: a shared mapping of
-         * a file (a verification's read-write fd) would write it with no
-         * event tierd hears (supervisor/events/fillwatch.c). For the same
-         * reason there is no ftruncate above: on the fill mount a truncate
-         * raises no event. */
-        if (r == 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_SHARED, 0));
-        if (r == 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
-                                     SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_SHARED | MAP_ANONYMOUS, MAP_SHARED | MAP_ANONYMOUS));
         /* Sockets: TCP (stream) over IPv4 and IPv6 only: no raw, no UDP, no
          * netlink. A unix socket (nscd, a name lookup) fails rather than
          * ending the worker. */

@@ -29,10 +29,12 @@
 #include "fillwatch.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "containers.h"
@@ -56,10 +58,11 @@ int fillwatch_open(struct tiered_fs *fs) {
                 return log_error_errno(errno, "ignore mark on the fill mount of %s: %m", fs->mountpoint);
         if (fanotify_mark(fs->notif_fd, ignore, FSGROUP_NOTIFY_MASK, fs->fill_root_fd, NULL) < 0)
                 return log_error_errno(errno, "notification ignore mark on the fill mount of %s: %m", fs->mountpoint);
-        /* A bounded queue (the kernel's 16,384 events): writes of one file by
-         * one process merge while unread, and tierd reads at every reply,
-         * so only a worker writing where it should not fills it. */
-        fs->watch_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_CLOEXEC | FAN_NONBLOCK, O_RDONLY | O_CLOEXEC);
+        /* An unlimited queue: an overflow would lose which files to check
+         * again. Writes of one file by one process merge while unread, a
+         * worker cannot fork, and its fds are bounded: so is the queue. */
+        fs->watch_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID | FAN_UNLIMITED_QUEUE | FAN_CLOEXEC | FAN_NONBLOCK,
+                                     O_RDONLY | O_CLOEXEC);
         if (fs->watch_fd < 0)
                 return log_error_errno(errno, "fanotify_init (the fill mount's watch): %m");
         if (fanotify_mark(fs->watch_fd, FAN_MARK_ADD | FAN_MARK_MOUNT, FAN_MODIFY, fs->fill_root_fd, NULL) < 0)
@@ -100,43 +103,61 @@ struct recheck {
         union file_handle_buf h;
 };
 
+/* Its size as the record has it: bytes written past it would be read at
+ * once (reads past the size need no fill), and a collapse shortens it. */
+static int size_back(int fd, const struct stub *s) {
+        struct inode_attrs attrs;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if ((uint64_t)st.st_size == s->size)
+                return 0;
+        int r = inode_attrs_read(fd, &attrs);
+        if (r < 0)
+                return r;
+        if (ftruncate(fd, (off_t)s->size) < 0)
+                return -errno;
+        return put_back_attrs(fd, &attrs, &s->mtime, true); /* a truncate clears capabilities */
+}
+
 /* The file a worker wrote outside its fills: what its record vouches for
  * is fetched and checked again, written over what is there (a reader is
  * never shown a hole where it was shown bytes). */
 static void recheck_file(void *userdata) {
         _cleanup_free_ struct recheck *rc = userdata;
-        _cleanup_close_ int fd = fsgroup_open_regular(rc->fs, &rc->h.fh, O_RDONLY);
+        _cleanup_close_ int fd = fsgroup_open_regular(rc->fs, &rc->h.fh, O_RDWR);
         _cleanup_(stub_done) struct stub s = {};
-        const char *err = "";
+        char buf[PATH_MAX];
+        const char *path = fd < 0 ? "a file" : fsgroup_fd_name(fd, buf, sizeof(buf)), *err = "";
         int r = fd < 0 ? fd : stub_read_fd(fd, &s, &err);
 
         if (r == -ENODATA || (r == 0 && s.state == STUB_DIRTY)) {
-                log_error("%s: a file written by a worker outside its fills has no copy in the store: "
-                          "its bytes may be wrong", rc->fs->mountpoint);
+                log_error("%s: %s, written by a worker outside its fills, has no copy in the store: its bytes "
+                          "may be wrong", rc->fs->mountpoint, path);
                 return;
         }
         if (r < 0) {
-                log_error_errno(r, "%s: a file written by a worker outside its fills cannot be checked again: %m%s%s",
-                                rc->fs->mountpoint, *err ? ": " : "", err);
+                log_error_errno(r, "%s: %s, written by a worker outside its fills, cannot be checked again: %m%s%s",
+                                rc->fs->mountpoint, path, *err ? ": " : "", err);
                 return;
         }
-        if (s.state == STUB_RELEASED)
-                return; /* every read fetches it already */
         struct tenant *tn = tierd_find_tenant(rc->fs->t, s.tenant);
         /* The ignore mark first: a read after the record must raise an event. */
-        if ((r = fsgroup_unignore_file(rc->fs, fd)) < 0) {
-                log_error_errno(r, "%s: cannot remove the ignore mark of %s: %m", rc->fs->mountpoint, s.key);
-                return;
+        r = fsgroup_unignore_file(rc->fs, fd);
+        if (r >= 0 && s.state != STUB_RELEASED) {
+                s.state = STUB_RELEASED;
+                s.checked = false;
+                range_set_clear(&s.populated);
+                r = tn ? tally_stub_write(tn, fd, &s) : stub_write_fd(fd, &s);
         }
-        s.state = STUB_RELEASED;
-        s.checked = false;
-        range_set_clear(&s.populated);
-        r = tn ? tally_stub_write(tn, fd, &s) : stub_write_fd(fd, &s);
+        if (r >= 0)
+                r = size_back(fd, &s);
         if (r < 0)
-                log_error_errno(r, "%s: cannot record %s as released: %m", rc->fs->mountpoint, s.key);
+                log_error_errno(r, "%s: %s (%s), written by a worker outside its fills: cannot record it released: %m",
+                                rc->fs->mountpoint, path, s.key);
         else
-                log_error("tenant %s: %s, written outside a fill, is fetched and checked again at its next read",
-                          s.tenant, s.key);
+                log_error("tenant %s: %s (%s), written outside a fill, is fetched and checked again at its next read",
+                          s.tenant, path, s.key);
 }
 
 static bool fills_run_by(const struct tfile *f, const struct worker *w) {

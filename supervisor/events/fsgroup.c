@@ -79,6 +79,16 @@ void fsgroup_read_notifications(struct tiered_fs *fs, int fd,
         }
 }
 
+const char *fsgroup_fd_name(int fd, char *buf, size_t size) {
+        char link[64];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, buf, size - 1);
+        if (n < 0)
+                return "a file";
+        buf[n] = 0;
+        return buf;
+}
+
 struct file_handle *fanotify_event_fid(const struct fanotify_event_metadata *md) {
         const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
         while (p + sizeof(struct fanotify_event_info_header) <= end) {

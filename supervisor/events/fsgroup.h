@@ -28,6 +28,8 @@ int fsgroup_fid_group(struct tiered_fs *fs, const char *kind, bool *created);
 int fsgroup_attach(struct tiered_fs *fs);
 /* After events were answered: reading paused near RLIMIT_NOFILE resumes. */
 void fsgroup_resume_reading(struct tierd *t);
+/* The file's name, for a message: where fd leads ("a file" if nowhere). */
+const char *fsgroup_fd_name(int fd, char *buf, size_t size);
 /* The file handle of a FAN_REPORT_FID event, or NULL. */
 struct file_handle *fanotify_event_fid(const struct fanotify_event_metadata *md);
 void fsgroup_close(struct tiered_fs *fs);

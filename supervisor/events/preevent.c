@@ -27,17 +27,6 @@
 #include "settle.h"
 #include "trace.h"
 
-/* The file's name, for a message: where the event's fd leads. */
-static const char *fd_path(int fd, char *buf, size_t size) {
-        char link[64];
-        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, buf, size - 1);
-        if (n < 0)
-                return "a file";
-        buf[n] = 0;
-        return buf;
-}
-
 /* Read-ahead grows with a sequential reader, as the kernel's does: a read
  * right after N populated bytes fetches about N more (at least a chunk, at
  * most the tenant's readahead); a read from the start, one chunk; a read
@@ -134,10 +123,10 @@ void dispatch_pre_content_retry(struct tiered_fs *fs, const struct fanotify_even
         if (r < 0) {
                 char path[PATH_MAX];
                 if (r == -EINVAL)
-                        log_error("%s (read by pid %d): corrupt stub, EIO: %s", fd_path(fd, path, sizeof(path)),
+                        log_error("%s (read by pid %d): corrupt stub, EIO: %s", fsgroup_fd_name(fd, path, sizeof(path)),
                                   (int)md->pid, err);
                 else
-                        log_error_errno(r, "%s (read by pid %d): unreadable stub, EIO: %m", fd_path(fd, path, sizeof(path)),
+                        log_error_errno(r, "%s (read by pid %d): unreadable stub, EIO: %m", fsgroup_fd_name(fd, path, sizeof(path)),
                                         (int)md->pid);
                 dispatch_answer(fs, fd, EIO);
                 return;

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
+#include "prefetch.h"
 #include "storeio.h"
 #include "traceformat.h"
 #include "tracework.h"
@@ -317,6 +318,30 @@ void trace_record_drop(struct trace_recording *rec) {
         *owner_of(rec) = NULL;
         rec->tn->recordings--;
         recording_free(rec);
+}
+
+/* What is open for one route (the host's, or a container's): gone. */
+static unsigned traces_off(struct trace_recording **rec, struct prefetch **p) {
+        unsigned n = (*rec != NULL) + (*p != NULL);
+        if (*rec)
+                trace_record_drop(*rec);
+        if (*p)
+                prefetch_cancel(*p);
+        return n;
+}
+
+void trace_policy_changed(struct tenant *tn) {
+        if (tn->cfg->trace_window_usec != 0)
+                return;
+        /* Turned off: nothing more is recorded (what was, is not saved) or
+         * fetched ahead. */
+        unsigned n = traces_off(&tn->recording, &tn->prefetch);
+        for (struct container *c = tn->t->containers; c; c = c->next)
+                if (c->tenant == tn)
+                        n += traces_off(&c->recording, &c->prefetch);
+        if (n)
+                log_info("tenant %s: traces turned off (trace_window 0s): %u recordings and prefetches ended",
+                         tn->cfg->name, n);
 }
 
 struct trace_read {

@@ -50,6 +50,9 @@ void trace_fetched_ahead(struct trace_recording *rec, const char *path, uint64_t
 void trace_record_end(struct trace_recording *rec, const char *why);
 /* tierd stops, or hands over: dropped, unsaved. */
 void trace_record_drop(struct trace_recording *rec);
+/* The tenant's policy was reloaded: with trace_window "0s" its open
+ * recordings are dropped and its prefetches cancelled. */
+void trace_policy_changed(struct tenant *tn);
 
 /* The trace name as stored: done(userdata, 0, NULL, trace), or a negative
  * errno (-ENOENT: none yet; -EINVAL: refused, why says how). */

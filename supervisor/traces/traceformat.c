@@ -296,7 +296,8 @@ char *trace_format(const struct trace *t) {
                 json_object_array_add(files, fo);
         }
         json_object_object_add(o, "files", json_object_get(files));
-        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        /* Paths as they are: json-c writes "\/" for every "/" otherwise. */
+        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         return s ? strdup(s) : NULL;
 }
 

@@ -275,6 +275,8 @@ static int worker_restart_timer(sd_event_source *s, uint64_t usec, void *userdat
         return 0;
 }
 
+#define STALL_MAX 3 /* workers a request may hang; it fails once the last is dead (its writes heard first) */
+
 /* A death with one request in progress is blamed on it, and a request
  * blamed CRASH_MAX times fails rather than crash workers forever. With
  * several in progress, they become suspects, run alone from now on. */
@@ -286,6 +288,11 @@ static void worker_blame(struct worker *w) {
         for (struct request **pq = &w->requests; *pq;) {
                 struct request *q = *pq;
                 bool started = q->started;
+                if (q->stalls >= STALL_MAX) { /* on_stall_check */
+                        *pq = q->next;
+                        request_fail(q, -EIO);
+                        continue;
+                }
                 /* The replacement gets everything again, from the start. */
                 q->sent = q->started = false;
                 if (started && in_progress > 1) {
@@ -383,7 +390,6 @@ void worker_send_update(struct worker *w, unsigned what) {
  * that hangs STALL_MAX workers in a row fails with EIO instead. */
 #define STALL_CHECK_USEC (1000 * 1000ull)
 #define STALL_GRACE_USEC (5 * 1000 * 1000ull)
-#define STALL_MAX 3
 
 static int on_stall_check(sd_event_source *s, uint64_t usec, void *userdata) {
         struct worker *w = userdata;
@@ -401,18 +407,14 @@ static int on_stall_check(sd_event_source *s, uint64_t usec, void *userdata) {
                 kill(w->pid, SIGKILL);
                 return 0;
         }
-        for (struct request **pq = &w->requests; *pq; pq = &(*pq)->next) {
-                struct request *q = *pq;
+        for (struct request *q = w->requests; q; q = q->next) {
                 if (!q->started || usec <= q->progress_usec + limit)
                         continue;
                 log_error("tenant %s: worker %d made no progress on request %llu for %llu s: killing it", p->name,
                           (int)w->pid, (unsigned long long)q->msg.id, (unsigned long long)(limit / 1000000));
-                if (++q->stalls >= STALL_MAX) {
+                if (++q->stalls >= STALL_MAX)
                         log_error("tenant %s: request %llu hung %d workers: failing it", p->name,
                                   (unsigned long long)q->msg.id, STALL_MAX);
-                        *pq = q->next;
-                        request_fail(q, -EIO);
-                }
                 kill(w->pid, SIGKILL);
                 break;
         }

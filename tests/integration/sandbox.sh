@@ -4,10 +4,11 @@
 set -u
 source "$(dirname "$0")/../lib/lib.sh"
 tl_init
+TL_FILLWATCH_EXPECTED=1 # the keeper tenant's worker writes through a fill fd it kept
 BUILD=$BUILD/testhooks
 TIERCTL=$BUILD/tierctl
 tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
-for t in probe mounter killer hung other crashloop nolandlock keeper truncator mapper; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
+for t in probe mounter killer hung other crashloop nolandlock keeper truncator mapper forker allocator locker; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
 mkdir -p "$TL_DIR/store"
 # verify off: the hook stubs have no chunk manifest (they would restore
 # whole), and the kill hook takes its pid from a ranged fill's offset.
@@ -28,7 +29,11 @@ cat >"$TL_DIR/policy.json" <<EOF2
   {"name": "keeper", "subvolume": "$TL_DIR/fs/keeper", "mount": "$TL_DIR/views/keeper", "backend": "file://$TL_DIR/store/keeper"},
   {"name": "truncator", "subvolume": "$TL_DIR/fs/truncator", "mount": "$TL_DIR/views/truncator",
    "backend": "file://$TL_DIR/store/truncator"},
-  {"name": "mapper", "subvolume": "$TL_DIR/fs/mapper", "mount": "$TL_DIR/views/mapper", "backend": "file://$TL_DIR/store/mapper"}]}
+  {"name": "mapper", "subvolume": "$TL_DIR/fs/mapper", "mount": "$TL_DIR/views/mapper", "backend": "file://$TL_DIR/store/mapper"},
+  {"name": "forker", "subvolume": "$TL_DIR/fs/forker", "mount": "$TL_DIR/views/forker", "backend": "file://$TL_DIR/store/forker"},
+  {"name": "allocator", "subvolume": "$TL_DIR/fs/allocator", "mount": "$TL_DIR/views/allocator",
+   "backend": "file://$TL_DIR/store/allocator"},
+  {"name": "locker", "subvolume": "$TL_DIR/fs/locker", "mount": "$TL_DIR/views/locker", "backend": "file://$TL_DIR/store/locker"}]}
 EOF2
 # A stub by hand (root may write security.tierd) whose object is a test hook.
 hook_stub() { # FILE TENANT HOOK SIZE
@@ -61,6 +66,9 @@ hook_stub "$TL_DIR/fs/nolandlock/selftest" nolandlock 01 $((1 << 20))
 hook_stub "$TL_DIR/fs/keeper/keep" keeper 06 $((1 << 20))
 hook_stub "$TL_DIR/fs/truncator/cut" truncator 07 $((1 << 20))
 hook_stub "$TL_DIR/fs/mapper/map" mapper 08 $((1 << 20))
+hook_stub "$TL_DIR/fs/forker/fork" forker 09 $((1 << 20))
+hook_stub "$TL_DIR/fs/allocator/grow" allocator 10 $((1 << 20))
+hook_stub "$TL_DIR/fs/locker/lock" locker 11 $((1 << 20))
 tl_dbus_start
 check "tierd (test-hook build) starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
 
@@ -170,7 +178,7 @@ check "... while the worker wrote through the fill fd it kept" \
 check "tierd heard that write and killed the worker" \
 	tl_logged 10 "tenant keeper: worker $K wrote to a file none of its fills is writing (through a fill fd it kept): killing it"
 check "... the written file's record is released again" state_is "$TL_DIR/fs/keeper/keep" released
-check "... logged" grep -q "tenant keeper: sha256/0*06, written outside a fill, is fetched and checked again" "$TL_TIERD_LOG"
+check "... logged" grep -q "tenant keeper: .*/keeper/keep (sha256/0*06), written outside a fill, is fetched and checked again" "$TL_TIERD_LOG"
 keeper_replaced() {
 	local n
 	for _ in $(seq 50); do
@@ -184,12 +192,18 @@ keeper_replaced() {
 check "... and a new worker serves the tenant" keeper_replaced
 timeout 60 "$BUILD/tests/pread-at" "$TL_DIR/views/keeper/keep" 0 4096 | tr -d '\0' >"$TL_DIR/keep2"
 check "the file reads as its fill wrote it, not as the kept fd did (EVIL)" grep -qx kept "$TL_DIR/keep2"
-eio_read "$TL_DIR/views/truncator/cut" 0 4096
-check "a worker that truncates a fill fd is ended (a truncate raises no event on the fill mount): EIO after $MS ms" got_eio 10
-check "... by its seccomp filter at ftruncate(2)" grep -q "seccomp filter at system call 77 (ftruncate)" "$TL_TIERD_LOG"
-eio_read "$TL_DIR/views/mapper/map" 0 4096
-check "a worker that maps a file shared is ended (its writes would raise no event): EIO after $MS ms" got_eio 10
-check "... by its seccomp filter at mmap(2)" grep -q "seccomp filter at system call 9 (mmap)" "$TL_TIERD_LOG"
+# What a kept fill fd could do unheard, or by a pid that is no worker's:
+# each ends the worker at its seccomp filter (3 deaths: EIO).
+ended_at() { # TENANT FILE NR NAME WHY
+	eio_read "$TL_DIR/views/$1/$2" 0 4096
+	check "a worker that calls $4 is ended ($5): EIO after $MS ms" got_eio 10
+	check "... by its seccomp filter at $4 (system call $3)" grep -q "tenant $1: worker .* seccomp filter at system call $3 ($4)" "$TL_TIERD_LOG"
+}
+ended_at truncator cut 77 ftruncate "a truncate raises no event on the fill mount"
+ended_at mapper map 9 mmap "MAP_SHARED of a file: its writes raise no event"
+ended_at forker fork 56 clone "fork: a child's pid is no worker's"
+ended_at allocator grow 285 fallocate "mode 0: one that fails part-way may grow the file unheard"
+ended_at locker lock 72 fcntl "F_OFD_SETLK: a lock on a kept fd would hold the tenant's programs"
 
 H=$(worker_of hung)
 check "the hung tenant has a running worker ($H)" alive "$H"

@@ -334,6 +334,21 @@ sleep 1
 check "... other/b, pinned by nothing, stays partial ($("$BUILD/tests/data-bytes" "$H/other/b") bytes here)" \
 	test "$("$BUILD/tests/data-bytes" "$H/other/b")" -lt $((12 << 20))
 
+# trace_window "0s" by a reload ends a recording already open: nothing
+# more is recorded, and its run is not stored when its window would end.
+tl_log_mark
+check "trace start web late" timeout 20 "$TIERCTL" trace start web late
+check "... reads while it records" bash -c "timeout 20 '$PREAD' '$W/lib/b.so' 0 4096 >/dev/null"
+web_window() { sed -i "/\"name\": \"web\"/,/trace_window/ s/\"trace_window\": \"[0-9]*s\"/\"trace_window\": \"$1\"/" "$TL_DIR/policy.json" &&
+	grep -q "\"trace_window\": \"$1\"" "$TL_DIR/policy.json" && timeout 20 "$TIERCTL" reload; }
+check "web's trace_window 0s: tierctl reload" web_window 0s
+check "... the open recording ends, said" tl_logged 10 "tenant web: traces turned off (trace_window 0s): "
+sleep 4 # past the 3 s window it had
+check "... and its run is never stored" bash -c "! tail -n +$((TL_LOG_MARK + 1)) '$TL_TIERD_LOG' | grep -q 'trace late stored' && [ ! -e '$STORE/trace/late' ]"
+out=$(timeout 20 "$TIERCTL" trace start web late 2>&1); rc=$?
+check "... a new one is refused with status 1 (got $rc)" bash -c "[ $rc -eq 1 ] && grep -q 'tenant web: traces are off' <<<'$out'"
+check "web's trace_window 3s again: tierctl reload" web_window 3s
+
 # A stopping tierd paces nothing: at SIGTERM the readers restore_rate
 # parked get their fills (it exits once they end), rather than holding its
 # stop for as long as 64K a second would take (some 30 s here).
