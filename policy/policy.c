@@ -29,7 +29,7 @@
         "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "prefetch_rate", \
         "restore_rate", \
         "pin", "hydrate_pinned", "restore", \
-        "trace_window", "verify", "manifest_cache", "catalog", "catalog_key", "catalog_retention", "gc_grace"
+        "trace_window", "verify", "fill_check", "manifest_cache", "catalog", "catalog_key", "catalog_retention", "gc_grace"
 static const char *const tenant_keys[] = { "name", "subvolume", "mount", "namespaces", "containers", "allow_setuid_mounts",
                                            SETTING_KEYS };
 static const char *const default_keys[] = { SETTING_KEYS };
@@ -43,7 +43,7 @@ struct tenant_settings {
         uint64_t quota, archive_after, archive_min_size, archive_rate, prefetch_rate, restore_rate, manifest_cache;
         uint64_t trace_window;
         uint64_t catalog_retention, gc_grace;
-        double high_watermark, low_watermark;
+        double high_watermark, low_watermark, fill_check;
         const char *restore;
         bool verify, catalog, hydrate_pinned;
 };
@@ -141,6 +141,8 @@ static int parse_file_settings(struct parse_ctx *c, json_object *o, const char *
         if (r > 0 && s->manifest_cache > (1ull << 30))
                 return policy_fail(c, tenant, "manifest_cache", "must be at most 1G");
         if ((r = policy_get_bool(c, o, tenant, "verify", &s->verify)) < 0)
+                return r;
+        if ((r = policy_get_fraction_or_zero(c, o, tenant, "fill_check", &s->fill_check)) < 0)
                 return r;
         if ((r = policy_get_bool(c, o, tenant, "hydrate_pinned", &s->hydrate_pinned)) < 0)
                 return r;
@@ -304,7 +306,7 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .restore_whole = s.restore && (strcmp(s.restore, "whole") == 0 || strcmp(s.restore, "open") == 0),
                 .restore_progressive = s.restore && strcmp(s.restore, "progressive") == 0,
                 .hydrate_pinned = s.hydrate_pinned,
-                .restore_open = s.restore && strcmp(s.restore, "open") == 0, .verify = s.verify,
+                .restore_open = s.restore && strcmp(s.restore, "open") == 0, .verify = s.verify, .fill_check = s.fill_check,
                 .catalog = s.catalog, .catalog_retention_usec = s.catalog_retention, .gc_grace_usec = s.gc_grace,
                 .manifest_cache = s.manifest_cache, .namespaces = strings_to_strv(namespaces),
                 .containers = strings_to_strv(containers), .allow_setuid_mounts = allow_setuid_mounts,
@@ -481,7 +483,8 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull, .trace_window = 60000000ull,
                 .multipart_threshold = 64u << 20, .part_size = 8u << 20,
-                .high_watermark = 0.90, .low_watermark = 0.80, .verify = true, .manifest_cache = 8u << 20,
+                .high_watermark = 0.90, .low_watermark = 0.80, .verify = true, .fill_check = 0.0625,
+                .manifest_cache = 8u << 20,
                 .catalog_retention = 7 * 86400 * 1000000ull, .gc_grace = 86400 * 1000000ull,
         };
         _cleanup_json_ json_object *root = NULL;

@@ -75,6 +75,7 @@ struct policy_tenant {
         bool restore_progressive;       /* "restore": "progressive": a file read in part, then whole in the background */
         bool hydrate_pinned;            /* the same for pinned files only (pin globs, tierctl pin) */
         bool verify;                    /* ranged fills checked against the chunk manifest */
+        double fill_check;              /* the share of whole restores tierd hashes itself: events/fillwatch.c */
         bool catalog;                   /* keep the tenant's catalog in its store: supervisor/store/catalog.c */
         char *catalog_key;              /* the file of the key that authenticates it (required with catalog) */
         uint64_t catalog_retention_usec; /* its history kept, and the objects it names: supervisor/store/gc.c */

@@ -124,6 +124,17 @@ int policy_get_fraction(struct parse_ctx *c, json_object *o, const char *tenant,
         return 1;
 }
 
+int policy_get_fraction_or_zero(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, double *ret) {
+        json_object *v;
+        if (json_object_object_get_ex(o, key, &v) &&
+            (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)) &&
+            json_object_get_double(v) == 0) {
+                *ret = 0;
+                return 1;
+        }
+        return policy_get_fraction(c, o, tenant, key, ret);
+}
+
 /* An array of non-empty strings without control characters; absolute
  * (leading '/') entries are refused when relative_only. */
 int policy_check_string_list(struct parse_ctx *c, const char *tenant, const char *key, json_object *a, const char *example,

@@ -34,6 +34,8 @@ int policy_check_abs_path(struct parse_ctx *c, const char *tenant, const char *k
 bool policy_path_is_under(const char *a, const char *b);
 int policy_get_bool(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, bool *ret);
 int policy_get_fraction(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, double *ret);
+/* The same, or 0 (an integer 0: off). */
+int policy_get_fraction_or_zero(struct parse_ctx *c, json_object *o, const char *tenant, const char *key, double *ret);
 /* An array of non-empty strings without control characters; absolute
  * (leading '/') entries are refused when relative_only. */
 int policy_check_string_list(struct parse_ctx *c, const char *tenant, const char *key, json_object *a, const char *example,

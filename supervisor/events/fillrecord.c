@@ -152,6 +152,7 @@ static int file_record(struct tfile *f, struct stub *s, bool whole, const struct
                         fsgroup_ignore_file(f->fs, f->fd);
                 log_info("tenant %s: %s restored whole (%llu bytes, %s)", f->tenant->cfg->name, s->key,
                          (unsigned long long)s->size, checked);
+                fillwatch_cross_check(f, s);
         }
         return 0;
 }

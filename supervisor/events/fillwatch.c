@@ -34,10 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "containers.h"
+#include "contentcheck.h"
 #include "dispatch-internal.h"
 #include "fanotify-uapi.h"
 #include "fsgroup.h"
@@ -83,18 +85,15 @@ static struct worker *worker_of_pid(struct tiered_fs *fs, pid_t pid) {
         return NULL;
 }
 
-/* The overflow event: who wrote what is lost. Only a worker writing where
- * it should not fills the queue, and which one is not known: every worker
- * of the filesystem is replaced (their requests go to the replacements). */
-static void watch_overflow(struct tiered_fs *fs) {
+/* Every live worker of fs's tenants, or of tn alone (not NULL), is killed:
+ * their requests go to the replacements. */
+static void kill_workers(struct tiered_fs *fs, const struct tenant *tn) {
         struct tierd *t = fs->t;
-        log_error("%s: the watch of fill writes overflowed (a worker wrote to many files outside its fills?): "
-                  "every worker of its tenants is replaced", fs->mountpoint);
         for (size_t i = 0; i < t->n_tenants; i++)
-                if (t->tenants[i].fs == fs && t->tenants[i].worker.pid > 0)
+                if (t->tenants[i].fs == fs && (!tn || tn == &t->tenants[i]) && t->tenants[i].worker.pid > 0)
                         kill(t->tenants[i].worker.pid, SIGKILL);
         for (struct container *c = t->containers; c; c = c->next)
-                if (c->tenant->fs == fs && c->worker.pid > 0)
+                if (c->tenant->fs == fs && (!tn || tn == c->tenant) && c->worker.pid > 0)
                         kill(c->worker.pid, SIGKILL);
 }
 
@@ -160,6 +159,68 @@ static void recheck_file(void *userdata) {
                           s.tenant, path, s.key);
 }
 
+/* The cross-check: tierd, not the worker, hashes a share (fill_check) of
+ * the files restored whole, on a thread (contentcheck.c), against the
+ * SHA-256 the archive recorded. The worker checks every chunk it writes;
+ * this checks the worker. A file that does not match was written wrong by
+ * a worker that said it was right: the tenant's workers are replaced, and
+ * the file is fetched again as after a write outside a fill. */
+struct cross_check {
+        struct tenant *tn;
+        struct recheck rc;
+        struct stat st;
+        uint8_t sha256[32];
+};
+
+static bool sampled(double share) {
+        uint32_t x;
+        if (share <= 0)
+                return false;
+        /* Unpredictable, so a worker cannot tell which files are looked at. */
+        if (share >= 1 || getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x))
+                return true;
+        return x < share * 4294967296.0;
+}
+
+static void on_cross_checked(void *userdata) {
+        _cleanup_free_ struct cross_check *cc = userdata;
+        struct stub s = {};
+
+        memcpy(s.sha256, cc->sha256, sizeof(s.sha256));
+        /* 1: the archived bytes; -ENOENT: changed since (its owner wrote
+         * it) or not read: nothing to say. */
+        if (content_known(cc->tn, &cc->st, &s) != 0)
+                return;
+        struct recheck *rc = malloc(sizeof(*rc));
+        log_error("tenant %s: a file its worker restored and called checked does not hash to its archived SHA-256: "
+                  "the tenant's workers are replaced", cc->tn->cfg->name);
+        tenant_set_last_error(cc->tn, "a restored file did not hash to its archived SHA-256: workers replaced");
+        kill_workers(cc->rc.fs, cc->tn);
+        if (!rc) {
+                log_error("%s: out of memory: the file is not fetched again", cc->rc.fs->mountpoint);
+                return;
+        }
+        *rc = cc->rc;
+        recheck_file(rc);
+}
+
+void fillwatch_cross_check(struct tfile *f, const struct stub *s) {
+        struct cross_check *cc;
+        struct stat st;
+        int r;
+
+        if (!sampled(f->tenant->cfg->fill_check) || fstat(f->fd, &st) < 0 || !(cc = calloc(1, sizeof(*cc))))
+                return;
+        *cc = (struct cross_check){ .tn = f->tenant, .rc.fs = f->fs, .st = st };
+        memcpy(&cc->rc.h, &f->h, sizeof(cc->rc.h));
+        memcpy(cc->sha256, s->sha256, sizeof(cc->sha256));
+        r = content_check(f->tenant, f->fd, &st, s, "as restored by its worker (fill_check)");
+        if (r < 0 || (r = content_when_checked(f->tenant, f->fd, on_cross_checked, free, cc)) < 0) {
+                log_debug("tenant %s: %s not cross-checked: %s", f->tenant->cfg->name, s->key, strerror(-r));
+                free(cc);
+        }
+}
+
 static bool fills_run_by(const struct tfile *f, const struct worker *w) {
         for (const struct fill *fl = f->fills; fl; fl = fl->next)
                 if (container_worker(f->tenant, fl->route) == w)
@@ -169,7 +230,11 @@ static bool fills_run_by(const struct tfile *f, const struct worker *w) {
 
 static void watch_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
         if (md->mask & FAN_Q_OVERFLOW) {
-                watch_overflow(fs);
+                /* Who wrote what is lost (the queue is unlimited: only the
+                 * kernel's memory ends it); which worker is not known. */
+                log_error("%s: the watch of fill writes overflowed: every worker of its tenants is replaced",
+                          fs->mountpoint);
+                kill_workers(fs, NULL);
                 return;
         }
         struct file_handle *fh = fanotify_event_fid(md);

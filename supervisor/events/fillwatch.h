@@ -16,6 +16,12 @@ int fillwatch_open(struct tiered_fs *fs);
 int fillwatch_attach(struct tiered_fs *fs);
 void fillwatch_close(struct tiered_fs *fs);
 
+struct tfile;
+struct stub;
+/* f was just recorded whole (s): a share of such files (the tenant's
+ * fill_check) is hashed by tierd on a thread against s's SHA-256. */
+void fillwatch_cross_check(struct tfile *f, const struct stub *s);
+
 /* Handles the writes queued when called, not those that come meanwhile.
  * A fill's writes are queued before its worker replies, so draining
  * before a reply is taken blames no fill's own writes on nobody. */

@@ -39,6 +39,7 @@ struct check_key {
 struct check_waiter {
         struct check_waiter *next;
         void (*callback)(void *userdata);
+        void (*drop)(void *userdata); /* a check dropped: userdata freed (may be NULL) */
         void *userdata;
 };
 
@@ -46,6 +47,7 @@ struct check {
         struct check *next;
         struct contentchecks *owner; /* NULL once abandoned */
         struct check_key key;
+        const char *why; /* for the log: why the bytes are checked */
         int fd; /* the loop's copy; the thread has its own */
         int error;
         bool same, coarse;
@@ -100,6 +102,8 @@ int content_known(struct tenant *tn, const struct stat *st, const struct stub *s
 static void check_free(struct check *ch) {
         for (struct check_waiter *w; (w = ch->waiters);) {
                 ch->waiters = w->next;
+                if (w->drop)
+                        w->drop(w->userdata);
                 free(w);
         }
         safe_close(ch->fd);
@@ -131,7 +135,7 @@ static void hash_done(void *userdata) {
                             strerror(-ch->error));
         else
                 log_info("tenant %s: a file's bytes checked: %s", c->tn->cfg->name,
-                         ch->same ? "the archived bytes" : "changed since its archive");
+                         ch->same ? "the archived bytes" : "not the archived bytes");
         if (ch->error == 0 && !(ch->coarse && ch->same)) {
                 c->known[c->next_known].key = ch->key;
                 c->known[c->next_known].same = ch->same;
@@ -155,8 +159,8 @@ static void start_next(struct contentchecks *c) {
                 struct check *ch = c->queue;
                 int r = offthread_start(c->tn->t->event, &ch->fd, 1, hash_run, hash_done, ch, &c->thread);
                 if (r >= 0) {
-                        log_info("tenant %s: checking a file's bytes (%lld) against its SHA-256 before its release: a "
-                                 "write may have gone unheard", c->tn->cfg->name, (long long)ch->key.size);
+                        log_info("tenant %s: checking a file's bytes (%lld) against its SHA-256 %s", c->tn->cfg->name,
+                                 (long long)ch->key.size, ch->why);
                         c->queue_running = ch;
                         return;
                 }
@@ -165,7 +169,7 @@ static void start_next(struct contentchecks *c) {
         }
 }
 
-int content_check(struct tenant *tn, int fd, const struct stat *st, const struct stub *s) {
+int content_check(struct tenant *tn, int fd, const struct stat *st, const struct stub *s, const char *why) {
         struct contentchecks *c = checks_of(tn);
         struct check *ch, **at;
         struct check_key k;
@@ -184,7 +188,7 @@ int content_check(struct tenant *tn, int fd, const struct stat *st, const struct
          * file would fail with ETXTBSY while the check holds it). */
         char self[64];
         snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-        *ch = (struct check){ .owner = c, .key = k, .fd = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC) };
+        *ch = (struct check){ .owner = c, .key = k, .why = why, .fd = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC) };
         /* Whole seconds only (ext4 with 128-byte inodes): a write later in
          * this very second would leave ctime as it is. Checked, but not
          * remembered: the release asks again once the second is past. */
@@ -200,7 +204,8 @@ int content_check(struct tenant *tn, int fd, const struct stat *st, const struct
         return 0;
 }
 
-int content_when_checked(struct tenant *tn, int fd, void (*callback)(void *userdata), void *userdata) {
+int content_when_checked(struct tenant *tn, int fd, void (*callback)(void *userdata), void (*drop)(void *userdata),
+                         void *userdata) {
         struct contentchecks *c = tn->contentchecks;
         struct check_waiter *w;
         struct stat st;
@@ -212,7 +217,7 @@ int content_when_checked(struct tenant *tn, int fd, void (*callback)(void *userd
                         continue;
                 if (!(w = calloc(1, sizeof(*w))))
                         return -ENOMEM;
-                *w = (struct check_waiter){ .next = ch->waiters, .callback = callback, .userdata = userdata };
+                *w = (struct check_waiter){ .next = ch->waiters, .callback = callback, .drop = drop, .userdata = userdata };
                 ch->waiters = w;
                 return 0;
         }

@@ -18,10 +18,12 @@ int content_known(struct tenant *tn, const struct stat *st, const struct stub *s
 /* Starts a check of the file behind fd (as st described it under the
  * release's write lease; call it after the lease is dropped: it opens the
  * file again, read-only), or joins the one queued for it: -EBUSY when the
- * tenant has too many queued. */
-int content_check(struct tenant *tn, int fd, const struct stat *st, const struct stub *s);
+ * tenant has too many queued. why (a static string) ends its log line. */
+int content_check(struct tenant *tn, int fd, const struct stat *st, const struct stub *s, const char *why);
 /* Runs callback(userdata) once the check queued for the file behind fd
- * ends: -ENOENT if none is queued. */
-int content_when_checked(struct tenant *tn, int fd, void (*callback)(void *userdata), void *userdata);
+ * ends: -ENOENT if none is queued. If the check is dropped instead (the
+ * tenant goes), drop(userdata) runs, if not NULL. */
+int content_when_checked(struct tenant *tn, int fd, void (*callback)(void *userdata), void (*drop)(void *userdata),
+                         void *userdata);
 /* The tenant goes: its checks are dropped (their callbacks never run). */
 void content_checks_stop(struct tenant *tn);

@@ -158,7 +158,7 @@ static bool release_index(struct tenant *tn, size_t index, const char *why) {
          * room wait for the answer, and the plan runs again after. */
         if (r == -EAGAIN) {
                 tn->quota_checks++;
-                if (content_when_checked(tn, fd, on_content_checked, tn) < 0)
+                if (content_when_checked(tn, fd, on_content_checked, NULL, tn) < 0)
                         tn->quota_checks--;
         }
         if (r == 0) {

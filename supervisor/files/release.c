@@ -174,7 +174,7 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
                 r = release_punch(tn, fd, path, &s, &st, message, size);
         if (fcntl(fd, F_SETLEASE, F_UNLCK) < 0)
                 log_warning("%s: cannot drop the lease: %m", path);
-        if (check && (known = content_check(tn, fd, &st, &s)) < 0)
+        if (check && (known = content_check(tn, fd, &st, &s, "before its release: a write may have gone unheard")) < 0)
                 r = file_job_say(message, size, known, "%s: not released: cannot check its bytes against the archived SHA-256: "
                         "%s", path, strerror(-known));
         if (r == 0) {
@@ -261,7 +261,7 @@ static void release_attempt(void *userdata) {
         if (r == -EAGAIN && ++j->tries < 100) {
                 _cleanup_close_ int fd = -1;
                 if (file_ref_open(j->f, O_RDONLY, &fd, msg, sizeof(msg)) == 0 &&
-                    content_when_checked(j->f->tn, fd, release_attempt, j) == 0)
+                    content_when_checked(j->f->tn, fd, release_attempt, NULL, j) == 0)
                         return;
         }
 

@@ -8,7 +8,7 @@ TL_FILLWATCH_EXPECTED=1 # the keeper tenant's worker writes through a fill fd it
 BUILD=$BUILD/testhooks
 TIERCTL=$BUILD/tierctl
 tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
-for t in probe mounter killer hung other crashloop nolandlock keeper truncator mapper forker allocator locker; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
+for t in probe mounter killer hung other crashloop nolandlock keeper truncator mapper forker allocator locker liar trusting; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
 mkdir -p "$TL_DIR/store"
 # verify off: the hook stubs have no chunk manifest (they would restore
 # whole), and the kill hook takes its pid from a ranged fill's offset.
@@ -33,7 +33,11 @@ cat >"$TL_DIR/policy.json" <<EOF2
   {"name": "forker", "subvolume": "$TL_DIR/fs/forker", "mount": "$TL_DIR/views/forker", "backend": "file://$TL_DIR/store/forker"},
   {"name": "allocator", "subvolume": "$TL_DIR/fs/allocator", "mount": "$TL_DIR/views/allocator",
    "backend": "file://$TL_DIR/store/allocator"},
-  {"name": "locker", "subvolume": "$TL_DIR/fs/locker", "mount": "$TL_DIR/views/locker", "backend": "file://$TL_DIR/store/locker"}]}
+  {"name": "locker", "subvolume": "$TL_DIR/fs/locker", "mount": "$TL_DIR/views/locker", "backend": "file://$TL_DIR/store/locker"},
+  {"name": "liar", "subvolume": "$TL_DIR/fs/liar", "mount": "$TL_DIR/views/liar", "backend": "file://$TL_DIR/store/liar",
+   "restore": "whole", "fill_check": 1},
+  {"name": "trusting", "subvolume": "$TL_DIR/fs/trusting", "mount": "$TL_DIR/views/trusting",
+   "backend": "file://$TL_DIR/store/trusting", "restore": "whole", "fill_check": 0}]}
 EOF2
 # A stub by hand (root may write security.tierd) whose object is a test hook.
 hook_stub() { # FILE TENANT HOOK SIZE
@@ -56,19 +60,23 @@ ranges=
 # Made before tierd starts: a file tierd saw without a stub carries an
 # ignore mark while cached, and a stub written behind its back by hand
 # would not be heard of.
-hook_stub "$TL_DIR/fs/probe/selftest" probe 01 $((5 << 30))
-hook_stub "$TL_DIR/fs/probe/ptrace" probe 02 $((1 << 20))
-hook_stub "$TL_DIR/fs/mounter/mount" mounter 03 $((1 << 20))
-hook_stub "$TL_DIR/fs/killer/kill" killer 04 $((5 << 30))
-hook_stub "$TL_DIR/fs/hung/hang" hung 05 $((1 << 20))
-hook_stub "$TL_DIR/fs/crashloop/any" crashloop 01 $((1 << 20))
-hook_stub "$TL_DIR/fs/nolandlock/selftest" nolandlock 01 $((1 << 20))
-hook_stub "$TL_DIR/fs/keeper/keep" keeper 06 $((1 << 20))
-hook_stub "$TL_DIR/fs/truncator/cut" truncator 07 $((1 << 20))
-hook_stub "$TL_DIR/fs/mapper/map" mapper 08 $((1 << 20))
-hook_stub "$TL_DIR/fs/forker/fork" forker 09 $((1 << 20))
-hook_stub "$TL_DIR/fs/allocator/grow" allocator 10 $((1 << 20))
-hook_stub "$TL_DIR/fs/locker/lock" locker 11 $((1 << 20))
+while read -r tenant file hook size; do hook_stub "$TL_DIR/fs/$tenant/$file" "$tenant" "$hook" "$size"; done <<EOF2
+probe selftest 01 $((5 << 30))
+probe ptrace 02 $((1 << 20))
+mounter mount 03 $((1 << 20))
+killer kill 04 $((5 << 30))
+hung hang 05 $((1 << 20))
+crashloop any 01 $((1 << 20))
+nolandlock selftest 01 $((1 << 20))
+keeper keep 06 $((1 << 20))
+truncator cut 07 $((1 << 20))
+mapper map 08 $((1 << 20))
+forker fork 09 $((1 << 20))
+allocator grow 10 $((1 << 20))
+locker lock 11 $((1 << 20))
+liar lie 12 4096
+trusting lie 12 4096
+EOF2
 tl_dbus_start
 check "tierd (test-hook build) starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
 
@@ -174,22 +182,23 @@ head -c $((1 << 20)) /dev/urandom >"$TL_DIR/fs/keeper/plain" && cp "$TL_DIR/fs/k
 "$TIERCTL" archive "$TL_DIR/views/keeper/plain" >/dev/null && "$TIERCTL" release "$TL_DIR/views/keeper/plain" >/dev/null
 check "the next fill (of another file) gets its bytes" timeout 60 cmp "$TL_DIR/views/keeper/plain" "$TL_DIR/keeper.orig"
 check "... while the worker wrote through the fill fd it kept" \
-	tl_logged 10 "test hook: wrote 4 bytes through a fill fd kept from an earlier fill"
+	tl_logged 10 "test hook: writing 4 bytes through a fill fd kept from an earlier fill"
 check "tierd heard that write and killed the worker" \
 	tl_logged 10 "tenant keeper: worker $K wrote to a file none of its fills is writing (through a fill fd it kept): killing it"
 check "... the written file's record is released again" state_is "$TL_DIR/fs/keeper/keep" released
 check "... logged" grep -q "tenant keeper: .*/keeper/keep (sha256/0*06), written outside a fill, is fetched and checked again" "$TL_TIERD_LOG"
-keeper_replaced() {
+# replaced TENANT PID: a running worker other than PID serves TENANT, within 5 s.
+replaced() {
 	local n
 	for _ in $(seq 50); do
-		n=$(worker_of keeper)
-		[ -n "$n" ] && [ "$n" != "$K" ] && alive "$n" >/dev/null 2>&1 && return 0
+		n=$(worker_of "$1")
+		[ -n "$n" ] && [ "$n" != "$2" ] && alive "$n" >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
-	echo "# keeper's worker: '$K' -> '$n'"
+	echo "# $1's worker: '$2' -> '$n'"
 	return 1
 }
-check "... and a new worker serves the tenant" keeper_replaced
+check "... and a new worker serves the tenant" replaced keeper "$K"
 timeout 60 "$BUILD/tests/pread-at" "$TL_DIR/views/keeper/keep" 0 4096 | tr -d '\0' >"$TL_DIR/keep2"
 check "the file reads as its fill wrote it, not as the kept fd did (EVIL)" grep -qx kept "$TL_DIR/keep2"
 # What a kept fill fd could do unheard, or by a pid that is no worker's:
@@ -205,22 +214,30 @@ ended_at forker fork 56 clone "fork: a child's pid is no worker's"
 ended_at allocator grow 285 fallocate "mode 0: one that fails part-way may grow the file unheard"
 ended_at locker lock 72 fcntl "F_OFD_SETLK: a lock on a kept fd would hold the tenant's programs"
 
+# A worker that writes wrong bytes in its own fill and says it checked them
+# (test build: hook 12 writes "LIES" and reports a whole-file fill as
+# verified): tierd hashes a share of whole restores itself (fill_check).
+L=$(worker_of liar)
+check "the liar tenant has a running worker ($L)" alive "$L"
+tl_log_mark
+check "a file of the liar tenant reads what its worker wrote" \
+	bash -c "timeout 60 cat '$TL_DIR/views/liar/lie' | tr -d '\0' | grep -qx LIES"
+check "tierd's own hash of it (fill_check 1) does not match: the tenant's workers are replaced" \
+	tl_logged 10 "tenant liar: a file its worker restored and called checked does not hash to its archived SHA-256"
+check "... the file's record is released again" state_is "$TL_DIR/fs/liar/lie" released
+check "... and a new worker serves the tenant" replaced liar "$L"
+check "with fill_check 0, the same lie stays archived (nothing looks)" \
+	bash -c "timeout 60 cat '$TL_DIR/views/trusting/lie' | tr -d '\0' | grep -qx LIES"
+sleep 1
+check "... archived, and no check logged" bash -c "[ \"\$(getfattr -n security.tierd --only-values '$TL_DIR/fs/trusting/lie' | sed -n 's/^state=//p')\" = archived ] &&
+	! grep -q 'tenant trusting: a file its worker restored' '$TL_TIERD_LOG'"
+
 H=$(worker_of hung)
 check "the hung tenant has a running worker ($H)" alive "$H"
 (eio_read "$TL_DIR/views/hung/hang" 0 4096; echo "$RC $MS" >"$TL_DIR/hung.result") & hung_reader=$!
 for _ in $(seq 200); do grep -q "made no progress" "$TL_TIERD_LOG" && break; sleep 0.1; done
 check "a hung worker is killed after the stall timeout" grep -q "tenant hung: worker $H made no progress on request .* for 7 s: killing it" "$TL_TIERD_LOG"
-replaced() {
-	local n
-	for _ in $(seq 50); do
-		n=$(worker_of hung)
-		[ -n "$n" ] && [ "$n" != "$H" ] && alive "$n" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	echo "# hung's worker: '$H' -> '$n'"
-	return 1
-}
-check "... and replaced by a running worker" replaced
+check "... and replaced by a running worker" replaced hung "$H"
 wait $hung_reader
 RC= MS=; read -r RC MS <"$TL_DIR/hung.result"
 check "... and a request that hangs worker after worker fails: its reader gets EIO (3 workers x 7 s, after $MS ms, bound 30 s)" got_eio 30

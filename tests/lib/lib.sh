@@ -37,15 +37,17 @@ check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; f
 # check_fails NAME COMMAND...: passes when COMMAND fails.
 check_fails() { local name=$1; shift; if "$@"; then not_ok "$name"; else ok "$name"; fi; }
 tl_summary() {
-	# An honest worker never writes outside its fills: tierd would kill it
-	# (supervisor/events/fillwatch.c). Only a suite that makes a worker do
-	# so on purpose sets TL_FILLWATCH_EXPECTED.
+	# An honest worker never writes outside its fills, nor a restore that
+	# does not hash right: tierd would kill it (supervisor/events/fillwatch.c).
+	# Only a suite that makes a worker do so on purpose sets
+	# TL_FILLWATCH_EXPECTED.
+	local lies="wrote to a file none of its fills|through the fill mount with no fill|watch of fill writes overflowed|does not hash to its archived SHA-256"
 	if [ -z "${TL_FILLWATCH_EXPECTED:-}" ] && [ -s "${TL_TIERD_LOG:-}" ]; then
-		if grep -qE "wrote to a file none of its fills|through the fill mount with no fill|watch of fill writes overflowed" "$TL_TIERD_LOG"; then
-			not_ok "tierd heard no worker write outside its fills"
-			grep -E "none of its fills|fill mount with no fill|watch of fill writes" "$TL_TIERD_LOG" | head -5 | sed 's/^/#   /'
+		if grep -qE "$lies" "$TL_TIERD_LOG"; then
+			not_ok "tierd caught no honest worker lying about its fills"
+			grep -E "$lies" "$TL_TIERD_LOG" | head -5 | sed 's/^/#   /'
 		else
-			ok "tierd heard no worker write outside its fills"
+			ok "tierd caught no honest worker lying about its fills"
 		fi
 	fi
 	echo "# $TL_PASS passed, $TL_FAIL failed, $TL_SKIP skipped"

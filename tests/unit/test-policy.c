@@ -244,6 +244,15 @@ static void test_engine_keys(void **state) {
         policy_free(p);
         p = parse_ok(T(", \"hydrate_pinned\": true"));
         assert_true(p->tenants[0].hydrate_pinned);
+        policy_free(p);
+        p = parse_ok(T(""));
+        assert_true(p->tenants[0].fill_check == 0.0625);
+        policy_free(p);
+        p = parse_ok(T(", \"fill_check\": 1"));
+        assert_true(p->tenants[0].fill_check == 1);
+        policy_free(p);
+        p = parse_ok(T(", \"fill_check\": 0"));
+        assert_true(p->tenants[0].fill_check == 0);
         assert_false(p->tenants[0].restore_progressive);
         policy_free(p);
         p = parse_ok(T(", \"trace_window\": \"0s\"")); /* the tenant's traces off */
@@ -283,6 +292,8 @@ static void test_engine_keys(void **state) {
         parse_bad(T(", \"archive_rate\": -1"), "non-negative");
         parse_bad(T(", \"trace_window\": \"soon\""), "a duration such as \"0s\"");
         parse_bad(T(", \"hydrate_pinned\": \"yes\""), "hydrate_pinned");
+        parse_bad(T(", \"fill_check\": 2"), "fill_check");
+        parse_bad(T(", \"fill_check\": \"all\""), "fill_check");
         parse_bad(T(", \"trace_window\": \"2h\""), "at most");
         parse_bad(T(", \"archive_after\": \"0s\""), "positive duration"); /* zero is only for trace_window */
 }
