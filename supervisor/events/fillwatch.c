@@ -99,6 +99,7 @@ static void kill_workers(struct tiered_fs *fs, const struct tenant *tn) {
 
 struct recheck {
         struct tiered_fs *fs;
+        const char *why; /* for the log: "written outside a fill"... */
         union file_handle_buf h;
 };
 
@@ -119,9 +120,9 @@ static int size_back(int fd, const struct stub *s) {
         return put_back_attrs(fd, &attrs, &s->mtime, true); /* a truncate clears capabilities */
 }
 
-/* The file a worker wrote outside its fills: what its record vouches for
- * is fetched and checked again, written over what is there (a reader is
- * never shown a hole where it was shown bytes). */
+/* A file a worker wrote wrong (rc->why): what its record vouches for is
+ * fetched and checked again, written over what is there (a reader is never
+ * shown a hole where it was shown bytes). */
 static void recheck_file(void *userdata) {
         _cleanup_free_ struct recheck *rc = userdata;
         _cleanup_close_ int fd = fsgroup_open_regular(rc->fs, &rc->h.fh, O_RDWR);
@@ -131,13 +132,13 @@ static void recheck_file(void *userdata) {
         int r = fd < 0 ? fd : stub_read_fd(fd, &s, &err);
 
         if (r == -ENODATA || (r == 0 && s.state == STUB_DIRTY)) {
-                log_error("%s: %s, written by a worker outside its fills, has no copy in the store: its bytes "
-                          "may be wrong", rc->fs->mountpoint, path);
+                log_error("%s: %s, %s, has no copy in the store: its bytes may be wrong", rc->fs->mountpoint, path,
+                          rc->why);
                 return;
         }
         if (r < 0) {
-                log_error_errno(r, "%s: %s, written by a worker outside its fills, cannot be checked again: %m%s%s",
-                                rc->fs->mountpoint, path, *err ? ": " : "", err);
+                log_error_errno(r, "%s: %s, %s, cannot be checked again: %m%s%s", rc->fs->mountpoint, path, rc->why,
+                                *err ? ": " : "", err);
                 return;
         }
         struct tenant *tn = tierd_find_tenant(rc->fs->t, s.tenant);
@@ -152,11 +153,32 @@ static void recheck_file(void *userdata) {
         if (r >= 0)
                 r = size_back(fd, &s);
         if (r < 0)
-                log_error_errno(r, "%s: %s (%s), written by a worker outside its fills: cannot record it released: %m",
-                                rc->fs->mountpoint, path, s.key);
+                log_error_errno(r, "%s: %s (%s), %s: cannot record it released: %m", rc->fs->mountpoint, path, s.key,
+                                rc->why);
         else
-                log_error("tenant %s: %s (%s), written outside a fill, is fetched and checked again at its next read",
-                          s.tenant, path, s.key);
+                log_error("tenant %s: %s (%s), %s, is fetched and checked again at its next read", s.tenant, path,
+                          s.key, rc->why);
+}
+
+/* recheck_file, at once, or once the fills in flight for the file (f, if
+ * not NULL) are recorded. */
+static void recheck_later(struct tiered_fs *fs, const struct file_handle *fh, struct tfile *f, const char *why) {
+        struct recheck *rc = calloc(1, sizeof(*rc));
+        struct idle_callback *c = f ? calloc(1, sizeof(*c)) : NULL;
+        if (!rc || (f && !c)) {
+                free(rc);
+                free(c);
+                log_error("%s: out of memory: a file %s is not checked again", fs->mountpoint, why);
+                return;
+        }
+        *rc = (struct recheck){ .fs = fs, .why = why };
+        memcpy(&rc->h, fh, sizeof(*fh) + fh->handle_bytes);
+        if (!f) {
+                recheck_file(rc);
+                return;
+        }
+        *c = (struct idle_callback){ .next = f->idle, .callback = recheck_file, .userdata = rc };
+        f->idle = c;
 }
 
 /* The cross-check: tierd, not the worker, hashes a share (fill_check) of
@@ -182,26 +204,43 @@ static bool sampled(double share) {
         return x < share * 4294967296.0;
 }
 
+/* The file is as it was when its check was queued, and still archived
+ * under the same SHA-256: a mismatch is then the worker's, not a write of
+ * its owner's since (heard by the notification group, drained first). */
+static bool still_as_checked(const struct cross_check *cc, char *path, size_t size) {
+        _cleanup_close_ int fd = fsgroup_open_regular(cc->rc.fs, &cc->rc.h.fh, O_RDONLY);
+        _cleanup_(stub_done) struct stub s = {};
+        const char *err = "";
+        struct stat st;
+
+        if (fd < 0 || fstat(fd, &st) < 0 || stub_read_fd(fd, &s, &err) < 0)
+                return false;
+        fsgroup_fd_name(fd, path, size);
+        return s.state == STUB_ARCHIVED && memcmp(s.sha256, cc->sha256, sizeof(s.sha256)) == 0 &&
+               st.st_size == cc->st.st_size && st.st_mtim.tv_sec == cc->st.st_mtim.tv_sec &&
+               st.st_mtim.tv_nsec == cc->st.st_mtim.tv_nsec && st.st_ctim.tv_sec == cc->st.st_ctim.tv_sec &&
+               st.st_ctim.tv_nsec == cc->st.st_ctim.tv_nsec;
+}
+
 static void on_cross_checked(void *userdata) {
         _cleanup_free_ struct cross_check *cc = userdata;
         struct stub s = {};
+        char path[PATH_MAX] = "a file";
 
         memcpy(s.sha256, cc->sha256, sizeof(s.sha256));
-        /* 1: the archived bytes; -ENOENT: changed since (its owner wrote
-         * it) or not read: nothing to say. */
+        /* 1: the archived bytes; -ENOENT: not known (written while it was
+         * read, or not read): nothing to say. */
         if (content_known(cc->tn, &cc->st, &s) != 0)
                 return;
-        struct recheck *rc = malloc(sizeof(*rc));
-        log_error("tenant %s: a file its worker restored and called checked does not hash to its archived SHA-256: "
-                  "the tenant's workers are replaced", cc->tn->cfg->name);
+        fsgroup_drain_notifications(cc->rc.fs);
+        if (!still_as_checked(cc, path, sizeof(path)))
+                return;
+        log_error("tenant %s: %s, restored by its worker and called checked, does not hash to its archived SHA-256: "
+                  "the tenant's workers are replaced", cc->tn->cfg->name, path);
         tenant_set_last_error(cc->tn, "a restored file did not hash to its archived SHA-256: workers replaced");
         kill_workers(cc->rc.fs, cc->tn);
-        if (!rc) {
-                log_error("%s: out of memory: the file is not fetched again", cc->rc.fs->mountpoint);
-                return;
-        }
-        *rc = cc->rc;
-        recheck_file(rc);
+        recheck_later(cc->rc.fs, &cc->rc.h.fh, tfile_find(cc->tn->t, cc->rc.fs, &cc->rc.h.fh),
+                      "restored not as archived (fill_check)");
 }
 
 void fillwatch_cross_check(struct tfile *f, const struct stub *s) {
@@ -216,7 +255,8 @@ void fillwatch_cross_check(struct tfile *f, const struct stub *s) {
         memcpy(cc->sha256, s->sha256, sizeof(cc->sha256));
         r = content_check(f->tenant, f->fd, &st, s, "as restored by its worker (fill_check)");
         if (r < 0 || (r = content_when_checked(f->tenant, f->fd, on_cross_checked, free, cc)) < 0) {
-                log_debug("tenant %s: %s not cross-checked: %s", f->tenant->cfg->name, s->key, strerror(-r));
+                log_info("tenant %s: %s not cross-checked (fill_check): %s", f->tenant->cfg->name, s->key,
+                         r == -EBUSY ? "the tenant's checks are queued full" : strerror(-r));
                 free(cc);
         }
 }
@@ -256,22 +296,7 @@ static void watch_event(struct tiered_fs *fs, const struct fanotify_event_metada
                 log_error("%s: process %d wrote to a file through the fill mount with no fill in flight",
                           fs->mountpoint, (int)md->pid);
 
-        struct recheck *rc = calloc(1, sizeof(*rc));
-        struct idle_callback *c = f ? calloc(1, sizeof(*c)) : NULL;
-        if (!rc || (f && !c)) {
-                free(rc);
-                free(c);
-                log_error("%s: out of memory: a file written outside a fill is not checked again", fs->mountpoint);
-                return;
-        }
-        rc->fs = fs;
-        memcpy(&rc->h, fh, sizeof(*fh) + fh->handle_bytes);
-        if (!f) {
-                recheck_file(rc); /* nothing in flight: at once */
-                return;
-        }
-        *c = (struct idle_callback){ .next = f->idle, .callback = recheck_file, .userdata = rc };
-        f->idle = c; /* once the fills in flight are recorded */
+        recheck_later(fs, fh, f, "written outside a fill");
 }
 
 void fillwatch_drain(struct tiered_fs *fs) {

@@ -114,8 +114,22 @@ static void hash_run(void *userdata) {
         struct check *ch = userdata;
         uint8_t got[32];
 
+        struct stat st;
+
+#ifdef TIERD_TEST_HOOKS
+        /* Test builds: a check that starts late, for a write to land between
+         * its queueing and its hash. */
+        const char *pause = getenv("TIERD_TEST_CHECK_PAUSE_MS");
+        if (pause)
+                usleep((useconds_t)atoi(pause) * 1000);
+#endif
         ch->error = sha256_fd(ch->fd, (uint64_t)ch->key.size, got);
         ch->same = ch->error == 0 && memcmp(got, ch->key.sha256, sizeof(got)) == 0;
+        /* Written while it was read: what was hashed is neither the file as
+         * it was nor as it is. Nothing is known. */
+        if (ch->error == 0 && (fstat(ch->fd, &st) < 0 || st.st_size != ch->key.size ||
+                               !same_time(&st.st_mtim, &ch->key.mtime) || !same_time(&st.st_ctim, &ch->key.ctime)))
+                ch->error = -ESTALE;
 }
 
 static void hash_release(void *userdata) { check_free(userdata); }
@@ -213,7 +227,9 @@ int content_when_checked(struct tenant *tn, int fd, void (*callback)(void *userd
         if (!c || fstat(fd, &st) < 0)
                 return -ENOENT;
         for (struct check *ch = c->queue; ch; ch = ch->next) {
-                if (ch->key.dev != st.st_dev || ch->key.ino != st.st_ino)
+                /* The check of the file as it is now, not an older one. */
+                if (ch->key.dev != st.st_dev || ch->key.ino != st.st_ino || ch->key.size != st.st_size ||
+                    !same_time(&ch->key.mtime, &st.st_mtim) || !same_time(&ch->key.ctime, &st.st_ctim))
                         continue;
                 if (!(w = calloc(1, sizeof(*w))))
                         return -ENOMEM;

@@ -8,7 +8,7 @@ TL_FILLWATCH_EXPECTED=1 # the keeper tenant's worker writes through a fill fd it
 BUILD=$BUILD/testhooks
 TIERCTL=$BUILD/tierctl
 tl_loopfs btrfs 1G "$TL_DIR/fs" || { not_ok "mkfs"; tl_summary; exit 1; }
-for t in probe mounter killer hung other crashloop nolandlock keeper truncator mapper forker allocator locker liar trusting; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
+for t in probe mounter killer hung other crashloop nolandlock keeper truncator mapper forker allocator locker liar trusting honest; do tl_subvol btrfs "$TL_DIR/fs/$t"; done
 mkdir -p "$TL_DIR/store"
 # verify off: the hook stubs have no chunk manifest (they would restore
 # whole), and the kill hook takes its pid from a ranged fill's offset.
@@ -37,7 +37,9 @@ cat >"$TL_DIR/policy.json" <<EOF2
   {"name": "liar", "subvolume": "$TL_DIR/fs/liar", "mount": "$TL_DIR/views/liar", "backend": "file://$TL_DIR/store/liar",
    "restore": "whole", "fill_check": 1},
   {"name": "trusting", "subvolume": "$TL_DIR/fs/trusting", "mount": "$TL_DIR/views/trusting",
-   "backend": "file://$TL_DIR/store/trusting", "restore": "whole", "fill_check": 0}]}
+   "backend": "file://$TL_DIR/store/trusting", "restore": "whole", "fill_check": 0},
+  {"name": "honest", "subvolume": "$TL_DIR/fs/honest", "mount": "$TL_DIR/views/honest", "backend": "file://$TL_DIR/store/honest",
+   "restore": "whole", "fill_check": 1}]}
 EOF2
 # A stub by hand (root may write security.tierd) whose object is a test hook.
 hook_stub() { # FILE TENANT HOOK SIZE
@@ -78,7 +80,10 @@ liar lie 12 4096
 trusting lie 12 4096
 EOF2
 tl_dbus_start
-check "tierd (test-hook build) starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
+# Content checks start 2 s late (test build): the honest tenant's owner
+# writes in that time.
+TIERD_TEST_CHECK_PAUSE_MS=2000 \
+	check "tierd (test-hook build) starts" tl_tierd_start "$TL_DIR/policy.json" || { tl_summary; exit 1; }
 
 worker_of() { "$TIERCTL" status --json | grep -o "\"name\":\"$1\"[^}]*}" | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
 status_field() { sed -n "s/^$2:[[:space:]]*//p" "/proc/$1/status"; }
@@ -223,14 +228,40 @@ tl_log_mark
 check "a file of the liar tenant reads what its worker wrote" \
 	bash -c "timeout 60 cat '$TL_DIR/views/liar/lie' | tr -d '\0' | grep -qx LIES"
 check "tierd's own hash of it (fill_check 1) does not match: the tenant's workers are replaced" \
-	tl_logged 10 "tenant liar: a file its worker restored and called checked does not hash to its archived SHA-256"
+	tl_logged 10 "/liar/lie, restored by its worker and called checked, does not hash to its archived SHA-256: the tenant's workers are replaced"
 check "... the file's record is released again" state_is "$TL_DIR/fs/liar/lie" released
 check "... and a new worker serves the tenant" replaced liar "$L"
 check "with fill_check 0, the same lie stays archived (nothing looks)" \
 	bash -c "timeout 60 cat '$TL_DIR/views/trusting/lie' | tr -d '\0' | grep -qx LIES"
 sleep 1
 check "... archived, and no check logged" bash -c "[ \"\$(getfattr -n security.tierd --only-values '$TL_DIR/fs/trusting/lie' | sed -n 's/^state=//p')\" = archived ] &&
-	! grep -q 'tenant trusting: a file its worker restored' '$TL_TIERD_LOG'"
+	! grep -q 'tenant trusting: .*restored by its worker and called checked' '$TL_TIERD_LOG'"
+
+# An honest worker, and the file's owner writing it after tierd queued its
+# hash and before it read the file (it starts 2 s late in this build):
+# nothing is blamed on the worker.
+head -c $((256 << 20)) /dev/urandom >"$TL_DIR/fs/honest/big"
+"$TIERCTL" archive "$TL_DIR/views/honest/big" >/dev/null && "$TIERCTL" release "$TL_DIR/views/honest/big" >/dev/null
+O2=$(worker_of honest)
+tl_log_mark
+check "a released 256 MiB file of the honest tenant (fill_check 1) is restored whole by a read" \
+	bash -c "timeout 120 cat '$TL_DIR/views/honest/big' >/dev/null"
+head -c $((1 << 20)) /dev/urandom >"$TL_DIR/owner.bytes"
+check "... its owner writes 1 MiB into it at once" \
+	dd if="$TL_DIR/owner.bytes" of="$TL_DIR/views/honest/big" bs=1M count=1 conv=notrunc status=none
+check "... while tierd hashes it (fill_check)" tl_logged 20 "tenant honest: checking a file's bytes (268435456) against its SHA-256 as restored by its worker"
+hash_ended() {
+	for _ in $(seq 600); do
+		tail -n +$((TL_LOG_MARK + 1)) "$TL_TIERD_LOG" |
+			grep -qE "tenant honest: (a file's bytes checked|cannot check a file's bytes)" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+check "... and that hash ends (within 60 s)" hash_ended
+honest_untouched() { [ "$(worker_of honest)" = "$O2" ] && ! grep -q "tenant honest: .*does not hash" "$TL_TIERD_LOG"; }
+check "... nothing is blamed on the worker ($O2)" honest_untouched
+check "... and the file holds its owner's bytes" cmp -n $((1 << 20)) "$TL_DIR/fs/honest/big" "$TL_DIR/owner.bytes"
 
 H=$(worker_of hung)
 check "the hung tenant has a running worker ($H)" alive "$H"
