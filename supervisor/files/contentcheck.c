@@ -145,11 +145,11 @@ static void hash_done(void *userdata) {
         c->queue_running = NULL;
         c->thread = NULL;
         if (ch->error < 0)
-                log_warning("tenant %s: cannot check a file's bytes against its SHA-256: %s", c->tn->cfg->name,
-                            strerror(-ch->error));
+                log_warning("tenant %s: cannot check a file's bytes (%lld) against its SHA-256 %s: %s", c->tn->cfg->name,
+                            (long long)ch->key.size, ch->why, strerror(-ch->error));
         else
-                log_info("tenant %s: a file's bytes checked: %s", c->tn->cfg->name,
-                         ch->same ? "the archived bytes" : "not the archived bytes");
+                log_info("tenant %s: a file's bytes (%lld) checked %s: %s", c->tn->cfg->name, (long long)ch->key.size,
+                         ch->why, ch->same ? "the archived bytes" : "not the archived bytes");
         if (ch->error == 0 && !(ch->coarse && ch->same)) {
                 c->known[c->next_known].key = ch->key;
                 c->known[c->next_known].same = ch->same;

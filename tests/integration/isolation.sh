@@ -300,14 +300,14 @@ for i in 1 2 3 4; do
 	timeout 60 cmp "$VD/d$i" "$ORIG/d$i" >"$TL_DIR/cmp.out" 2>&1 || { bad="d$i: exit $? ($(cat "$TL_DIR/cmp.out"))"; break; }
 done
 check "a tenant at its quota reads 12 MiB through 8: each release waits for its check, no EDQUOT${bad:+ ($bad)}" test -z "$bad"
-check "... its releases were checked" grep -q "tenant delta: a file's bytes checked: the archived bytes" "$TL_TIERD_LOG"
+check "... its releases were checked" grep -q "tenant delta: a file's bytes (3145728) checked before its release.*: the archived bytes" "$TL_TIERD_LOG"
 # A big file's check runs while beta's reads go on.
 sync && echo 3 >/proc/sys/vm/drop_caches
 timeout 120 "$TIERCTL" release "$VA/big" >"$TL_DIR/release.out" 2>&1 &
 RELEASER=$!
 check "a check of 600 MiB starts" bash -c "for _ in \$(seq 100); do grep -q 'checking a file.s bytes (629145600)' '$TL_TIERD_LOG' && exit 0; sleep 0.05; done; exit 1"
 beta_reads "bytes checked" 3
-check "... beta's reads were served while it ran" bash -c "! grep -q 'tenant alpha: a file.s bytes checked: the archived bytes' '$TL_TIERD_LOG'"
+check "... beta's reads were served while it ran" bash -c "! grep -q 'tenant alpha: a file.s bytes (629145600) checked' '$TL_TIERD_LOG'"
 rc=0
 wait "$RELEASER" || rc=$?
 check "... then the big file is released (exit $rc)" test "$rc" = 0 -a "$(tl_allocated "$VA/big")" -eq 0

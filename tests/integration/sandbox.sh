@@ -253,7 +253,7 @@ check "... while tierd hashes it (fill_check)" tl_logged 20 "tenant honest: chec
 hash_ended() {
 	for _ in $(seq 600); do
 		tail -n +$((TL_LOG_MARK + 1)) "$TL_TIERD_LOG" |
-			grep -qE "tenant honest: (a file's bytes checked|cannot check a file's bytes)" && return 0
+			grep -qE "tenant honest: (a file's bytes .268435456. checked|cannot check a file's bytes .268435456.)" && return 0
 		sleep 0.1
 	done
 	return 1
