@@ -218,26 +218,34 @@ int content_check(struct tenant *tn, int fd, const struct stat *st, const struct
         return 0;
 }
 
-int content_when_checked(struct tenant *tn, int fd, void (*callback)(void *userdata), void (*drop)(void *userdata),
-                         void *userdata) {
-        struct contentchecks *c = tn->contentchecks;
-        struct check_waiter *w;
+/* The last check queued for the file behind fd (by inode: once it ends,
+ * every earlier one of the file has), or NULL. */
+static struct check *last_check_of(struct tenant *tn, int fd) {
+        struct check *found = NULL;
         struct stat st;
 
-        if (!c || fstat(fd, &st) < 0)
+        if (!tn->contentchecks || fstat(fd, &st) < 0)
+                return NULL;
+        for (struct check *ch = tn->contentchecks->queue; ch; ch = ch->next)
+                if (ch->key.dev == st.st_dev && ch->key.ino == st.st_ino)
+                        found = ch;
+        return found;
+}
+
+bool content_check_queued(struct tenant *tn, int fd) { return last_check_of(tn, fd) != NULL; }
+
+int content_when_checked(struct tenant *tn, int fd, void (*callback)(void *userdata), void (*drop)(void *userdata),
+                         void *userdata) {
+        struct check *ch = last_check_of(tn, fd);
+        struct check_waiter *w;
+
+        if (!ch)
                 return -ENOENT;
-        for (struct check *ch = c->queue; ch; ch = ch->next) {
-                /* The check of the file as it is now, not an older one. */
-                if (ch->key.dev != st.st_dev || ch->key.ino != st.st_ino || ch->key.size != st.st_size ||
-                    !same_time(&ch->key.mtime, &st.st_mtim) || !same_time(&ch->key.ctime, &st.st_ctim))
-                        continue;
-                if (!(w = calloc(1, sizeof(*w))))
-                        return -ENOMEM;
-                *w = (struct check_waiter){ .next = ch->waiters, .callback = callback, .drop = drop, .userdata = userdata };
-                ch->waiters = w;
-                return 0;
-        }
-        return -ENOENT;
+        if (!(w = calloc(1, sizeof(*w))))
+                return -ENOMEM;
+        *w = (struct check_waiter){ .next = ch->waiters, .callback = callback, .drop = drop, .userdata = userdata };
+        ch->waiters = w;
+        return 0;
 }
 
 void content_checks_stop(struct tenant *tn) {

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/stat.h>
 
 #include "stub.h"
@@ -20,10 +21,13 @@ int content_known(struct tenant *tn, const struct stat *st, const struct stub *s
  * file again, read-only), or joins the one queued for it: -EBUSY when the
  * tenant has too many queued. why (a static string) ends its log line. */
 int content_check(struct tenant *tn, int fd, const struct stat *st, const struct stub *s, const char *why);
-/* Runs callback(userdata) once the check queued for the file behind fd
- * ends: -ENOENT if none is queued. If the check is dropped instead (the
- * tenant goes), drop(userdata) runs, if not NULL. */
+/* Runs callback(userdata) once the checks queued for the file behind fd
+ * end: -ENOENT if none is queued. If they are dropped instead (the tenant
+ * goes), drop(userdata) runs, if not NULL. */
 int content_when_checked(struct tenant *tn, int fd, void (*callback)(void *userdata), void (*drop)(void *userdata),
                          void *userdata);
+/* A check of the file behind fd is queued or running: it holds the file
+ * open (a release's write lease would fail). */
+bool content_check_queued(struct tenant *tn, int fd);
 /* The tenant goes: its checks are dropped (their callbacks never run). */
 void content_checks_stop(struct tenant *tn);

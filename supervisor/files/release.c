@@ -160,6 +160,10 @@ int job_release_fd(struct tenant *tn, int fd, const char *path, char *message, s
         r = release_precheck(tn, fd, path, &s, &h, message, size, busy);
         if (r != 0)
                 return r > 0 ? 0 : r;
+        /* tierd's own check of its bytes (fill_check, or a release's) holds
+         * it open, and the lease below would fail: after it. */
+        if (content_check_queued(tn, fd))
+                return file_job_say(message, size, -EAGAIN, "%s: not released yet: its bytes are being checked", path);
         /* 1. Remove the ignore mark first, or reads after the punch would see
          *    zeros without raising an event. */
         r = fsgroup_unignore_file(tn->fs, fd);
