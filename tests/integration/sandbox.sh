@@ -184,7 +184,8 @@ check "a file the worker keeps a fill fd of reads what the fill wrote" grep -qx 
 check "... and is recorded partial" state_is "$TL_DIR/fs/keeper/keep" partial
 tl_log_mark
 head -c $((1 << 20)) /dev/urandom >"$TL_DIR/fs/keeper/plain" && cp "$TL_DIR/fs/keeper/plain" "$TL_DIR/keeper.orig"
-"$TIERCTL" archive "$TL_DIR/views/keeper/plain" >/dev/null && "$TIERCTL" release "$TL_DIR/views/keeper/plain" >/dev/null
+check "keeper/plain archived and released (bound 120 s each)" bash -c "timeout 120 '$TIERCTL' archive '$TL_DIR/views/keeper/plain' >/dev/null &&
+	timeout 120 '$TIERCTL' release '$TL_DIR/views/keeper/plain' >/dev/null"
 check "the next fill (of another file) gets its bytes" timeout 60 cmp "$TL_DIR/views/keeper/plain" "$TL_DIR/keeper.orig"
 check "... while the worker wrote through the fill fd it kept" \
 	tl_logged 10 "test hook: writing 4 bytes through a fill fd kept from an earlier fill"
@@ -241,14 +242,15 @@ check "... archived, and no check logged" bash -c "[ \"\$(getfattr -n security.t
 # hash and before it read the file (it starts 2 s late in this build):
 # nothing is blamed on the worker.
 head -c $((256 << 20)) /dev/urandom >"$TL_DIR/fs/honest/big"
-"$TIERCTL" archive "$TL_DIR/views/honest/big" >/dev/null && "$TIERCTL" release "$TL_DIR/views/honest/big" >/dev/null
+check "honest/big archived and released (bound 120 s each)" bash -c "timeout 120 '$TIERCTL' archive '$TL_DIR/views/honest/big' >/dev/null &&
+	timeout 120 '$TIERCTL' release '$TL_DIR/views/honest/big' >/dev/null"
 O2=$(worker_of honest)
 tl_log_mark
 check "a released 256 MiB file of the honest tenant (fill_check 1) is restored whole by a read" \
 	bash -c "timeout 120 cat '$TL_DIR/views/honest/big' >/dev/null"
 head -c $((1 << 20)) /dev/urandom >"$TL_DIR/owner.bytes"
 check "... its owner writes 1 MiB into it at once" \
-	dd if="$TL_DIR/owner.bytes" of="$TL_DIR/views/honest/big" bs=1M count=1 conv=notrunc status=none
+	timeout 60 dd if="$TL_DIR/owner.bytes" of="$TL_DIR/views/honest/big" bs=1M count=1 conv=notrunc status=none
 check "... while tierd hashes it (fill_check)" tl_logged 20 "tenant honest: checking a file's bytes (268435456) against its SHA-256 as restored by its worker"
 hash_ended() {
 	for _ in $(seq 600); do
