@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "dispatch.h"
+#include "fanevent.h"
 #include "fillwatch.h"
 #include "fanotify-uapi.h"
 #include "handover.h"
@@ -354,33 +355,25 @@ int fsgroup_open_fill(struct tiered_fs *fs, const struct file_handle *fh, int fl
         return open_regular_at(fs->fill_root_fd, fh, flags);
 }
 
-/* Handles up to max events, or those queued now if max is 0 (FIONREAD
- * counts FAN_EVENT_METADATA_LEN per event): never "until the queue is
- * empty", which a steady writer could keep tierd in for ever. */
+struct drain_ctx {
+        struct tiered_fs *fs;
+        const struct file_handle *leased;
+        bool hit;
+};
+
+static void on_notified(const struct fanotify_event_metadata *md, void *userdata) {
+        struct drain_ctx *c = userdata;
+        if (md->fd >= 0)
+                close(md->fd);
+        notification_handle(c->fs, md, c->leased, &c->hit);
+}
+
+/* Handles up to max events, or those queued now if max is 0. */
 static bool drain(struct tiered_fs *fs, const struct file_handle *leased, size_t max) {
         char buf[NOTIF_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
-        bool hit = false;
-        size_t done = 0;
-        if (max == 0) {
-                int queued = 0;
-                if (ioctl(fs->notif_fd, FIONREAD, &queued) < 0 || queued <= 0)
-                        return false;
-                max = (size_t)queued / FAN_EVENT_METADATA_LEN;
-        }
-        while (done < max) {
-                ssize_t n = read(fs->notif_fd, buf, sizeof(buf));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
-                        if (md->fd >= 0)
-                                close(md->fd);
-                        notification_handle(fs, md, leased, &hit);
-                        done++;
-                }
-        }
-        return hit;
+        struct drain_ctx c = { .fs = fs, .leased = leased };
+        fanotify_drain(fs->notif_fd, buf, sizeof(buf), max, on_notified, &c);
+        return c.hit;
 }
 
 void fsgroup_drain_notifications(struct tiered_fs *fs) { drain(fs, NULL, 0); }

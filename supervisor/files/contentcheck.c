@@ -70,16 +70,28 @@ struct contentchecks {
 static void key_of(struct check_key *k, const struct stat *st, const struct stub *s) {
         *k = (struct check_key){ .dev = st->st_dev, .ino = st->st_ino, .size = st->st_size, .mtime = st->st_mtim,
                                  .ctime = st->st_ctim };
-        memcpy(k->sha256, s->sha256, sizeof(k->sha256));
+        if (s)
+                memcpy(k->sha256, s->sha256, sizeof(k->sha256));
 }
 
 static bool same_time(const struct timespec *a, const struct timespec *b) {
         return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
-static bool same_key(const struct check_key *a, const struct check_key *b) {
+static bool same_state(const struct check_key *a, const struct check_key *b) {
         return a->dev == b->dev && a->ino == b->ino && a->size == b->size && same_time(&a->mtime, &b->mtime) &&
-               same_time(&a->ctime, &b->ctime) && memcmp(a->sha256, b->sha256, sizeof(a->sha256)) == 0;
+               same_time(&a->ctime, &b->ctime);
+}
+
+static bool same_key(const struct check_key *a, const struct check_key *b) {
+        return same_state(a, b) && memcmp(a->sha256, b->sha256, sizeof(a->sha256)) == 0;
+}
+
+bool content_stat_same(const struct stat *was, const struct stat *now) {
+        struct check_key a, b;
+        key_of(&a, was, NULL);
+        key_of(&b, now, NULL);
+        return same_state(&a, &b);
 }
 
 static struct contentchecks *checks_of(struct tenant *tn) {
@@ -112,8 +124,8 @@ static void check_free(struct check *ch) {
 
 static void hash_run(void *userdata) {
         struct check *ch = userdata;
+        struct check_key now;
         uint8_t got[32];
-
         struct stat st;
 
 #ifdef TIERD_TEST_HOOKS
@@ -127,8 +139,7 @@ static void hash_run(void *userdata) {
         ch->same = ch->error == 0 && memcmp(got, ch->key.sha256, sizeof(got)) == 0;
         /* Written while it was read: what was hashed is neither the file as
          * it was nor as it is. Nothing is known. */
-        if (ch->error == 0 && (fstat(ch->fd, &st) < 0 || st.st_size != ch->key.size ||
-                               !same_time(&st.st_mtim, &ch->key.mtime) || !same_time(&st.st_ctim, &ch->key.ctime)))
+        if (ch->error == 0 && (fstat(ch->fd, &st) < 0 || (key_of(&now, &st, NULL), !same_state(&now, &ch->key))))
                 ch->error = -ESTALE;
 }
 

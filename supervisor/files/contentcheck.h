@@ -16,6 +16,9 @@
  * and ctime unchanged since the check began): 1 the archived bytes, 0 other
  * bytes, -ENOENT not checked in that state. */
 int content_known(struct tenant *tn, const struct stat *st, const struct stub *s);
+/* now describes the file as was did: the same inode, size, mtime and ctime
+ * (a write moves mtime and ctime; a truncate, a mode or an xattr, ctime). */
+bool content_stat_same(const struct stat *was, const struct stat *now);
 /* Starts a check of the file behind fd (as st described it under the
  * release's write lease; call it after the lease is dropped: it opens the
  * file again, read-only), or joins the one queued for it: -EBUSY when the

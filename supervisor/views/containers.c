@@ -506,6 +506,14 @@ void containers_send_update(struct tenant *tn, unsigned what) {
                         worker_send_update(&c->worker, what);
 }
 
+struct worker *worker_next(struct tierd *t, struct worker *w) {
+        size_t i = !w ? 0 : w->container ? t->n_tenants : (size_t)(w->tenant - t->tenants) + 1;
+        if (i < t->n_tenants)
+                return &t->tenants[i].worker;
+        struct container *c = !w || !w->container ? t->containers : w->container->next;
+        return c ? &c->worker : NULL;
+}
+
 bool containers_idle(struct tierd *t) {
         for (struct container *c = t->containers; c; c = c->next)
                 if (!worker_idle(&c->worker))

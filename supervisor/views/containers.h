@@ -57,3 +57,7 @@ void container_count_wait(struct tenant *tn, uint64_t serial, double seconds);
 void containers_restart_workers(struct tenant *tn);
 void containers_send_update(struct tenant *tn, unsigned what);
 bool containers_idle(struct tierd *t);
+/* Every worker tierd runs, one after the other: the tenants' host workers,
+ * then the containers'. w NULL: the first; returns NULL after the last.
+ *   for (struct worker *w = NULL; (w = worker_next(t, w));) */
+struct worker *worker_next(struct tierd *t, struct worker *w);
