@@ -9,12 +9,15 @@
 #include <unistd.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <stddef.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+/* The struct of type whose member ptr points to. */
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 static inline void freep(void *p) { free(*(void **)p); }
 static inline void *mfree(void *p) {

@@ -39,6 +39,7 @@
 #include "handover.h"
 #include "holder-proto.h"
 #include "inflight.h"
+#include "inodework.h"
 #include "journallog.h"
 #include "keeper.h"
 #include "loopnice.h"
@@ -256,6 +257,9 @@ static void teardown(struct tierd *t, const struct tierd_face *face) {
                         worker_abandon(&t->tenants[i].worker);
                 else
                         worker_stop(&t->tenants[i].worker);
+                /* Its fills' put-backs and records end, and with them the
+                 * fills (their done() runs now, but at a handover). */
+                inode_work_stop(&t->tenants[i]);
                 if (t->tenants[i].recording)
                         trace_record_drop(t->tenants[i].recording);
                 if (t->tenants[i].prefetch)
@@ -283,6 +287,8 @@ static void teardown(struct tierd *t, const struct tierd_face *face) {
                 if (t->stopping)
                         handover_stop_for_good(t);
         }
+        /* Every tenant's inode work ended with it: nothing more comes. */
+        inode_work_close(t);
         /* A clean exit leaves a complete in-flight record: no keeper needed. */
         keeper_stop(t);
         for (size_t i = 0; i < t->n_fss; i++) {
@@ -409,6 +415,8 @@ int tierd_main(int argc, char **argv, const struct tierd_face *face) {
                 r = sd_event_add_signal(t.event, NULL, SIGTERM, on_terminate, &t);
         if (r >= 0)
                 r = sd_event_add_signal(t.event, NULL, SIGINT, on_terminate, &t);
+        if (r >= 0)
+                r = inode_work_open(&t);
         if (r >= 0 && !(t.worker_path = find_helper_binary("tierd-worker")))
                 r = -ENOENT;
         if (r >= 0)

@@ -183,6 +183,8 @@ struct tenant {
         struct audit_run *audit;         /* tierctl audit, while it runs: audit.c */
         struct tally *tally;             /* counts for status, read in O(1): tally.c */
         struct contentchecks *contentchecks; /* bytes against SHA-256 on a thread: contentcheck.c */
+        struct inode_lane *inode_lane;       /* what takes an inode lock, on threads: events/inodework.c */
+        bool inode_work_over;                /* it stopped: such work runs on the loop */
         unsigned auto_in_flight; /* background archives: autoarchive.c */
         struct rate_bucket archive_bucket;  /* archive_rate's: autoarchive.c */
         struct rate_bucket prefetch_bucket; /* prefetch_rate's: traces/pace.c */
@@ -235,6 +237,7 @@ struct tierd {
         struct tenant *tenants;
         size_t n_tenants;
         struct tfile *files;
+        struct inode_work *inodework; /* events/inodework.c: its threads' results, to the loop */
         struct unsettled *unsettled, **unsettled_tail; /* settle.c: accessors not asleep yet */
         sd_event_source *settle_src;
         uint64_t next_request_id;

@@ -50,8 +50,10 @@ struct fill {
         bool unverified;     /* a ranged fill no manifest checks (see struct tfile) */
         bool checked;        /* a ranged fill the manifest checks, chunk by chunk */
         uint64_t route;      /* the container whose worker runs it, 0: the host worker */
-        struct request *req; /* its request, until it is done; PROTO_FILL_PREFETCH in
-                              * its flags while no reader waits for it */
+        struct request *req; /* its request, until its worker replied (it may stay
+                              * in flight after, for its put-back or record);
+                              * PROTO_FILL_PREFETCH in its flags while no reader
+                              * waits for it */
 };
 
 struct idle_callback {
@@ -73,6 +75,7 @@ struct tfile {
         int fd; /* the fill fd: O_WRONLY through the private mount */
         struct fill *fills;
         struct waiter *waiters;
+        struct inode_job *inode_last; /* its last put-back or record, until done (fillrecord.c) */
         /* Filled by ranged fills nothing checked (a file without a manifest,
          * verify on): not recorded as populated, so no reader is let
          * through to them, until the whole file passes its SHA-256. */

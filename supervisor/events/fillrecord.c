@@ -6,6 +6,11 @@
  * a crash or a power cut loses a record, never bytes a record vouches for.
  * A failed whole-file check punches the file back; a manifest gone from the
  * store makes the stub forget it.
+ *
+ * The put-back after a fill and the record after a sync take the file's
+ * inode lock, which the worker's own writes and syncs of the file hold for
+ * long: they run on the tenant's inode threads (inodework.h), the fill or
+ * sync staying in the file's list, in flight, until they are done.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +23,7 @@
 #include "dispatch-internal.h"
 #include "fillwatch.h"
 #include "fsgroup.h"
+#include "inodework.h"
 #include "log.h"
 #include "macro.h"
 #include "quota.h"
@@ -37,24 +43,34 @@ int inode_attrs_read(int fd, struct inode_attrs *a) {
         return 0;
 }
 
-int put_back_attrs(int fd, const struct inode_attrs *a, const struct timespec *mtime, bool whole) {
+/* -errno, and *what failed. Takes the inode lock: on the loop only where
+ * no fill or sync of the file is in flight (inodework.h). */
+static int put_back_quiet(int fd, const struct inode_attrs *a, const struct timespec *mtime, bool whole,
+                          const char **what) {
         struct timespec ts[2];
         struct stat st;
 
+        *what = "file capabilities";
         if (whole && a->fcaps_len > 0 && fsetxattr(fd, "security.capability", a->fcaps, a->fcaps_len, 0) < 0)
-                return log_error_errno(errno, "cannot put back file capabilities: %m");
+                return -errno;
+        *what = "mode";
         if (fstat(fd, &st) < 0)
                 return -errno;
         if ((st.st_mode & 07777) != (a->mode & 07777) && fchmod(fd, a->mode & 07777) < 0)
-                return log_error_errno(errno, "cannot put back mode: %m");
+                return -errno;
         /* Both times: setting mtime alone is reported as FAN_MODIFY, with no
          * mount to tell it was ours (the private mount's ignore mark does not
          * apply), and would mark the file dirty. Both is FAN_ATTRIB. */
+        *what = "mtime";
         ts[0] = st.st_atim;
         ts[1] = *mtime;
-        if (futimens(fd, ts) < 0)
-                return log_error_errno(errno, "cannot put back mtime: %m");
-        return 0;
+        return futimens(fd, ts) < 0 ? -errno : 0;
+}
+
+int put_back_attrs(int fd, const struct inode_attrs *a, const struct timespec *mtime, bool whole) {
+        const char *what;
+        int r = put_back_quiet(fd, a, mtime, whole, &what);
+        return r < 0 ? log_error_errno(r, "cannot put back %s: %m", what) : 0;
 }
 
 int stub_put_back_attrs(int fd, const struct stub *s, bool whole) {
@@ -110,51 +126,64 @@ bool tfile_verify_in_flight(const struct tfile *f) {
         return false;
 }
 
-/* Writes the stub's record: the file whole (archived; checked says how),
- * or these ranges present. What it vouches for is durable by now. */
-static int file_record(struct tfile *f, struct stub *s, bool whole, const struct range_set *present,
-                       const char *checked) {
-        int r;
-
+/* The stub's record, as s: the file whole (archived), or these ranges
+ * present (unchecked: a ranged fill no manifest checked wrote some). What
+ * it vouches for is durable by now. Touches nothing but s: it runs on an
+ * inode thread too. */
+static int record_apply(struct stub *s, bool whole, const struct range_set *present, bool unchecked) {
         if (whole) {
-                /* Our fills' modify events are queued: hear them while the
-                 * stub still says partial, or they would make it dirty. */
-                fsgroup_drain_notifications(f->fs);
                 s->state = STUB_ARCHIVED;
                 range_set_clear(&s->populated);
-        } else {
-                if (s->state == STUB_RELEASED) {
-                        range_set_clear(&s->populated);
-                        s->checked = true; /* nothing recorded yet */
-                }
-                s->state = STUB_PARTIAL;
-                s->checked = s->checked && !f->unchecked_written;
-                if ((r = range_set_add_set(&s->populated, present)) < 0)
-                        return r;
-                /* Fills in flight may add ranges beyond what a stub holds. */
-                if (present->n)
-                        range_set_limit(&s->populated, STUB_MAX_RANGES, present->r[present->n - 1].start);
+                return 0;
         }
-        /* Mode and times went back when the bytes were shown
-         * (file_take_fill), not here: the owner may have changed them since
-         * (chmod u-s after a read), and an archived record comes last, as
-         * its ctime_max says nothing changed the file after it. */
-        r = tally_stub_write(f->tenant, f->fd, s);
-        if (r < 0)
-                return r;
+        if (s->state == STUB_RELEASED) {
+                range_set_clear(&s->populated);
+                s->checked = true; /* nothing recorded yet */
+        }
+        s->state = STUB_PARTIAL;
+        s->checked = s->checked && !unchecked;
+        int r = range_set_add_set(&s->populated, present);
+        /* Fills in flight may add ranges beyond what a stub holds. */
+        if (r == 0 && present->n)
+                range_set_limit(&s->populated, STUB_MAX_RANGES, present->r[present->n - 1].start);
+        return r;
+}
+
+/* Our fills' modify events are queued: heard before a whole record, while
+ * the stub still says partial, or they would make the file dirty. */
+static void record_drain(struct tfile *f, bool whole) {
+        if (whole)
+                fsgroup_drain_notifications(f->fs);
+}
+
+/* The record s is written (checked says how a whole file was). */
+static void record_after(struct tfile *f, const struct stub *s, bool whole, const char *checked) {
         usage_update_fd(f->tenant, f->fd);
         quota_check_high(f->tenant);
-        if (whole) {
-                /* While a trace records, reads of it are still heard
-                 * (trace.h): its next event adds the mark once the trace
-                 * has the whole file, or no trace records (preevent.c). */
-                if (!trace_watching(f->tenant))
-                        fsgroup_ignore_file(f->fs, f->fd);
-                log_info("tenant %s: %s restored whole (%llu bytes, %s)", f->tenant->cfg->name, s->key,
-                         (unsigned long long)s->size, checked);
-                fillwatch_cross_check(f, s);
-        }
-        return 0;
+        if (!whole)
+                return;
+        /* While a trace records, reads of it are still heard (trace.h): its
+         * next event adds the mark once the trace has the whole file, or no
+         * trace records (preevent.c). */
+        if (!trace_watching(f->tenant))
+                fsgroup_ignore_file(f->fs, f->fd);
+        log_info("tenant %s: %s restored whole (%llu bytes, %s)", f->tenant->cfg->name, s->key,
+                 (unsigned long long)s->size, checked);
+        fillwatch_cross_check(f, s);
+}
+
+/* Writes the stub's record here, on the loop: only where no fill or sync
+ * of the file is in flight (inodework.h). Mode and times went back when
+ * the bytes were shown (file_take_fill), not here: the owner may have
+ * changed them since (chmod u-s after a read), and an archived record
+ * comes last, as its ctime_max says nothing changed the file after it. */
+static int file_record(struct tfile *f, struct stub *s, bool whole, const struct range_set *present,
+                       const char *checked) {
+        record_drain(f, whole);
+        int r = record_apply(s, whole, present, f->unchecked_written);
+        if (r == 0 && (r = tally_stub_write(f->tenant, f->fd, s)) == 0)
+                record_after(f, s, whole, checked);
+        return r;
 }
 
 /* The file's stub: 1 if it is whole already (archived, or dirty: written
@@ -167,13 +196,75 @@ static int stub_unless_whole(struct tfile *f, struct stub *s) {
         return s->state == STUB_ARCHIVED || s->state == STUB_DIRTY;
 }
 
-/* A completed fill: its bytes are shown to readers now (written), and
- * recorded once synced (file_sync_start) through the fill fd, which was
- * open before any fill wrote, so that it hears of every write error. A
- * passed verification makes the file whole the same way. */
-static int file_take_fill(struct tfile *f, const struct fill *fl) {
+static bool reader_waits(const struct tfile *f) {
+        for (const struct waiter *w = f->waiters; w; w = w->next)
+                if (!w->ahead)
+                        return true;
+        return false;
+}
+
+/* After the file's last job (inodework.h), if its done() has not run. */
+static void inode_submit(struct tfile *f, struct inode_job *j) {
+        struct inode_job *after = f->inode_last;
+        j->reader = reader_waits(f);
+        f->inode_last = j;
+        inode_work_submit(f->tenant, j, after);
+}
+
+static void inode_done(struct tfile *f, struct inode_job *j) {
+        if (f->inode_last == j)
+                f->inode_last = NULL;
+}
+
+/* A fill's put-back of its owner's mode, times and capabilities, on a
+ * thread (the fill stays in the file's list meanwhile: in flight). */
+struct put_back {
+        struct inode_job job;
+        struct fill *fl;
+        int fd, error;
+        struct inode_attrs attrs;
+        struct timespec mtime;
+        bool whole;
+        const char *what;
+        char key[STUB_KEY_MAX];
+};
+
+static void fill_end(struct tfile *f, struct fill *fl, int r, const char *key);
+
+static void put_back_work(struct inode_job *j) {
+        struct put_back *pb = container_of(j, struct put_back, job);
+        pb->error = put_back_quiet(pb->fd, &pb->attrs, &pb->mtime, pb->whole, &pb->what);
+}
+
+/* Put back: its bytes are shown to readers now (written), and recorded
+ * once synced (file_sync_start). A sync that failed since (sync_gen)
+ * leaves them unrecorded: read again, fetched again. */
+static void on_put_back(struct inode_job *j) {
+        struct put_back *pb = container_of(j, struct put_back, job);
+        struct fill *fl = pb->fl;
+        struct tfile *f = fl->file;
+        int r = pb->error;
+
+        inode_done(f, j);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: cannot put back the %s of %s: %m", f->tenant->cfg->name, pb->what,
+                                pb->key);
+        else if (fl->gen == f->sync_gen && pb->whole)
+                f->whole_written = true;
+        else if (fl->gen == f->sync_gen)
+                r = range_set_add(&f->written, fl->start, fl->end);
+        fill_end(f, fl, r, pb->key);
+        free(pb);
+}
+
+/* A completed fill, through the fill fd, which was open before any fill
+ * wrote, so that it hears of every write error: 1 if its put-back runs
+ * (on_put_back ends it), 0 if it has nothing to show, or -errno. A passed
+ * verification makes the file whole the same way. */
+static int file_take_fill(struct tfile *f, struct fill *fl) {
         _cleanup_(stub_done) struct stub s = {};
         int r = stub_unless_whole(f, &s);
+        struct put_back *pb;
 
         if (r != 0)
                 return MIN(r, 0);
@@ -186,24 +277,79 @@ static int file_take_fill(struct tfile *f, const struct fill *fl) {
                 f->unchecked_written = true;
         /* The owner's mode, times and capabilities back before anyone
          * reads (our writes changed them); the record comes later. */
-        r = put_back_attrs(f->fd, &f->attrs, &s.mtime, whole);
-        if (r < 0)
-                return r;
-        if (whole) {
-                f->whole_written = true;
-                return 0;
-        }
-        return range_set_add(&f->written, fl->start, fl->end);
+        if (!(pb = calloc(1, sizeof(*pb))))
+                return -ENOMEM;
+        *pb = (struct put_back){ .job = { .work = put_back_work, .done = on_put_back }, .fl = fl, .fd = f->fd,
+                                 .attrs = f->attrs, .mtime = s.mtime, .whole = whole };
+        memcpy(pb->key, s.key, sizeof(pb->key));
+        inode_submit(f, &pb->job);
+        return 1;
 }
 
-/* What was synced, recorded. */
-static int file_record_synced(struct tfile *f) {
-        _cleanup_(stub_done) struct stub s = {};
-        int r = stub_unless_whole(f, &s);
+/* What was synced, recorded: the stub read, changed and written on a
+ * thread (so a stub the loop wrote since is what it changes), then its
+ * tallies and the rest here (sync_end follows). */
+struct record {
+        struct inode_job job;
+        struct fill *fl;
+        int fd, error; /* 1: whole already (archived, or dirty), nothing recorded */
+        bool whole, unchecked;
+        struct range_set present;
+        struct stub s;
+        struct tally_prior prior;
+};
 
-        if (r != 0)
-                return MIN(r, 0);
-        return file_record(f, &s, f->whole_syncing, &f->syncing, "SHA-256 checked");
+static void sync_end(struct tfile *f, struct fill *fl, int r);
+
+static void record_work(struct inode_job *j) {
+        struct record *rc = container_of(j, struct record, job);
+        const char *err = "";
+
+        tally_prior_read(rc->fd, &rc->prior);
+        if ((rc->error = rc->prior.had) < 0)
+                return;
+        if (rc->prior.before.state == STUB_ARCHIVED || rc->prior.before.state == STUB_DIRTY) {
+                rc->error = 1;
+                return;
+        }
+        if ((rc->error = stub_read_fd(rc->fd, &rc->s, &err)) == 0 &&
+            (rc->error = record_apply(&rc->s, rc->whole, &rc->present, rc->unchecked)) == 0)
+                rc->error = stub_write_fd(rc->fd, &rc->s);
+}
+
+static void on_recorded(struct inode_job *j) {
+        struct record *rc = container_of(j, struct record, job);
+        struct tfile *f = rc->fl->file;
+
+        inode_done(f, j);
+        if (rc->error == 0) {
+                tally_count_written(f->tenant, &rc->prior, &rc->s);
+                record_after(f, &rc->s, rc->whole, "SHA-256 checked");
+        }
+        sync_end(f, rc->fl, MIN(rc->error, 0));
+        range_set_done(&rc->present);
+        stub_done(&rc->s);
+        tally_prior_done(&rc->prior);
+        free(rc);
+}
+
+/* 1: the record is being written (on_recorded ends the sync); or -errno. */
+static int record_start(struct tfile *f, struct fill *fl) {
+        struct record *rc = calloc(1, sizeof(*rc));
+        int r;
+
+        if (!rc)
+                return -ENOMEM;
+        *rc = (struct record){ .job = { .work = record_work, .done = on_recorded }, .fl = fl, .fd = f->fd,
+                               .whole = f->whole_syncing, .unchecked = f->unchecked_written };
+        if ((r = range_set_add_set(&rc->present, &f->syncing)) < 0) {
+                range_set_done(&rc->present);
+                free(rc);
+                return r;
+        }
+        record_drain(f, rc->whole);
+        inode_submit(f, &rc->job);
+        return 1;
 }
 
 bool tfile_chunks_checked(const struct tfile *f, const struct stub *s) {
@@ -276,10 +422,20 @@ static void file_sync_start(struct tfile *f, uint64_t route) {
         sync_submit(f, req, route);
 }
 
-static void on_sync_done(struct tfile *f, struct fill *fl, int r) {
+static void unlist(struct tfile *f, const struct fill *fl) {
+        for (struct fill **p = &f->fills; *p; p = &(*p)->next)
+                if (*p == fl) {
+                        *p = fl->next;
+                        break;
+                }
+}
+
+/* The sync ended, recorded or not: the next one starts, if anything was
+ * written meanwhile. */
+static void sync_end(struct tfile *f, struct fill *fl, int r) {
+        unlist(f, fl);
+        /* Recorded by now (the usage counts it), or never. */
         f->tenant->quota_reserved -= MIN(fl->reserved, f->tenant->quota_reserved);
-        if (r == 0)
-                r = file_record_synced(f);
         if (r < 0) {
                 /* Not recorded: those who read it have their bytes, the
                  * next readers fetch them again; who needed the record
@@ -303,6 +459,12 @@ static void on_sync_done(struct tfile *f, struct fill *fl, int r) {
         file_sync_start(f, fl->route);
         free(fl);
         tfile_progress(f);
+}
+
+static void on_sync_done(struct tfile *f, struct fill *fl, int r) {
+        if (r == 0 && (r = record_start(f, fl)) > 0)
+                return; /* on_recorded ends it */
+        sync_end(f, fl, r);
 }
 
 /* A failed whole-file check: the worker punched the file back. */
@@ -335,49 +497,29 @@ static int file_forget_manifest(struct tfile *f) {
         return 0;
 }
 
-void tfile_fill_done(struct request *req, const struct proto_reply *rep) {
-        struct fill *fl = req->userdata;
-        struct tfile *f = fl->file;
-        struct tenant_counters *c = &f->tenant->counters;
-        int r = rep->error;
-
-        /* The writes of this fill are queued by now: heard while it is
-         * still in flight, they are its own. */
-        fillwatch_drain(f->fs);
-        for (struct fill **p = &f->fills; *p; p = &(*p)->next)
-                if (*p == fl) {
-                        *p = fl->next;
-                        break;
-                }
-        if (fl->sync) {
-                on_sync_done(f, fl, r);
-                return;
-        }
+/* The fill is over, its bytes shown or not: who waited for them and got
+ * none has an error, never zeros. */
+static void fill_end(struct tfile *f, struct fill *fl, int r, const char *key) {
+        unlist(f, fl);
+        /* Its bytes count against the quota until recorded (its bytes
+         * joined written: the next sync takes them), or no more. */
         if (r == 0 && !fl->verify && !fl->unverified)
-                f->written_reserved += fl->reserved; /* until recorded */
+                f->written_reserved += fl->reserved;
         else
                 f->tenant->quota_reserved -= MIN(fl->reserved, f->tenant->quota_reserved);
-        if (r == 0 && !fl->verify) {
-                c->fills++;
-                c->fill_bytes += rep->bytes;
-        }
-        if (!fl->verify)
-                container_count_fill(f->tenant, fl->route, rep->bytes, r == 0);
-        if (r == 0)
-                r = file_take_fill(f, fl);
         if (r == -PROTO_ENOMANIFEST && file_forget_manifest(f) == 0) {
                 free(fl);
                 tfile_progress(f); /* its waiters restore it whole now */
                 return;
         }
         if (r < 0) {
-                c->fill_errors++;
+                f->tenant->counters.fill_errors++;
                 log_error_errno(r, "tenant %s: %s of %s [%llu, %llu) failed: %m", f->tenant->cfg->name,
-                                fl->verify ? "verification" : "fill", req->msg.key, (unsigned long long)fl->start,
+                                fl->verify ? "verification" : "fill", key, (unsigned long long)fl->start,
                                 (unsigned long long)fl->end);
                 tenant_set_last_error(f->tenant, "%s of %s [%llu, %llu) failed: %s",
-                                      fl->verify ? "verification" : "fill", req->msg.key,
-                                      (unsigned long long)fl->start, (unsigned long long)fl->end, strerror(-r));
+                                      fl->verify ? "verification" : "fill", key, (unsigned long long)fl->start,
+                                      (unsigned long long)fl->end, strerror(-r));
                 /* A whole-file check failed: the worker punched the file
                  * back, and the record says so. A ranged fill whose chunk
                  * did not match wrote nothing wrong (chunks are checked
@@ -387,8 +529,7 @@ void tfile_fill_done(struct request *req, const struct proto_reply *rep) {
                         file_record_verify_failure(f);
                         range_set_clear(&f->unverified); /* punched back with the rest */
                 }
-                /* Everyone who needed these bytes gets an error, never zeros:
-                 * ENOSPC as it is (the local filesystem is full), else EIO. */
+                /* ENOSPC as it is (the local filesystem is full), else EIO. */
                 for (struct waiter *w = f->waiters; w; w = w->next)
                         if (w->whole || fl->verify || fl->whole_verified || (w->start < fl->end && fl->start < w->want_end))
                                 w->error = r == -ENOSPC ? ENOSPC : EIO;
@@ -396,4 +537,30 @@ void tfile_fill_done(struct request *req, const struct proto_reply *rep) {
         file_sync_start(f, fl->route);
         free(fl);
         tfile_progress(f);
+}
+
+void tfile_fill_done(struct request *req, const struct proto_reply *rep) {
+        struct fill *fl = req->userdata;
+        struct tfile *f = fl->file;
+        struct tenant_counters *c = &f->tenant->counters;
+        int r = rep->error;
+
+        /* The writes of this fill are queued by now: heard while it is
+         * still its worker's, they are its own. From here on it is not
+         * (fillwatch.c), and no reader promotes it. */
+        fillwatch_drain(f->fs);
+        fl->req = NULL;
+        if (fl->sync) {
+                on_sync_done(f, fl, r);
+                return;
+        }
+        if (r == 0 && !fl->verify) {
+                c->fills++;
+                c->fill_bytes += rep->bytes;
+        }
+        if (!fl->verify)
+                container_count_fill(f->tenant, fl->route, rep->bytes, r == 0);
+        if (r == 0 && (r = file_take_fill(f, fl)) > 0)
+                return; /* on_put_back ends it */
+        fill_end(f, fl, r, req->msg.key);
 }

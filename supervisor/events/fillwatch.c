@@ -33,7 +33,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,7 +40,7 @@
 #include "containers.h"
 #include "contentcheck.h"
 #include "dispatch-internal.h"
-#include "fanotify-uapi.h"
+#include "fanevent.h"
 #include "fsgroup.h"
 #include "handle.h"
 #include "log.h"
@@ -75,26 +74,18 @@ int fillwatch_open(struct tiered_fs *fs) {
 /* The live worker of one of fs's tenants whose pid this is, or NULL (one
  * that died since its write was queued). */
 static struct worker *worker_of_pid(struct tiered_fs *fs, pid_t pid) {
-        struct tierd *t = fs->t;
-        for (size_t i = 0; i < t->n_tenants; i++)
-                if (t->tenants[i].fs == fs && t->tenants[i].worker.pid == pid)
-                        return &t->tenants[i].worker;
-        for (struct container *c = t->containers; c; c = c->next)
-                if (c->tenant->fs == fs && c->worker.pid == pid)
-                        return &c->worker;
+        for (struct worker *w = NULL; (w = worker_next(fs->t, w));)
+                if (w->tenant->fs == fs && w->pid == pid)
+                        return w;
         return NULL;
 }
 
 /* Every live worker of fs's tenants, or of tn alone (not NULL), is killed:
  * their requests go to the replacements. */
 static void kill_workers(struct tiered_fs *fs, const struct tenant *tn) {
-        struct tierd *t = fs->t;
-        for (size_t i = 0; i < t->n_tenants; i++)
-                if (t->tenants[i].fs == fs && (!tn || tn == &t->tenants[i]) && t->tenants[i].worker.pid > 0)
-                        kill(t->tenants[i].worker.pid, SIGKILL);
-        for (struct container *c = t->containers; c; c = c->next)
-                if (c->tenant->fs == fs && (!tn || tn == c->tenant) && c->worker.pid > 0)
-                        kill(c->worker.pid, SIGKILL);
+        for (struct worker *w = NULL; (w = worker_next(fs->t, w));)
+                if (w->tenant->fs == fs && (!tn || tn == w->tenant) && w->pid > 0)
+                        kill(w->pid, SIGKILL);
 }
 
 struct recheck {
@@ -217,9 +208,7 @@ static bool still_as_checked(const struct cross_check *cc, char *path, size_t si
                 return false;
         fsgroup_fd_name(fd, path, size);
         return s.state == STUB_ARCHIVED && memcmp(s.sha256, cc->sha256, sizeof(s.sha256)) == 0 &&
-               st.st_size == cc->st.st_size && st.st_mtim.tv_sec == cc->st.st_mtim.tv_sec &&
-               st.st_mtim.tv_nsec == cc->st.st_mtim.tv_nsec && st.st_ctim.tv_sec == cc->st.st_ctim.tv_sec &&
-               st.st_ctim.tv_nsec == cc->st.st_ctim.tv_nsec;
+               content_stat_same(&cc->st, &st);
 }
 
 static void on_cross_checked(void *userdata) {
@@ -261,9 +250,12 @@ void fillwatch_cross_check(struct tfile *f, const struct stub *s) {
         }
 }
 
+/* A fill of f not replied yet, by worker w (NULL: by any worker). Once
+ * replied, a fill may stay in flight for its put-back or record, but its
+ * worker writes no more of it. */
 static bool fills_run_by(const struct tfile *f, const struct worker *w) {
         for (const struct fill *fl = f->fills; fl; fl = fl->next)
-                if (container_worker(f->tenant, fl->route) == w)
+                if (fl->req && (!w || container_worker(f->tenant, fl->route) == w))
                         return true;
         return false;
 }
@@ -284,7 +276,7 @@ static void watch_event(struct tiered_fs *fs, const struct fanotify_event_metada
         struct worker *w = worker_of_pid(fs, md->pid);
         /* A worker that died since: its writes were of a fill still in
          * flight, which its replacement writes over. */
-        if (f && f->fills && (!w || fills_run_by(f, w)))
+        if (f && fills_run_by(f, w))
                 return;
         struct tenant *tn = w ? w->tenant : f ? f->tenant : NULL;
         if (w) {
@@ -299,25 +291,14 @@ static void watch_event(struct tiered_fs *fs, const struct fanotify_event_metada
         recheck_later(fs, fh, f, "written outside a fill");
 }
 
+static void on_watched(const struct fanotify_event_metadata *md, void *userdata) {
+        if (md->vers == FANOTIFY_METADATA_VERSION)
+                watch_event(userdata, md);
+}
+
 void fillwatch_drain(struct tiered_fs *fs) {
         char buf[WATCH_BUF] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
-        int queued = 0;
-
-        /* FIONREAD counts FAN_EVENT_METADATA_LEN per event, whatever its
-         * length with the file id: the number of events queued now. */
-        if (fs->watch_fd < 0 || ioctl(fs->watch_fd, FIONREAD, &queued) < 0 || queued <= 0)
-                return;
-        for (size_t max = (size_t)queued / FAN_EVENT_METADATA_LEN, done = 0; done < max;) {
-                ssize_t n = read(fs->watch_fd, buf, sizeof(buf));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                for (const struct fanotify_event_metadata *md = (const void *)buf; FAN_EVENT_OK(md, n);
-                     md = FAN_EVENT_NEXT(md, n), done++)
-                        if (md->vers == FANOTIFY_METADATA_VERSION)
-                                watch_event(fs, md);
-        }
+        fanotify_drain(fs->watch_fd, buf, sizeof(buf), 0, on_watched, fs);
 }
 
 static int on_watch(sd_event_source *s, int fd, uint32_t revents, void *userdata) {

@@ -74,22 +74,33 @@ static void add_file(struct tenant_usage *u, const struct stub *s, uint64_t plai
 #undef ADD
 }
 
-int tally_stub_write(struct tenant *tn, int fd, const struct stub *s) {
-        _cleanup_(stub_done) struct stub before = {};
+void tally_prior_read(int fd, struct tally_prior *p) {
         const char *err = "";
         struct stat st;
-        int had = stub_read_fd(fd, &before, &err);
-        bool sized = fstat(fd, &st) == 0;
-        int r = stub_write_fd(fd, s);
-        struct tally *ta;
+        p->had = stub_read_fd(fd, &p->before, &err);
+        p->sized = fstat(fd, &st) == 0;
+        p->size = p->sized ? (uint64_t)st.st_size : 0;
+}
 
-        if (r < 0 || !(ta = tally_of(tn)) || !sized)
-                return r;
-        if (had == 0)
-                add_file(&ta->counts, &before, (uint64_t)st.st_size, -1);
-        else if (had == -ENODATA)
-                add_file(&ta->counts, NULL, (uint64_t)st.st_size, -1);
-        add_file(&ta->counts, s, (uint64_t)st.st_size, +1);
+void tally_prior_done(struct tally_prior *p) { stub_done(&p->before); }
+
+void tally_count_written(struct tenant *tn, const struct tally_prior *p, const struct stub *s) {
+        struct tally *ta = tally_of(tn);
+        if (!ta || !p->sized)
+                return;
+        if (p->had == 0)
+                add_file(&ta->counts, &p->before, p->size, -1);
+        else if (p->had == -ENODATA)
+                add_file(&ta->counts, NULL, p->size, -1);
+        add_file(&ta->counts, s, p->size, +1);
+}
+
+int tally_stub_write(struct tenant *tn, int fd, const struct stub *s) {
+        _cleanup_(tally_prior_done) struct tally_prior p = {};
+        tally_prior_read(fd, &p);
+        int r = stub_write_fd(fd, s);
+        if (r == 0)
+                tally_count_written(tn, &p, s);
         return r;
 }
 

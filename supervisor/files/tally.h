@@ -30,6 +30,18 @@ const struct tenant_usage *tally_read(struct tenant *tn);
 /* stub_write_fd, and the tallies follow the change (the stub fd had
  * before, or its size as a file without one). */
 int tally_stub_write(struct tenant *tn, int fd, const struct stub *s);
+/* The same in two steps, for a stub written elsewhere (a thread,
+ * inodework.h): what the file was, read before; then the tallies follow
+ * once s is written. */
+struct tally_prior {
+        struct stub before;
+        int had; /* 0: before; -ENODATA: no stub; else unknown */
+        uint64_t size;
+        bool sized;
+};
+void tally_prior_read(int fd, struct tally_prior *p);
+void tally_count_written(struct tenant *tn, const struct tally_prior *p, const struct stub *s);
+void tally_prior_done(struct tally_prior *p);
 
 /* Loads the counts a clean stop saved (else counts in the background). */
 void tally_start(struct tenant *tn);

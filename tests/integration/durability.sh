@@ -139,4 +139,43 @@ check "... the record comes (archived)" \
 	tl_eventually bash -c "getfattr --only-values -n security.tierd '$TFS/b/s' | grep -qax 'state=archived'"
 check "... and the chmod held: mode 755" test "$(stat -c %a "$VB/s")" = 755
 check "SIGTERM: tierd exits 0" tl_tierd_stop
+
+# The record waits for the file's inode lock, and so may the put-back of a
+# fill's mode and times: the event loop never does (supervisor/events/
+# inodework.h). Someone holds the lock of h (an O_DIRECT read stuck in a
+# userfaultfd fault: XFS holds i_rwsem shared meanwhile) when its record is
+# due (syncs held 3 s); while the record waits, a cold read of another
+# file must be answered as usual. With the record on the loop, it hung
+# until the lock was let go.
+for f in h j; do head -c 4M /dev/urandom >"$ORIG/$f"; done
+tl_tierd_start "$P2" && cp "$ORIG/h" "$ORIG/j" "$VB/" && "$TIERCTL" archive "$VB/h" "$VB/j" >/dev/null &&
+	"$TIERCTL" release "$VB/h" "$VB/j" >/dev/null
+check "two files archived and released" test $? -eq 0
+tl_tierd_stop
+TIERD_TEST_SYNC_PAUSE_MS=3000 BUILD=$BUILD/testhooks tl_tierd_start "$P2"
+check "tierd (test build, syncs held 3 s) starts" kill -0 "$TL_TIERD_PID"
+check "a read of h's head, answered before its record" \
+	bash -c "timeout 30 dd if='$VB/h' bs=64K count=1 status=none | cmp - <(head -c 64K '$ORIG/h')"
+mkfifo "$TL_DIR/hold.in"
+"$BUILD/tests/hold-inode" "$VB/h" 0 <"$TL_DIR/hold.in" >"$TL_DIR/hold.out" 2>&1 &
+HOLDER=$!
+TL_PIDS+=("$HOLDER")
+exec {HOLD_W}>"$TL_DIR/hold.in"
+check "h's inode lock held (an O_DIRECT read stuck in its fault)" tl_eventually grep -qx held "$TL_DIR/hold.out"
+blocked_in_setxattr() { grep -qs vfs_setxattr /proc/"$TL_TIERD_PID"/task/*/stack; }
+check "... h's record is due, and waits for the lock (a tierd thread in vfs_setxattr)" \
+	tl_eventually_for 20 blocked_in_setxattr
+check "... h still unrecorded" bash -c "getfattr --only-values -n security.tierd '$TFS/b/h' | grep -qax 'state=released'"
+t0=$(date +%s%N)
+timeout 20 cmp "$VB/j" "$ORIG/j"
+rc=$?
+check "meanwhile a cold read of j: right bytes (exit 0, not 124: the loop did not wait)" test "$rc" -eq 0
+echo "# j read in $((($(date +%s%N) - t0) / 1000000)) ms while h's record waited"
+check "... and tierctl status answers" timeout 20 "$TIERCTL" status
+exec {HOLD_W}>&-
+check "the lock let go: the holder ends" tl_eventually_for 20 bash -c "! kill -0 $HOLDER 2>/dev/null"
+check "... h is recorded (partial)" \
+	tl_eventually_for 20 bash -c "getfattr --only-values -n security.tierd '$TFS/b/h' | grep -qax 'state=partial'"
+check "... and reads back right" timeout 60 cmp "$VB/h" "$ORIG/h"
+check "SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary

@@ -19,7 +19,8 @@
 # 6. nor for a worker: tierd's end of each worker's socket is made
 #    O_NONBLOCK right after the fork, every send to a worker goes through
 #    workers.c (which keeps what a full socket refuses for EPOLLOUT), and
-#    nothing else in tierd sends on a worker's socket.
+#    nothing else in tierd sends on a worker's socket;
+# 7. nor for a file's inode lock after a fill or a sync (inodework.h).
 # tests/integration/isolation.sh checks the same rule on a real kernel.
 set -u
 cd "$(dirname "$0")/../.."
@@ -97,4 +98,20 @@ bad=$( (grep -nE 'proto_send\(' supervisor/*.c supervisor/*/*.c dbus/*.c | grep 
 	grep -qE 'fcntl\(w->sock, F_SETFL, O_NONBLOCK\)' supervisor/workers/workers.c || echo "supervisor/workers/workers.c: no fcntl(w->sock, F_SETFL, O_NONBLOCK)") | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
 if [ -z "$bad" ]; then echo "ok - event path: a worker that stops reading never holds tierd (its socket is non-blocking, sends only in workers.c)"
 else echo "not ok - event path: a send that may wait for a worker:"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 7. What takes a file's inode lock after each fill (its owner's mode and
+# times put back) and after each sync (the stub's record) runs on the
+# tenant's inode threads (supervisor/events/inodework.h): in fillrecord.c,
+# nothing that takes it is called but from *_work functions (run on those
+# threads) and from the rare paths named here: a failed verification, a
+# manifest gone from the store, a record with nothing in flight
+# (file_record, from tfile_record_checked); stub_put_back_attrs is the
+# catalog's, on its threads. The lock is the worker's while
+# it writes or syncs the file.
+bad=$(awk '/^[a-z][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	/(^|[^a-z_])(put_back_quiet|put_back_attrs|stub_write_fd|tally_stub_write|futimens|fchmod|fsetxattr)\(/ &&
+	fn !~ /_work$/ && fn !~ /^(put_back_quiet|put_back_attrs|stub_put_back_attrs|file_record|file_record_verify_failure|file_forget_manifest|tfile_record_checked)$/ {
+		print FILENAME ":" FNR ": in " fn "(): " $0 }' \
+	supervisor/events/fillrecord.c | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
+if [ -z "$bad" ]; then echo "ok - event path: a fill's put-back and a sync's record take the inode lock on threads only"
+else echo "not ok - event path: an inode lock taken on the event loop after a fill (give it an inode job):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 exit $status
