@@ -217,9 +217,11 @@ static bool lane_grow(struct inode_lane *l) {
 }
 
 static struct inode_lane *lane_of(struct tenant *tn) {
-        struct inode_lane *l = tn->inode_lane;
-        if (l || tn->inode_work_over || !tn->t->inodework || !(l = calloc(1, sizeof(*l))))
-                return l;
+        if (tn->inode_lane || tn->inode_work_over || !tn->t->inodework)
+                return tn->inode_lane;
+        struct inode_lane *l = calloc(1, sizeof(*l));
+        if (!l)
+                return NULL;
         l->w = tn->t->inodework;
         pthread_mutex_init(&l->lock, NULL);
         pthread_cond_init(&l->work, NULL);
