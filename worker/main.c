@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -38,7 +41,7 @@ struct queued {
 /* Two lanes: syncs (PROTO_SYNC) have a thread of their own, so a flush
  * that waits behind the device's writeback never holds up a fetch, nor a
  * fetch a flush. */
-enum { LANE_STORE, LANE_SYNCS, LANES_MAX };
+enum { LANE_STORE, LANE_SYNCS, LANE_AHEAD, LANES_MAX };
 
 /* A thread waiting for a request. The idle threads of a lane are a stack: a
  * request goes to the one that went idle last, whose fill buffer, connections
@@ -51,17 +54,36 @@ struct idle {
         bool listed;
 };
 
-/* Three classes in a lane. Background work (archives, listings and
+/* Three classes. Background work (archives, listings and
  * deletions for gc and audit, the store's tidying) has no reader waiting
  * on it; everything else may: fills and the checks of what they restored,
  * and, on a tenant at its quota, the existence checks (PROTO_CHECK) and
  * catalog objects (PROTO_PUT, PROTO_GET) a release must finish before a
  * fill may go on. Prefetch (PROTO_FILL_PREFETCH: ranges a trace says a
- * container will read) comes between. Demand goes first, and prefetch and
- * background together take at most all threads but one (bg_max), so a
- * reader's fill never waits for a thread behind uploads or prefetches,
- * however many are queued or however long they take. */
+ * container will read) comes between. Demand has the store's lane and its
+ * threads to itself; prefetch and background work go first to last in a
+ * lane of their own (LANE_AHEAD: all threads but one), whose threads run
+ * at nice AHEAD_NICE: on a machine of few cores, a hydration's or an
+ * archive's threads (fetch, hash, copy) otherwise take the CPU a reader's
+ * fill waits for. A reader's fill never waits for a thread or the CPU
+ * behind uploads or prefetches, however many are queued or however long
+ * they take. A prefetch a reader comes to wait for moves to the store's
+ * lane if it has not started (pool_promote); one that has goes on at its
+ * nice, which the kernel still gives a tenth of a busy CPU. */
 enum { CLASS_DEMAND, CLASS_PREFETCH, CLASS_BACKGROUND, CLASSES_MAX };
+
+/* Weight 110 against a reader's fill's 1024 (nice 0). Raising a thread's
+ * nice needs no privilege; the thread never lowers it again. */
+#define AHEAD_NICE 10
+
+/* sched_setattr(2)'s first fields (glibc 2.36 has no wrapper). */
+struct sched_attr_v0 {
+        uint32_t size, sched_policy;
+        uint64_t sched_flags;
+        int32_t sched_nice;
+        uint32_t sched_priority;
+        uint64_t sched_runtime, sched_deadline, sched_period;
+};
 
 struct lane {
         struct idle *idle; /* the last to go idle first */
@@ -180,7 +202,9 @@ static void class_append(struct lane *l, int c, struct queued *j) {
 }
 
 static void pool_push(struct pool *w, struct queued *j) {
-        struct lane *l = &w->lanes[j->req.type == PROTO_SYNC ? LANE_SYNCS : LANE_STORE];
+        struct lane *l = &w->lanes[j->req.type == PROTO_SYNC ? LANE_SYNCS
+                                   : class_of(j) == CLASS_DEMAND ? LANE_STORE
+                                                                 : LANE_AHEAD];
         pthread_mutex_lock(&w->lock);
         class_append(l, class_of(j), j);
         if (class_ready(l) >= 0)
@@ -192,7 +216,7 @@ static void pool_push(struct pool *w, struct queued *j) {
  * it: it goes last among the readers' fills. Started or done already:
  * nothing to do. */
 static void pool_promote(struct pool *w, uint64_t id) {
-        struct lane *l = &w->lanes[LANE_STORE];
+        struct lane *l = &w->lanes[LANE_AHEAD], *store = &w->lanes[LANE_STORE];
         struct queued *prev = NULL;
 
         pthread_mutex_lock(&w->lock);
@@ -207,8 +231,8 @@ static void pool_promote(struct pool *w, uint64_t id) {
                         l->tail[CLASS_PREFETCH] = prev;
                 j->req.flags &= ~(uint32_t)PROTO_FILL_PREFETCH;
                 j->next = NULL;
-                class_append(l, CLASS_DEMAND, j);
-                wake_one(l);
+                class_append(store, CLASS_DEMAND, j);
+                wake_one(store);
                 break;
         }
         pthread_mutex_unlock(&w->lock);
@@ -229,6 +253,13 @@ static void *pool_thread(void *arg) {
         struct pool *w = a->w;
         struct idle me = { .cond = PTHREAD_COND_INITIALIZER };
         struct queued *j;
+
+        if (a->lane == &w->lanes[LANE_AHEAD]) {
+                /* This thread only (pid 0): SCHED_OTHER at AHEAD_NICE. */
+                struct sched_attr_v0 attr = { .size = sizeof(attr), .sched_policy = SCHED_OTHER, .sched_nice = AHEAD_NICE };
+                if (syscall(SYS_sched_setattr, 0, &attr, 0) < 0)
+                        log_warning_errno(errno, "cannot lower the priority of a prefetch thread: %m");
+        }
 
         while ((j = pool_pop(w, a->lane, &me))) {
                 struct proto_reply rep;
@@ -388,8 +419,10 @@ static int serve(struct pool *w) {
 int main(int argc, char **argv) {
         struct pool w = { .sock = PROTO_CONTROL_FD, .lock = PTHREAD_MUTEX_INITIALIZER };
         struct proto_config cfg;
-        pthread_t threads[MAX_THREADS + 1];
-        struct pool_thread_arg args[LANES_MAX] = { { &w, &w.lanes[LANE_STORE] }, { &w, &w.lanes[LANE_SYNCS] } };
+        pthread_t threads[2 * MAX_THREADS];
+        struct pool_thread_arg args[LANES_MAX] = { { &w, &w.lanes[LANE_STORE] }, { &w, &w.lanes[LANE_SYNCS] },
+                                                   { &w, &w.lanes[LANE_AHEAD] } };
+        unsigned n_threads;
         int store_fd, r;
 
         (void)argv;
@@ -412,15 +445,20 @@ int main(int argc, char **argv) {
 #endif
         if (open_store(&w, &cfg, store_fd) < 0)
                 return EXIT_FAILURE;
-        /* At most all threads but one for background work (one if there
-         * is only one); the syncs' lane has no background work. */
-        w.lanes[LANE_STORE].bg_max = cfg.threads > 1 ? cfg.threads - 1 : 1;
-        /* cfg.threads for the store, one more for syncs. */
-        for (unsigned i = 0; i <= cfg.threads; i++)
-                if ((r = pthread_create(&threads[i], NULL, pool_thread, &args[i < cfg.threads ? LANE_STORE : LANE_SYNCS])) != 0) {
+        /* cfg.threads for readers' fills, one for syncs, and all of
+         * cfg.threads but one (one if there is only one) for prefetch and
+         * background work. */
+        unsigned ahead = cfg.threads > 1 ? cfg.threads - 1 : 1;
+        w.lanes[LANE_AHEAD].bg_max = ahead;
+        w.lanes[LANE_STORE].bg_max = 1; /* it has none */
+        n_threads = cfg.threads + 1 + ahead;
+        for (unsigned i = 0; i < n_threads; i++) {
+                int lane = i < cfg.threads ? LANE_STORE : i == cfg.threads ? LANE_SYNCS : LANE_AHEAD;
+                if ((r = pthread_create(&threads[i], NULL, pool_thread, &args[lane])) != 0) {
                         log_error_errno(r, "cannot start thread: %m");
                         return EXIT_FAILURE;
                 }
+        }
         r = serve(&w);
         pthread_mutex_lock(&w.lock);
         w.done = true;
@@ -428,7 +466,7 @@ int main(int argc, char **argv) {
                 while (w.lanes[i].idle)
                         wake_one(&w.lanes[i]);
         pthread_mutex_unlock(&w.lock);
-        for (unsigned i = 0; i <= cfg.threads; i++)
+        for (unsigned i = 0; i < n_threads; i++)
                 pthread_join(threads[i], NULL);
         w.backend->ops->close(w.backend);
         mcache_free(w.mcache);

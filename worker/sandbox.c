@@ -215,6 +215,9 @@ static const struct {
         { SCMP_SYS(fcntl), 1, 0xffffffffu, F_GETFD }, { SCMP_SYS(fcntl), 1, 0xffffffffu, F_SETFD },
         { SCMP_SYS(fcntl), 1, 0xffffffffu, F_GETFL }, { SCMP_SYS(fcntl), 1, 0xffffffffu, F_SETFL },
         { SCMP_SYS(fcntl), 1, 0xffffffffu, F_DUPFD }, { SCMP_SYS(fcntl), 1, 0xffffffffu, F_DUPFD_CLOEXEC },
+        /* Its own thread's nice (pid 0), raised for prefetch and background
+         * threads (main.c): no other process's, even of its uid. */
+        { SCMP_SYS(sched_setattr), 0, 0xffffffffu, 0 },
 };
 
 static int seccomp_apply(int control_fd) {
