@@ -28,6 +28,7 @@
 #include "containers.h"
 #include "fanotify-uapi.h"
 #include "fsgroup.h"
+#include "inodework.h"
 #include "inflight.h"
 #include "quota.h"
 #include "settle.h"
@@ -193,6 +194,9 @@ static void file_free(struct tfile *f) {
 void tfile_add_waiter(struct tfile *f, struct waiter *w) {
         w->next = f->waiters;
         f->waiters = w;
+        /* The put-backs and records of the file's fills go first now. */
+        if (!w->ahead && f->inode_last)
+                inode_work_promote(f->tenant, f->inode_last);
         tfile_progress(f);
 }
 

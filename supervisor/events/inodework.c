@@ -126,6 +126,14 @@ static struct inode_job *unqueue(struct inode_lane *l, struct inode_job *prev, s
         return j;
 }
 
+/* A reader waits for j, or for a job of its file after it (lane locked). */
+static bool wanted(const struct inode_job *j) {
+        for (; j; j = j->then)
+                if (j->reader)
+                        return true;
+        return false;
+}
+
 /* The next job a thread may run (lane locked): a reader's first, then one
  * no reader waits for while fewer than INODE_THREADS - 1 of those run. A
  * file has one job queued at most (the rest wait on it: then), so taking
@@ -133,7 +141,7 @@ static struct inode_job *unqueue(struct inode_lane *l, struct inode_job *prev, s
 static struct inode_job *pick(struct inode_lane *l) {
         struct inode_job *prev = NULL, *j;
         for (j = l->head; j; prev = j, j = j->next)
-                if (j->reader)
+                if (wanted(j))
                         return unqueue(l, prev, j);
         if (l->head && (l->background < INODE_THREADS - 1 || l->stopping))
                 return unqueue(l, NULL, l->head);
@@ -149,7 +157,7 @@ static void enqueue(struct inode_lane *l, struct inode_job *j) {
  * one waits for it, is queued then, and the job goes to the loop last
  * (its done() may free it). */
 static void run_one(struct inode_lane *l, struct inode_job *j) {
-        bool background = !j->reader;
+        bool background = !wanted(j);
         if (background)
                 l->background++;
         pthread_mutex_unlock(&l->lock);
@@ -269,6 +277,21 @@ void inode_work_submit(struct tenant *tn, struct inode_job *j, struct inode_job 
                 return;
         }
         pthread_cond_signal(&l->work);
+        pthread_mutex_unlock(&l->lock);
+}
+
+void inode_work_promote(struct tenant *tn, struct inode_job *j) {
+        struct inode_lane *l = tn->inode_lane;
+        if (!l) {
+                j->reader = true; /* not queued: it runs, or ran, on the loop */
+                return;
+        }
+        pthread_mutex_lock(&l->lock);
+        if (!j->reader && !j->worked) {
+                j->reader = true;
+                (void)lane_grow(l);
+                pthread_cond_signal(&l->work);
+        }
         pthread_mutex_unlock(&l->lock);
 }
 

@@ -43,6 +43,9 @@ void inode_work_close(struct tierd *t);
  * whose done() has not run yet), or NULL. Never fails: with no thread to
  * run it, it runs here (logged). */
 void inode_work_submit(struct tenant *tn, struct inode_job *j, struct inode_job *after);
+/* A reader now waits for j (its file's last job, whose done() has not
+ * run): it, and the file's jobs before it, go as a reader's. */
+void inode_work_promote(struct tenant *tn, struct inode_job *j);
 /* The tenant goes: its queued jobs run, its threads end, and the done()
  * of every job ended runs now (none at a handover). */
 void inode_work_stop(struct tenant *tn);

@@ -145,11 +145,31 @@ static void test_reader_after_one_background(void **state) {
         run_loop_until(3);
 }
 
+static void test_promote(void **state) {
+        (void)state;
+        struct job bg[INODE_THREADS];
+        /* The last background job waits for a place (its cap); a reader
+         * comes to wait for it: it goes. */
+        for (int i = 0; i < INODE_THREADS; i++) {
+                job_init(&bg[i], 10 + i, false, i < INODE_THREADS - 1);
+                inode_work_submit(&tn, &bg[i].j, NULL);
+        }
+        usleep(50000);
+        pthread_mutex_lock(&lock);
+        assert_false(bg[INODE_THREADS - 1].started);
+        pthread_mutex_unlock(&lock);
+        inode_work_promote(&tn, &bg[INODE_THREADS - 1].j);
+        assert_true(started(&bg[INODE_THREADS - 1]));
+        open_gate();
+        run_loop_until(INODE_THREADS);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_file_order, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reader_first, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reader_after_one_background, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_promote, setup, teardown),
         };
         return UNIT_RUN("inodework", tests);
 }
