@@ -188,12 +188,16 @@ static int file_record(struct tfile *f, struct stub *s, bool whole, const struct
 
 /* The file's stub: 1 if it is whole already (archived, or dirty: written
  * by its owner since), and nothing of a fill's is to be recorded. */
+static bool recorded_whole(const struct stub *s) {
+        return s->state == STUB_ARCHIVED || s->state == STUB_DIRTY;
+}
+
 static int stub_unless_whole(struct tfile *f, struct stub *s) {
         const char *err = "";
         int r = stub_read_fd(f->fd, s, &err);
         if (r < 0)
                 return r;
-        return s->state == STUB_ARCHIVED || s->state == STUB_DIRTY;
+        return recorded_whole(s);
 }
 
 static bool reader_waits(const struct tfile *f) {
@@ -303,16 +307,19 @@ static void sync_end(struct tfile *f, struct fill *fl, int r);
 
 static void record_work(struct inode_job *j) {
         struct record *rc = container_of(j, struct record, job);
-        const char *err = "";
 
+        /* The stub as it is, read once: for the tallies (before) and, a
+         * copy of it changed, the record. */
         tally_prior_read(rc->fd, &rc->prior);
         if ((rc->error = rc->prior.had) < 0)
                 return;
-        if (rc->prior.before.state == STUB_ARCHIVED || rc->prior.before.state == STUB_DIRTY) {
+        if (recorded_whole(&rc->prior.before)) {
                 rc->error = 1;
                 return;
         }
-        if ((rc->error = stub_read_fd(rc->fd, &rc->s, &err)) == 0 &&
+        rc->s = rc->prior.before;
+        rc->s.populated = (struct range_set){};
+        if ((rc->error = range_set_add_set(&rc->s.populated, &rc->prior.before.populated)) == 0 &&
             (rc->error = record_apply(&rc->s, rc->whole, &rc->present, rc->unchecked)) == 0)
                 rc->error = stub_write_fd(rc->fd, &rc->s);
 }

@@ -282,10 +282,8 @@ void inode_work_submit(struct tenant *tn, struct inode_job *j, struct inode_job 
 
 void inode_work_promote(struct tenant *tn, struct inode_job *j) {
         struct inode_lane *l = tn->inode_lane;
-        if (!l) {
-                j->reader = true; /* not queued: it runs, or ran, on the loop */
-                return;
-        }
+        if (!l)
+                return; /* not queued: it runs, or ran, on the loop */
         pthread_mutex_lock(&l->lock);
         if (!j->reader && !j->worked) {
                 j->reader = true;
