@@ -88,7 +88,6 @@ struct sched_attr_v0 {
 struct lane {
         struct idle *idle; /* the last to go idle first */
         struct queued *head[CLASSES_MAX], *tail[CLASSES_MAX];
-        unsigned bg_running, bg_max;
 };
 
 struct pool {
@@ -128,12 +127,12 @@ static int class_of(const struct queued *j) {
         }
 }
 
-/* The class this lane may start now, or -1 (called with the lock held). */
+/* The class this lane may start now, first to last, or -1 (called with
+ * the lock held). Demand and the rest are in lanes of their own: no class
+ * needs a cap on the threads it takes. */
 static int class_ready(const struct lane *l) {
-        if (l->head[CLASS_DEMAND])
-                return CLASS_DEMAND;
-        for (int c = CLASS_PREFETCH; c < CLASSES_MAX; c++)
-                if (l->head[c] && l->bg_running < l->bg_max)
+        for (int c = CLASS_DEMAND; c < CLASSES_MAX; c++)
+                if (l->head[c])
                         return c;
         return -1;
 }
@@ -175,8 +174,6 @@ static struct queued *pool_pop(struct pool *w, struct lane *l, struct idle *me) 
                 l->head[c] = j->next;
                 if (!l->head[c])
                         l->tail[c] = NULL;
-                if (c != CLASS_DEMAND)
-                        l->bg_running++;
         }
         pthread_mutex_unlock(&w->lock);
         return j;
@@ -238,15 +235,6 @@ static void pool_promote(struct pool *w, uint64_t id) {
         pthread_mutex_unlock(&w->lock);
 }
 
-/* A prefetch or background request is over: its thread's place may start the next. */
-static void pool_background_done(struct pool *w, struct lane *l) {
-        pthread_mutex_lock(&w->lock);
-        l->bg_running--;
-        if (class_ready(l) >= 0)
-                wake_one(l);
-        pthread_mutex_unlock(&w->lock);
-}
-
 /* Several threads, so a slow fetch of one file never holds up another. */
 static void *pool_thread(void *arg) {
         struct pool_thread_arg *a = arg;
@@ -263,7 +251,6 @@ static void *pool_thread(void *arg) {
 
         while ((j = pool_pop(w, a->lane, &me))) {
                 struct proto_reply rep;
-                bool background = class_of(j) != CLASS_DEMAND;
                 progress_begin(w->sock, j->req.id);
                 if (j->req.type == QUEUED_CLEANUP) {
                         w->backend->ops->cleanup(w->backend);
@@ -277,8 +264,6 @@ static void *pool_thread(void *arg) {
                         }
                 }
                 free(j);
-                if (background)
-                        pool_background_done(w, a->lane);
         }
         pthread_cond_destroy(&me.cond);
         return NULL;
@@ -449,8 +434,6 @@ int main(int argc, char **argv) {
          * cfg.threads but one (one if there is only one) for prefetch and
          * background work. */
         unsigned ahead = cfg.threads > 1 ? cfg.threads - 1 : 1;
-        w.lanes[LANE_AHEAD].bg_max = ahead;
-        w.lanes[LANE_STORE].bg_max = 1; /* it has none */
         n_threads = cfg.threads + 1 + ahead;
         for (unsigned i = 0; i < n_threads; i++) {
                 int lane = i < cfg.threads ? LANE_STORE : i == cfg.threads ? LANE_SYNCS : LANE_AHEAD;
