@@ -480,7 +480,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                                                 "filesystems", "guard_after", "kubernetes",
                                                 "require_landlock" };
         struct tenant_settings defaults = {
-                .chunk = 1u << 20, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
+                .chunk = 256u << 10, .readahead = 32u << 20, .small_file = 1u << 20, .region = "us-east-1",
                 .connect_timeout = 10000000ull, .stall_timeout = 30000000ull, .trace_window = 60000000ull,
                 .multipart_threshold = 64u << 20, .part_size = 8u << 20,
                 .high_watermark = 0.90, .low_watermark = 0.80, .verify = true, .fill_check = 0.0625,

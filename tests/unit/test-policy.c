@@ -39,7 +39,7 @@ static void test_minimal(void **state) {
         assert_int_equal(p->version, 1);
         assert_int_equal(p->n_tenants, 1);
         assert_string_equal(p->tenants[0].name, "alpha");
-        assert_int_equal(p->tenants[0].chunk, 1 << 20);
+        assert_int_equal(p->tenants[0].chunk, 256 << 10);
         assert_int_equal(p->tenants[0].readahead, 32 << 20);
         assert_int_equal(p->tenants[0].small_file, 1 << 20);
         assert_int_equal(p->worker_uid_first, 59000);
@@ -450,7 +450,7 @@ static void test_edit_tenant(void **state) {
                                             &out, &err), 0);
         p = parse_ok(out);
         assert_int_equal(p->tenants[0].readahead, 4 << 20);
-        assert_int_equal(p->tenants[0].chunk, 1 << 20); /* the default again */
+        assert_int_equal(p->tenants[0].chunk, 256 << 10); /* the default again */
         policy_free(p);
         free(out);
 
