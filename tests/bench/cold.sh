@@ -14,7 +14,7 @@
 # (a warm-up: code paged in, connections up, as in a tool that has been
 # running), then the page cache is dropped, then the timed read. Everything
 # local (tierd's tenants, curl's download, rclone's cache, s3fs's temporary
-# files) is on one btrfs. Tenants use the defaults (chunk 1M, readahead 32M,
+# files) is on one btrfs. Tenants use the defaults (chunk 256K, readahead 32M,
 # verify on).
 set -u
 source "$(dirname "$0")/../lib/lib.sh"
@@ -289,7 +289,7 @@ for i in $(seq "$BENCH_RUNS"); do
 	peer_umount
 	progress "run $i: tierd ${F[-1]}, curl ${C[-1]}, rclone ${R[-1]}, s3fs ${S[-1]} MB/s; CPU per GiB: tierd ${FC[-1]}, curl ${CC[-1]} s"
 done
-DEF="defaults (chunk 1M, readahead 32M, verify on); cold: released, fresh worker, one warm-up file read, caches dropped; $NAGLE"
+DEF="defaults (chunk 256K, readahead 32M, verify on); cold: released, fresh worker, one warm-up file read, caches dropped; $NAGLE"
 note_spreads "${C[@]}"
 bench_row 3a "cold sequential read, $MIB MiB from RGW, dd bs=1M" MB/s "$(bench_median "${F[@]}")" \
 	"$(bench_median "${C[@]}")" "curl: one signed GET of the object to a file on the same btrfs, caches dropped" ">=" 1.0 "$DEF"
