@@ -123,6 +123,7 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         prefetch_stop_all(t); /* the same for traces fetched ahead */
         for (size_t i = 0; i < t->n_tenants; i++) {
                 hydrate_stop(&t->tenants[i]); /* and files fetched whole after a read */
+                trace_saves_stop(&t->tenants[i]); /* and runs waiting for another node's save */
                 dispatch_quota_retry(&t->tenants[i]); /* readers restore_rate parked go now */
         }
         sd_event_add_time_relative(t->event, &t->stop_src, CLOCK_MONOTONIC, STOP_TIMEOUT_USEC, 0, on_stop_timeout, t);

@@ -95,7 +95,9 @@ int backend_remove_if_old(struct backend *b, const char *key, uint64_t size, int
         int r;
 
         gc_lock(b);
-        r = b->ops->exists(b, key, &have, &mtime);
+        /* INT64_MAX: no age asked, the size alone (a store that does not
+         * say ages can still delete). */
+        r = b->ops->exists(b, key, &have, before == INT64_MAX ? NULL : &mtime);
         if (r == -ENOENT)
                 r = 0; /* gone already */
         else if (r == 0 && (have != size || mtime >= before))

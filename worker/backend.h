@@ -102,5 +102,6 @@ void backend_fetch_many(struct backend *b, struct fetch_part *parts, size_t n);
 int backend_store_once(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
                        bool *reused);
 /* A collection's delete: key goes only if it is of size bytes and last
- * changed before the second `before`; else -EBUSY. 0 if it is gone. */
+ * changed before the second `before`; else -EBUSY. 0 if it is gone.
+ * before INT64_MAX: its size alone is checked, no age asked. */
 int backend_remove_if_old(struct backend *b, const char *key, uint64_t size, int64_t before);

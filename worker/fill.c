@@ -384,7 +384,11 @@ void worker_serve(struct backend *b, struct manifest_cache *mcache, const struct
                 r = fdatasync(fd) < 0 ? -errno : 0;
                 break;
         case PROTO_DELETE:
-                r = b->ops->list ? backend_remove_if_old(b, req->key, req->size, (int64_t)req->offset) : -EOPNOTSUPP;
+                /* A collection's, where the store lists (and says ages); a
+                 * delete by size alone (a trace's lock) wherever it deletes. */
+                r = b->ops->list || ((int64_t)req->offset == INT64_MAX && b->ops->remove)
+                            ? backend_remove_if_old(b, req->key, req->size, (int64_t)req->offset)
+                            : -EOPNOTSUPP;
                 break;
         default:
                 r = -EINVAL;

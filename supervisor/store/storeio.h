@@ -31,7 +31,9 @@ int store_list(struct tenant *tn, uint32_t kind, size_t max, store_listed_t done
 
 /* Deletes key if it is still of size bytes and last changed before the
  * second `before` (the store's clock), else -EBUSY: an archive refreshed
- * or wrote it since it was listed. done(userdata, 0 or a negative errno). */
+ * or wrote it since it was listed. before INT64_MAX: the size alone, no
+ * age asked (-EIO from a store that does not say ages otherwise).
+ * done(userdata, 0 or a negative errno). */
 int store_delete_if_old(struct tenant *tn, const char *key, uint64_t size, int64_t before, store_put_t done,
                         void *userdata);
 int store_put(struct tenant *tn, const char *key, const void *data, size_t len, bool if_absent, store_put_t done,

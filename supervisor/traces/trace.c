@@ -13,6 +13,7 @@
 #include "prefetch.h"
 #include "storeio.h"
 #include "traceformat.h"
+#include "tracelock.h"
 #include "tracework.h"
 
 struct trace_recording {
@@ -32,7 +33,9 @@ struct trace_recording {
          * read, merged and written whole, so two runs of one name saved at
          * once would each merge into the same old object and the first
          * write would be lost: one run a name at a time, the others queued
-         * behind it (replicas of one workload end their windows together). */
+         * behind it (replicas of one workload end their windows together);
+         * other nodes' are kept out by the name's lock (tracelock.h). */
+        struct trace_lock *lock;
         char *subvol_rel;
         struct trace_save save;
         struct trace_recording *next_saving; /* the tenant's list of saves in flight */
@@ -43,6 +46,7 @@ static void recording_free(struct trace_recording *rec) {
         if (!rec)
                 return;
         sd_event_source_disable_unref(rec->end_src);
+        trace_lock_release(rec->lock);
         free(rec->subvol_rel);
         free(rec->touches);
         for (size_t i = 0; i < rec->n_ahead; i++)
@@ -265,16 +269,41 @@ void trace_record_end(struct trace_recording *rec, const char *why) {
         }
 }
 
-/* The stored trace read, for the run to merge into (on_old_trace). */
-static int save_start(struct trace_recording *rec) {
+/* The name's lock held: the stored trace read, for the run to merge into
+ * (on_old_trace). */
+static void on_locked(void *userdata, int error) {
+        struct trace_recording *rec = userdata;
         char key[TRACE_NAME_MAX + 16];
-        int r;
+        int r = error;
 
+        if (r == -ETIMEDOUT)
+                log_error("tenant %s: trace %s: another node's save of it held its lock for %d s: this run is not "
+                          "saved", rec->tn->cfg->name, rec->name, TRACE_LOCK_WAIT_SEC);
+        else if (r < 0 || (r = trace_store_key(rec->name, key, sizeof(key))) < 0 ||
+                 (r = store_get(rec->tn, key, TRACE_OBJECT_MAX, on_old_trace, rec)) < 0)
+                log_error_errno(r, "tenant %s: trace %s: cannot store it: %m", rec->tn->cfg->name, rec->name);
+        if (r < 0)
+                save_end(rec);
+}
+
+static int save_start(struct trace_recording *rec) {
         rec->next_saving = rec->tn->saving;
         rec->tn->saving = rec;
-        if ((r = trace_store_key(rec->name, key, sizeof(key))) < 0)
-                return r;
-        return store_get(rec->tn, key, TRACE_OBJECT_MAX, on_old_trace, rec);
+        return trace_lock_take(rec->tn, rec->name, on_locked, rec, &rec->lock);
+}
+
+void trace_saves_stop(struct tenant *tn) {
+        /* Only those waiting for another node's lock: nothing of theirs is
+         * in the worker's hands, so nothing would end them. The others end
+         * with their requests. */
+        for (struct trace_recording *rec = tn->saving, *next; rec; rec = next) {
+                next = rec->next_saving;
+                if (!rec->lock || !trace_lock_waiting(rec->lock))
+                        continue;
+                log_warning("tenant %s: trace %s: a run waiting for another node's save of it at the stop: dropped",
+                            tn->cfg->name, rec->name);
+                save_end(rec);
+        }
 }
 
 static int on_window_over(sd_event_source *s, uint64_t usec, void *userdata) {

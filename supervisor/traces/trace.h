@@ -50,6 +50,9 @@ void trace_fetched_ahead(struct trace_recording *rec, const char *path, uint64_t
 void trace_record_end(struct trace_recording *rec, const char *why);
 /* tierd stops, or hands over: dropped, unsaved. */
 void trace_record_drop(struct trace_recording *rec);
+/* tierd stops: runs waiting for another node's save of their name to end
+ * are dropped (logged), as those queued behind a save are. */
+void trace_saves_stop(struct tenant *tn);
 /* The tenant's policy was reloaded: with trace_window "0s" its open
  * recordings are dropped and its prefetches cancelled. */
 void trace_policy_changed(struct tenant *tn);

@@ -206,6 +206,8 @@ tl_log_mark
 check "trace start slow abcd" timeout 20 "$TIERCTL" trace start slow abcd
 check "... a, b, c, d read in order" bash -c "for f in a b c d; do timeout 20 cat '$S'/\$f >/dev/null || exit 1; done"
 check "... the trace is stored" tl_logged 20 "trace abcd stored: run 1, 4 files"
+check "... and its lock deleted after, on a store that says no ages (no Last-Modified)" \
+	bash -c "[ -s '$TL_DIR/slowstore/t/trace/abcd' ] && [ ! -e '$TL_DIR/slowstore/t/tracelock/abcd' ]"
 check "released again" slow_release
 skey() { getfattr --only-values -n security.tierd "$S/$1" | sed -n 's/^key=sha256\/\([0-9a-f]*\).*/\1/p'; }
 printf 'stall 100 %s\nstall 100 %s\nstall 100 %s\n' "$(skey a)" "$(skey b)" "$(skey c)" >"$CONTROL"
@@ -272,14 +274,15 @@ check "... and another tenant's reads, meanwhile, are not held behind them" \
 # once: at 64K a second, the second 1 MiB file would wait some 15 s.
 sed -i 's/"restore_rate": "4M"/"restore_rate": "64K"/' "$TL_DIR/policy.json"
 check "restore_rate 64K: tierctl reload" timeout 20 "$TIERCTL" reload
-# park_reader: R's files released, a reader of the three in the
-# background (slow_reader), parked by restore_rate 64K.
+# park_reader N: R's files released, a reader of the first N (2 or 3) in
+# the background (slow_reader), parked by restore_rate 64K on the second.
 park_reader() {
+	READ_N=$1
 	"$TIERCTL" release "$R"/* >/dev/null
-	(for i in 1 2 3; do cat "$R/f$i" >/dev/null || exit 1; done) &
+	(for i in $(seq "$READ_N"); do cat "$R/f$i" >/dev/null || exit 1; done) &
 	slow_reader=$!
 	sleep 2
-	check "... a reader of three files is parked on the second" kill -0 "$slow_reader"
+	check "... a reader of $READ_N files is parked on the second" kill -0 "$slow_reader"
 }
 # reader_goes_on WHY: the parked reader goes on within 10 s, its bytes right.
 reader_goes_on() {
@@ -289,9 +292,10 @@ reader_goes_on() {
 	kill "$slow_reader" 2>/dev/null # a reader still parked fails the check above, never hangs the suite
 	wait "$slow_reader" || st=$?
 	check "... its reads all succeeded (status $st)" test "$st" = 0
-	check "... each file right" bash -c "for i in 1 2 3; do cmp -s '$R/f'\$i '$ORIG/paced_'\$i || exit 1; done"
+	# Through the subvolume: tierd takes its views away when it stops.
+	check "... each file right" bash -c "for i in \$(seq $READ_N); do cmp -s '$FS/paced/f'\$i '$ORIG/paced_'\$i || exit 1; done"
 }
-park_reader
+park_reader 3
 sed -i 's/"restore_rate": "64K"/"restore_rate": "0"/' "$TL_DIR/policy.json"
 check "restore_rate 0: tierctl reload" timeout 20 "$TIERCTL" reload
 reader_goes_on "reload"
@@ -349,12 +353,62 @@ out=$(timeout 20 "$TIERCTL" trace start web late 2>&1); rc=$?
 check "... a new one is refused with status 1 (got $rc)" bash -c "[ $rc -eq 1 ] && grep -q 'tenant web: traces are off' <<<'$out'"
 check "web's trace_window 3s again: tierctl reload" web_window 3s
 
+# Two nodes saving runs of one name at once would each merge into the same
+# stored trace, and one run would be lost: a save holds the name's lock
+# in the store (tracelock/NAME, created only if absent). Another node's
+# lock is played here by the object written by hand, as that node writes it.
+# Each run reads a file of its own: a file one run made whole is not heard
+# by the next.
+mkdir -p "$W/lk"
+for n in held stale again atstop future; do head -c 2M /dev/urandom >"$ORIG/lk_$n"; cp "$ORIG/lk_$n" "$W/lk/$n"; done
+check "a file for each of the lock's runs, archived and released" \
+	bash -c "timeout 60 '$TIERCTL' archive '$W'/lk/* >/dev/null && timeout 60 '$TIERCTL' release '$W'/lk/* >/dev/null"
+check "... run 1's save left no lock behind" test ! -e "$STORE/tracelock/app"
+lock_of() { # NAME TAKEN [MTIME]: another node's lock of trace NAME, taken at TAKEN (epoch s)
+	mkdir -p "$STORE/tracelock" && printf 'tierd trace lock\nnode=node-b\npid=7\ntaken=%s\n' "$2" >"$STORE/tracelock/$1" &&
+		{ [ -z "${3:-}" ] || touch -d "$3" "$STORE/tracelock/$1"; }
+}
+run_of() { # NAME: a run of trace NAME that reads lk/NAME's first 4 KiB (its window, 3 s, ends by itself)
+	timeout 20 "$TIERCTL" trace start web "$1" &&
+		timeout 20 "$PREAD" "$W/lk/$1" 0 4096 | cmp -s - <(head -c 4096 "$ORIG/lk_$1")
+}
+tl_log_mark
+lock_of held "$(date +%s)"
+check "a run of trace 'held' while node-b holds its lock" run_of held
+check "... its save waits for node-b's, said with who holds it" tl_logged 20 "trace held: waits for another save of it to end (node node-b since"
+sleep 2
+check "... and writes nothing meanwhile (2 s more)" test ! -e "$STORE/trace/held"
+rm -f "$STORE/tracelock/held"
+check "... node-b's lock gone: the run is stored" tl_logged 20 "trace held stored: run 1, 1 files"
+check "... and its own lock is gone after" bash -c "[ -s '$STORE/trace/held' ] && [ ! -e '$STORE/tracelock/held' ]"
+tl_log_mark
+lock_of stale "$(($(date +%s) - 1000))" "-20 min"
+check "a run of trace 'stale': node-b's lock says 1000 s old, written 20 min ago" run_of stale
+check "... it is deleted, said" tl_logged 20 "trace stale: a lock older than 120 s deleted"
+check "... and the run stored" tl_logged 20 "trace stale stored: run 1, 1 files"
+tl_log_mark
+lock_of again "$(($(date +%s) - 1000))"
+check "a run of trace 'again': the lock says 1000 s old, but the store saw it written just now" run_of again
+check "... it is not deleted: the save waits" tl_logged 20 "trace again: waits for another save of it to end (a lock taken again)"
+check "... the lock is still there" test -s "$STORE/tracelock/again"
+rm -f "$STORE/tracelock/again"
+check "... node-b's lock gone: the run is stored" tl_logged 20 "trace again stored: run 1, 1 files"
+# A run still waiting for a lock at the stop below is dropped: it holds
+# nothing in the worker's hands that would end it, nor the stop.
+tl_log_mark
+lock_of atstop "$(date +%s)"
+check "a run of trace 'atstop' while node-b holds its lock" run_of atstop
+check "... said" tl_logged 20 "trace atstop: waits for another save of it to end"
+
 # A stopping tierd paces nothing: at SIGTERM the readers restore_rate
 # parked get their fills (it exits once they end), rather than holding its
 # stop for as long as 64K a second would take (some 30 s here).
 sed -i 's/"restore_rate": "0"/"restore_rate": "64K"/' "$TL_DIR/policy.json"
 check "restore_rate 64K again: tierctl reload" timeout 20 "$TIERCTL" reload
-park_reader
+# The reader stops at the file it is parked on: tierd exits as soon as
+# that fill ends, and takes the view away, so a file the reader opened
+# next would not be there.
+park_reader 2
 kill -TERM "$TL_TIERD_PID"
 reader_goes_on "SIGTERM"
 rc=0
@@ -363,5 +417,34 @@ check "... and tierd exits (within 20 s)" test "$rc" = 0
 st=0
 wait "$TL_TIERD_PID" || st=$?
 check "... with status 0 (got $st)" test "$st" = 0
+check "... the run waiting for a lock dropped, said" tl_logged 1 "trace atstop: a run waiting for another node's save of it at the stop: dropped"
+check "... nothing stored for it" test ! -e "$STORE/trace/atstop"
 TL_TIERD_PID=
+
+# A lock is also its dead holder's once read unchanged for 120 s by this
+# node's clock, whatever it says (a test build: 3 s): one that says it was
+# taken in the future, and one on a store that gives no ages (the plain
+# HTTP store here sends no Last-Modified).
+TIERD_TEST_TRACE_LOCK_STALE_SEC=3 BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/policy.json" ||
+	{ not_ok "tierd (a test build) starts again"; tl_summary; exit 1; }
+rm -f "$STORE/tracelock/atstop"
+tl_log_mark
+lock_of future "$(($(date +%s) + 100000))"
+check "a run of trace 'future': node-b's lock says it was taken in a day" run_of future
+check "... the save waits" tl_logged 20 "trace future: waits for another save of it to end (node node-b since"
+check "... until the lock was read unchanged for 3 s: deleted, said" \
+	tl_logged 20 "trace future: a lock read unchanged for 3 s deleted"
+check "... and the run stored" tl_logged 20 "trace future stored: run 1, 1 files"
+head -c 1M /dev/urandom >"$ORIG/slow_e"; cp "$ORIG/slow_e" "$S/e"
+check "a file of tenant slow (a store with no ages) archived and released" \
+	bash -c "timeout 60 '$TIERCTL' archive '$S/e' >/dev/null && timeout 60 '$TIERCTL' release '$S/e' >/dev/null"
+mkdir -p "$TL_DIR/slowstore/t/tracelock"
+printf 'tierd trace lock\nnode=node-b\npid=7\ntaken=%s\n' "$(($(date +%s) - 1000))" >"$TL_DIR/slowstore/t/tracelock/noage"
+tl_log_mark
+check "a run of trace 'noage' of tenant slow: the lock says 1000 s old, the store cannot say" \
+	bash -c "timeout 20 '$TIERCTL' trace start slow noage && timeout 20 cat '$S/e' | cmp -s - '$ORIG/slow_e'"
+check "... the save waits: the store gives no age" tl_logged 20 "trace noage: waits for another save of it to end (a lock the store gives no age of)"
+check "... until read unchanged for 3 s: deleted" tl_logged 20 "trace noage: a lock read unchanged for 3 s deleted"
+check "... the run stored" tl_logged 20 "trace noage stored: run 1, 1 files"
+check "... and its own lock deleted after" tl_eventually_for 10 test ! -e "$TL_DIR/slowstore/t/tracelock/noage"
 tl_summary
