@@ -186,12 +186,13 @@ static int file_record(struct tfile *f, struct stub *s, bool whole, const struct
         return r;
 }
 
-/* The file's stub: 1 if it is whole already (archived, or dirty: written
- * by its owner since), and nothing of a fill's is to be recorded. */
+/* Whole already (archived, or dirty: written by its owner since): nothing
+ * of a fill's is to be recorded. */
 static bool recorded_whole(const struct stub *s) {
         return s->state == STUB_ARCHIVED || s->state == STUB_DIRTY;
 }
 
+/* The file's stub: 1 if it is recorded_whole. */
 static int stub_unless_whole(struct tfile *f, struct stub *s) {
         const char *err = "";
         int r = stub_read_fd(f->fd, s, &err);
