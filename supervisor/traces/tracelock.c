@@ -31,8 +31,6 @@ struct trace_lock {
         trace_lock_done_t done;
         void *userdata;
         sd_event_source *retry;
-        bool in_store; /* a request of it is in the store's hands */
-        bool released; /* given back meanwhile: the request's end frees it */
         bool held, said_waiting, breaking_by_sight;
 };
 
@@ -55,29 +53,19 @@ static void lock_free(struct trace_lock *l) {
 
 static int try_take(struct trace_lock *l);
 
-/* The end of a request: false when the lock was given back meanwhile (and
- * is freed now, or deleted first if the request had taken it). */
-static bool still_wanted(struct trace_lock *l, bool took_it) {
-        l->in_store = false;
-        if (!l->released)
-                return true;
-        if (took_it) { /* the run was given up while its lock was on the way: taken back */
-                l->held = true;
-                l->released = false;
-                trace_lock_release(l);
-        } else
-                lock_free(l);
-        return false;
-}
-
 static void finish(struct trace_lock *l, int error) { l->done(l->userdata, error); }
+
+/* The wait is over: -ECANCELED (tierd stops), or -ETIMEDOUT; else 0. */
+static int given_up(const struct trace_lock *l) {
+        return l->tn->t->stopping ? -ECANCELED : tierd_now_usec(l->tn->t) >= l->give_up_usec ? -ETIMEDOUT : 0;
+}
 
 /* Another try now, unless the wait is over (a lock that comes and goes
  * as fast as the store answers must not keep this node going). */
 static void take_again(struct trace_lock *l) {
-        int r = tierd_now_usec(l->tn->t) >= l->give_up_usec ? -ETIMEDOUT
-                : l->tn->t->stopping                        ? -ECANCELED
-                                                            : try_take(l);
+        int r = given_up(l);
+        if (r == 0)
+                r = try_take(l);
         if (r < 0)
                 finish(l, r);
 }
@@ -97,8 +85,8 @@ static void wait_for_it(struct trace_lock *l, const char *holder) {
         struct timespec ts;
         int r;
 
-        if (tierd_now_usec(l->tn->t) >= l->give_up_usec || l->tn->t->stopping) {
-                finish(l, l->tn->t->stopping ? -ECANCELED : -ETIMEDOUT);
+        if ((r = given_up(l)) < 0) {
+                finish(l, r);
                 return;
         }
         if (!l->said_waiting)
@@ -115,8 +103,6 @@ static void wait_for_it(struct trace_lock *l, const char *holder) {
 static void on_broken(void *userdata, int error) {
         struct trace_lock *l = userdata;
 
-        if (!still_wanted(l, false))
-                return;
         if (error == 0) {
                 if (l->breaking_by_sight)
                         log_warning("tenant %s: trace %s: a lock read unchanged for %llu s deleted (its node stopped "
@@ -142,11 +128,8 @@ static void break_lock(struct trace_lock *l, size_t len, bool by_sight) {
         int r;
 
         l->breaking_by_sight = by_sight;
-        l->in_store = true;
-        if ((r = store_delete_if_old(l->tn, l->key, len, before, on_broken, l)) < 0) {
-                l->in_store = false;
+        if ((r = store_delete_if_old(l->tn, l->key, len, before, on_broken, l)) < 0)
                 finish(l, r);
-        }
 }
 
 /* Who holds it and since when, as it says: bytes any node with the
@@ -171,8 +154,6 @@ static void on_got(void *userdata, int error, const char *data, size_t len) {
         uint64_t now = tierd_now_usec(l->tn->t);
         long long taken = 0;
 
-        if (!still_wanted(l, false))
-                return;
         if (error == -ENOENT) { /* let go meanwhile */
                 take_again(l);
                 return;
@@ -205,8 +186,6 @@ static void on_put(void *userdata, int error) {
         struct trace_lock *l = userdata;
         int r = error;
 
-        if (!still_wanted(l, r == 0))
-                return;
         if (r == 0)
                 l->held = true;
         else if (r == -EOPNOTSUPP) {
@@ -214,10 +193,8 @@ static void on_put(void *userdata, int error) {
                          "a lock (two nodes saving it at once may lose one run)", l->tn->cfg->name, l->name);
                 r = 0;
         } else if (r == -EEXIST) {
-                l->in_store = true;
                 if ((r = store_get(l->tn, l->key, LOCK_TEXT_MAX, on_got, l)) >= 0)
                         return;
-                l->in_store = false;
         }
         finish(l, r);
 }
@@ -225,17 +202,13 @@ static void on_put(void *userdata, int error) {
 static int try_take(struct trace_lock *l) {
         char host[128] = "?";
         uint64_t nonce = 0;
-        int r;
 
         (void)gethostname(host, sizeof(host) - 1);
         (void)getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK);
         int n = snprintf(l->text, sizeof(l->text), "tierd trace lock\nnode=%s\npid=%d\ntaken=%lld\nnonce=%016llx\n",
                          host, (int)getpid(), (long long)now_sec(), (unsigned long long)nonce);
         l->len = MIN((size_t)n, sizeof(l->text) - 1);
-        l->in_store = true;
-        if ((r = store_put(l->tn, l->key, l->text, l->len, true, on_put, l)) < 0)
-                l->in_store = false;
-        return r;
+        return store_put(l->tn, l->key, l->text, l->len, true, on_put, l);
 }
 
 int trace_lock_take(struct tenant *tn, const char *name, trace_lock_done_t done, void *userdata,
@@ -294,10 +267,6 @@ static void on_own_got(void *userdata, int error, const char *data, size_t len) 
 void trace_lock_release(struct trace_lock *l) {
         if (!l)
                 return;
-        if (l->in_store) {
-                l->released = true;
-                return;
-        }
         l->retry = sd_event_source_disable_unref(l->retry);
         if (l->held && store_get(l->tn, l->key, LOCK_TEXT_MAX, on_own_got, l) >= 0)
                 return;

@@ -44,6 +44,8 @@ int trace_lock_take(struct tenant *tn, const char *name, trace_lock_done_t done,
 /* Waiting between two polls, nothing of it in the store's hands: it can be
  * released at a stop without a callback left to come. */
 bool trace_lock_waiting(const struct trace_lock *l);
-/* Given back: a held lock is deleted from the store (not waited for); a
- * waiting one stops waiting, its done is not called. */
+/* Given back, once done was called or while it is waiting (never while
+ * a request of it is in the store's hands): a held lock is deleted from
+ * the store (not waited for); a waiting one stops waiting, its done is
+ * not called. */
 void trace_lock_release(struct trace_lock *l);
