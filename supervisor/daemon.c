@@ -73,11 +73,14 @@ struct tenant *tierd_find_tenant(struct tierd *t, const char *name) {
         return NULL;
 }
 
+/* Nothing left that a stop should let finish: fills, tierd's own requests
+ * to the workers, and trace saves (between two of their requests one may
+ * be merging on a thread, or waiting for the name's lock). */
 static bool tierd_idle(struct tierd *t) {
         if (!dispatch_idle(t))
                 return false;
         for (size_t i = 0; i < t->n_tenants; i++)
-                if (!worker_idle(&t->tenants[i].worker))
+                if (!worker_idle(&t->tenants[i].worker) || t->tenants[i].saving)
                         return false;
         return containers_idle(t);
 }
@@ -91,7 +94,7 @@ static int on_stop_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         struct tierd *t = userdata;
         (void)s;
         (void)usec;
-        log_error("in-flight fills did not finish in time: answering them EIO");
+        log_error("in-flight fills and store requests did not finish in time: fills answered EIO");
         dispatch_fail_all(t);
         return sd_event_exit(t->event, 0);
 }
@@ -124,6 +127,8 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
         for (size_t i = 0; i < t->n_tenants; i++) {
                 hydrate_stop(&t->tenants[i]); /* and files fetched whole after a read */
                 trace_saves_stop(&t->tenants[i]); /* and runs waiting for another node's save */
+                gc_stop(&t->tenants[i]);    /* a collection or an audit deletes and reads no more: */
+                audit_stop(&t->tenants[i]); /* their callers are told now, the bus still up */
                 dispatch_quota_retry(&t->tenants[i]); /* readers restore_rate parked go now */
         }
         sd_event_add_time_relative(t->event, &t->stop_src, CLOCK_MONOTONIC, STOP_TIMEOUT_USEC, 0, on_stop_timeout, t);

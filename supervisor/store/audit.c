@@ -359,6 +359,8 @@ int audit_start(struct tenant *tn, bool repair, audit_done_t done, audit_progres
                 const char **why) {
         struct audit_run *a;
 
+        if (tn->t->stopping)
+                return *why = "tierd is stopping", -ESHUTDOWN;
         if (tn->audit)
                 return *why = "an audit of this tenant is running", -EBUSY;
         if (gc_running(tn))

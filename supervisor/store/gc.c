@@ -464,6 +464,8 @@ int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t prog
         struct timespec now;
         struct gc_run *g;
 
+        if (tn->t->stopping)
+                return *why = "tierd is stopping", -ESHUTDOWN;
         if (tn->gc)
                 return *why = "a collection of this tenant is running", -EBUSY;
         if (tn->audit)

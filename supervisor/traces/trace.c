@@ -154,6 +154,7 @@ static void save_end(struct trace_recording *rec) {
         if (dropped) /* no worker to read and write it any more */
                 log_warning("tenant %s: %u run(s) of a trace waiting to be saved at the stop: dropped", tn->cfg->name,
                             dropped);
+        tierd_check_idle(tn->t); /* a stop waits for saves under way (tierd_idle) */
 }
 
 static void on_saved(void *userdata, int error) {

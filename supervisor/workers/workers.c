@@ -64,17 +64,19 @@ struct request *request_new_borrowing(int type, int fd, void (*done)(struct requ
         return req;
 }
 
-static void request_finish(struct request *req, const struct proto_reply *rep) {
+/* A stop waits for every request, tierd's own store reads and writes too:
+ * any answered may be the last. */
+static void request_finish(struct worker *w, struct request *req, const struct proto_reply *rep) {
         /* Close our copy first: what done() starts (a release's write lease)
          * fails while tierd holds any other fd of the file. */
         req->fd = req->fd_borrowed ? -1 : safe_close(req->fd);
         req->done(req, rep);
         free(req);
+        tierd_check_idle(w->tenant->t);
 }
 
-static void request_fail(struct request *req, int error) {
-        struct proto_reply rep = { .id = req->msg.id, .error = error };
-        request_finish(req, &rep);
+static void request_fail(struct worker *w, struct request *req, int error) {
+        request_finish(w, req, &(struct proto_reply){ .id = req->msg.id, .error = error });
 }
 
 /* tierd's end of the control socket does not block: a worker that stops
@@ -178,10 +180,9 @@ static void worker_send_pending(struct worker *w) {
 }
 
 static void worker_fail_all(struct worker *w, int error) {
-        struct request *req;
-        while ((req = w->requests)) {
+        for (struct request *req; (req = w->requests);) {
                 w->requests = req->next;
-                request_fail(req, error);
+                request_fail(w, req, error);
         }
 }
 
@@ -255,7 +256,7 @@ static int on_worker_reply(sd_event_source *s, int fd, uint32_t revents, void *u
                         worker_served(w);
                 else if (rep.error == -EIO)
                         resolver_failed(w->tenant); /* the store moved? ask again soon */
-                request_finish(req, &rep);
+                request_finish(w, req, &rep);
                 if (w->serial)
                         worker_send_pending(w); /* the next suspect */
         }
@@ -290,7 +291,7 @@ static void worker_blame(struct worker *w) {
                 bool started = q->started;
                 if (q->stalls >= STALL_MAX) { /* on_stall_check */
                         *pq = q->next;
-                        request_fail(q, -EIO);
+                        request_fail(w, q, -EIO);
                         continue;
                 }
                 /* The replacement gets everything again, from the start. */
@@ -303,7 +304,7 @@ static void worker_blame(struct worker *w) {
                         log_error("tenant %s: request %llu was alone in progress at %d worker deaths: failing it",
                                   w->tenant->cfg->name, (unsigned long long)q->msg.id, CRASH_MAX);
                         *pq = q->next;
-                        request_fail(q, -EIO);
+                        request_fail(w, q, -EIO);
                         continue;
                 }
                 pq = &q->next;

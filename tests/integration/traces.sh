@@ -361,7 +361,7 @@ check "web's trace_window 3s again: tierctl reload" web_window 3s
 # Each run reads a file of its own: a file one run made whole is not heard
 # by the next.
 mkdir -p "$W/lk"
-for n in held stale again atstop future; do head -c 2M /dev/urandom >"$ORIG/lk_$n"; cp "$ORIG/lk_$n" "$W/lk/$n"; done
+for n in held stale again atstop future atsave; do head -c 2M /dev/urandom >"$ORIG/lk_$n"; cp "$ORIG/lk_$n" "$W/lk/$n"; done
 check "a file for each of the lock's runs, archived and released" \
 	bash -c "timeout 60 '$TIERCTL' archive '$W'/lk/* >/dev/null && timeout 60 '$TIERCTL' release '$W'/lk/* >/dev/null"
 check "... run 1's save left no lock behind" test ! -e "$STORE/tracelock/app"
@@ -448,4 +448,28 @@ check "... the save waits: the store gives no age" tl_logged 20 "trace noage: wa
 check "... until read unchanged for 3 s: deleted" tl_logged 20 "trace noage: a lock read unchanged for 3 s deleted"
 check "... the run stored" tl_logged 20 "trace noage stored: run 1, 1 files"
 check "... and its own lock deleted after" tl_eventually_for 10 test ! -e "$TL_DIR/slowstore/t/tracelock/noage"
+
+# A stop lets a save under way end (a test build makes its merge take 3 s):
+# the trace written and its lock deleted, each a request to the worker, and
+# tierd exits as soon as the last is answered, not at its 30 s stop timeout
+# (nor at once, the save lost with its merge).
+kill -TERM "$TL_TIERD_PID"
+wait "$TL_TIERD_PID"
+TIERD_TEST_TRACE_SAVE_PAUSE_MS=3000 BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/policy.json" ||
+	{ not_ok "tierd (a test build, slow merges) starts again"; tl_summary; exit 1; }
+tl_log_mark
+check "a run of trace 'atsave'" run_of atsave
+check "... its window over: the save starts" tl_logged 20 "trace atsave: window over after"
+sleep 1 # its lock taken, the merge under way
+kill -TERM "$TL_TIERD_PID"
+rc=0
+timeout 20 bash -c "while kill -0 $TL_TIERD_PID 2>/dev/null; do sleep 0.1; done" || rc=$?
+check "SIGTERM during its merge: tierd exits within 20 s" test "$rc" = 0
+st=0
+wait "$TL_TIERD_PID" || st=$?
+TL_TIERD_PID=
+check "... with status 0 (got $st)" test "$st" = 0
+check "... once the run was stored" tl_logged 1 "trace atsave stored: run 1, 1 files"
+check "... and its lock deleted" test ! -e "$STORE/tracelock/atsave"
+check "... without its stop timing out" bash -c "! tail -n +$((TL_LOG_MARK + 1)) '$TL_TIERD_LOG' | grep -q 'did not finish in time'"
 tl_summary
