@@ -8,3 +8,10 @@ union file_handle_buf {
         struct file_handle fh;
         char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
 };
+
+/* name_to_handle_at(): a handle that also names the parent, so that
+ * open_by_handle_at() gives a path even when the file's dentry was dropped
+ * (Linux 6.13; older kernels say EINVAL). Refused with AT_EMPTY_PATH. */
+#ifndef AT_HANDLE_CONNECTABLE
+#define AT_HANDLE_CONNECTABLE 0x002
+#endif

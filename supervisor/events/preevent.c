@@ -48,7 +48,6 @@ static uint64_t readahead_for(const struct tfile *f, const struct stub *s, uint6
 /* A read served at once while a trace records (trace.h): the reader's
  * touch is recorded. True once the recording needs no more of the file's reads. */
 static bool touch_served(struct tenant *tn, const struct fanotify_event_metadata *md, const struct stub *s) {
-        union file_handle_buf h;
         uint64_t offset = 0, count = 0, route = container_of_thread(tn, md->pid);
         struct container *c = route ? container_by_serial(tn, route) : NULL;
 
@@ -57,7 +56,7 @@ static bool touch_served(struct tenant *tn, const struct fanotify_event_metadata
                 c->prefetch_hits++;
         if (!fanotify_event_range(md, &offset, &count) || count == 0)
                 offset = 0, count = s->size;
-        return file_handle_of(md->fd, &h.fh) < 0 || trace_touch(tn, route, &h.fh, s, offset, MIN(offset + count, s->size));
+        return trace_touch(tn, route, md->fd, s, offset, MIN(offset + count, s->size));
 }
 
 /* A reader that needs bytes: a waiter on its file (dispatch.c), for the
@@ -94,7 +93,7 @@ static void park_reader(struct tenant *tn, struct tiered_fs *fs, const struct fa
                 w->end = offset + count;
                 w->want_end = w->end + readahead_for(f, s, offset, tn->cfg->readahead);
         }
-        trace_touch(tn, w->route, &f->h.fh, s, w->whole ? 0 : w->start, w->whole ? s->size : w->end);
+        trace_touch(tn, w->route, fd, s, w->whole ? 0 : w->start, w->whole ? s->size : w->end);
         if (!w->whole && hydrate_wanted(tn) && !f->hydrate_asked)
                 f->hydrate_asked = hydrate_touched(tn, &f->h.fh, w->route);
         log_debug("tenant %s: pid %d %s [%llu, +%llu)%s", tn->cfg->name, (int)md->pid, access_kind_to_string(kind),

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "containers.h"
+#include "handle.h"
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
@@ -63,18 +64,37 @@ static struct trace_recording **owner_of(struct trace_recording *rec) {
         return rec->c ? &rec->c->recording : &rec->tn->recording;
 }
 
-bool trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh, const struct stub *s,
-                 uint64_t start, uint64_t end) {
+/* The touched file's handle with its parent's: the files are named when
+ * the window closes (tracework.c), and by then memory pressure may have
+ * dropped the file's dentry; a plain handle then opens to a file with no
+ * path, and the touch would be lost. The flag refuses AT_EMPTY_PATH, so
+ * through /proc (the fd's own path, whatever mount namespace it was opened
+ * in); a kernel before 6.13 gives the plain handle. */
+static int touch_handle_of(int fd, struct file_handle *fh) {
+        char proc[48];
+        int mount_id;
+
+        snprintf(proc, sizeof(proc), "/proc/thread-self/fd/%d", fd);
+        fh->handle_bytes = MAX_HANDLE_SZ;
+        if (name_to_handle_at(AT_FDCWD, proc, fh, &mount_id, AT_SYMLINK_FOLLOW | AT_HANDLE_CONNECTABLE) == 0)
+                return 0;
+        fh->handle_bytes = MAX_HANDLE_SZ;
+        return name_to_handle_at(fd, "", fh, &mount_id, AT_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+bool trace_touch(struct tenant *tn, uint64_t route, int fd, const struct stub *s, uint64_t start, uint64_t end) {
         struct container *c = route ? container_by_serial(tn, route) : NULL;
         struct trace_recording *rec = c ? c->recording : route ? NULL : tn->recording;
         bool resident = s->state == STUB_ARCHIVED || s->state == STUB_DIRTY;
+        union file_handle_buf h;
+        const struct file_handle *fh = &h.fh;
         uint64_t chunk = s->chunk ?: 1;
 
         /* Another reader's access (the host's, a container no trace
          * follows) must not make the file silent for one a trace follows. */
         if (!rec)
                 return false;
-        if (fh->handle_bytes > MAX_HANDLE_SZ || !range_round_to_chunks(&start, &end, chunk, s->size))
+        if (touch_handle_of(fd, &h.fh) < 0 || !range_round_to_chunks(&start, &end, chunk, s->size))
                 return true;
         /* A sequential reader touches the same file again and again: one
          * touch while it goes on. */

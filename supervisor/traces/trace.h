@@ -28,13 +28,13 @@ struct trace_recording;
  * readers) for the tenant's trace_window, as the trace name. -EBUSY: one
  * is recording already; -EOPNOTSUPP: the tenant's traces are off. */
 int trace_record_start(struct tenant *tn, struct container *c, const char *name);
-/* A reader of route touched [start, end) of the file of handle fh, whose
- * stub is s: appended to route's recording, if it has one. O(1). False
+/* A reader of route touched [start, end) of the file of the event's fd,
+ * whose stub is s: appended to route's recording, if it has one. O(1)
+ * (a handle of the fd, no I/O, taken only while recording). False
  * while the recording would still learn from the file's reads: its touch
  * does not cover the whole file yet, or route is not one a recording
  * follows (another reader must not make the file silent for it). */
-bool trace_touch(struct tenant *tn, uint64_t route, const struct file_handle *fh, const struct stub *s,
-                 uint64_t start, uint64_t end);
+bool trace_touch(struct tenant *tn, uint64_t route, int fd, const struct stub *s, uint64_t start, uint64_t end);
 /* Is a recording of the tenant open? A file made whole meanwhile gets no
  * ignore mark at once: its reads are heard (recorded as reads of a whole
  * file, which count all its traced ranges) until a recording's touch

@@ -361,7 +361,7 @@ check "web's trace_window 3s again: tierctl reload" web_window 3s
 # Each run reads a file of its own: a file one run made whole is not heard
 # by the next.
 mkdir -p "$W/lk"
-for n in held stale again atstop future atsave; do head -c 2M /dev/urandom >"$ORIG/lk_$n"; cp "$ORIG/lk_$n" "$W/lk/$n"; done
+for n in evicted held stale again atstop future atsave; do head -c 2M /dev/urandom >"$ORIG/lk_$n"; cp "$ORIG/lk_$n" "$W/lk/$n"; done
 check "a file for each of the lock's runs, archived and released" \
 	bash -c "timeout 60 '$TIERCTL' archive '$W'/lk/* >/dev/null && timeout 60 '$TIERCTL' release '$W'/lk/* >/dev/null"
 check "... run 1's save left no lock behind" test ! -e "$STORE/tracelock/app"
@@ -373,6 +373,15 @@ run_of() { # NAME: a run of trace NAME that reads lk/NAME's first 4 KiB (its win
 	timeout 20 "$TIERCTL" trace start web "$1" &&
 		timeout 20 "$PREAD" "$W/lk/$1" 0 4096 | cmp -s - <(head -c 4096 "$ORIG/lk_$1")
 }
+# The files are named when the window closes: one whose dentry memory
+# pressure dropped meanwhile is named all the same (its touch kept its
+# parent's handle too), not left out as deleted.
+tl_log_mark
+check "a run of trace 'evicted'" run_of evicted
+for _ in 1 2 3 4 5 6; do sync && echo 2 >/proc/sys/vm/drop_caches && sleep 0.5; done
+check "... dentries dropped until its window closed: the run stored, with its file" \
+	tl_logged 20 "trace evicted stored: run 1, 1 files"
+check "... none left out" bash -c "! tail -n +$((TL_LOG_MARK + 1)) '$TL_TIERD_LOG' | grep -q 'trace evicted: .* touches left out'"
 tl_log_mark
 lock_of held "$(date +%s)"
 check "a run of trace 'held' while node-b holds its lock" run_of held
