@@ -13,6 +13,7 @@
 
 #include "handle.h"
 #include "fsgroup.h"
+#include "inopath.h"
 #include "log.h"
 #include "macro.h"
 #include "quota.h"
@@ -149,13 +150,15 @@ static bool pinned(const struct tenant *tn, int fd, const char *rel) {
         return false;
 }
 
-char *subvol_rel_of_fd(const char *subvol_rel, int fd) {
+char *subvol_rel_of_fd(const char *subvol_rel, int subvol_fd, int fd) {
         char link[40], where[PATH_MAX];
         /* thread-self: also right on a thread with an fd table of its own (offthread.h). */
         snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
         ssize_t n = readlink(link, where, sizeof(where) - 1);
         static const char deleted[] = " (deleted)";
-        if (n <= 1) /* "/": a file reached by handle whose name the dcache has not */
+        if (n == 1 && where[0] == '/') /* a file reached by handle whose dentry was dropped */
+                return subvol_fd >= 0 ? inode_rel_beneath(subvol_fd, fd) : NULL;
+        if (n <= 1)
                 return NULL;
         where[n] = 0;
         /* Unlinked: no name (a name could only match by chance). */
@@ -169,7 +172,7 @@ char *subvol_rel_of_fd(const char *subvol_rel, int fd) {
         return strdup(where[1 + k] ? where + 2 + k : ""); /* "": the subvolume itself */
 }
 
-char *usage_rel_of_fd(const struct tenant *tn, int fd) { return subvol_rel_of_fd(tn->subvol_rel, fd); }
+char *usage_rel_of_fd(const struct tenant *tn, int fd) { return subvol_rel_of_fd(tn->subvol_rel, tn->subvol_fd, fd); }
 
 static void entry_set(struct usage *u, size_t slot, const struct stat *st, enum engine_state state, bool pin) {
         struct engine_file *f = &u->files[slot];

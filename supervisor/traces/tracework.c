@@ -33,7 +33,7 @@ static int open_beneath(int subvol_fd, const char *path) {
  * it (not a file deleted since, whose link reads "... (deleted)"). */
 static char *name_of(const struct trace_save *sv, const struct trace_touch *t) {
         _cleanup_close_ int fd = open_by_handle_at(sv->root_fd, (struct file_handle *)&t->h.fh, O_PATH | O_CLOEXEC);
-        _cleanup_free_ char *path = fd < 0 ? NULL : subvol_rel_of_fd(sv->subvol_rel, fd);
+        _cleanup_free_ char *path = fd < 0 ? NULL : subvol_rel_of_fd(sv->subvol_rel, sv->subvol_fd, fd);
         struct stat a, b;
         if (!path || !*path || fstat(fd, &a) < 0)
                 return NULL;

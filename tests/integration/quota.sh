@@ -117,6 +117,20 @@ check "... a file under archive_min_size is not" test -z "$(stub_state "$G/tiny"
 echo more >>"$G/big"
 check "... written again: dirty" wait_state "$G/big" dirty
 check "... and archived again after archive_after" wait_state "$G/big" archived
+# The files archive_after picks are cold ones, whose dentries memory
+# pressure has often dropped: tierd finds one by its handle all the same.
+# Nothing here looks it up by path until it is archived (that would bring
+# its dentry back).
+auto_archived_since() { [ "$(prop $GAMMA AutoArchives)" -gt "$1" ]; }
+n0=$(prop $GAMMA AutoArchives)
+head -c $((1 << 20)) /dev/urandom >"$G/cold"
+for _ in $(seq 60); do
+	sync && echo 2 >/proc/sys/vm/drop_caches
+	auto_archived_since "$n0" && break
+	sleep 0.25
+done
+check "archive_after: a file whose dentry was dropped meanwhile is archived (within 15 s)" auto_archived_since "$n0"
+check "... it is" wait_state "$G/cold" archived
 
 # delta: the quota engine releases only files whose archived copy the store
 # still holds. y (4 MiB) is released; x1 and x2 (3 MiB each) are archived,

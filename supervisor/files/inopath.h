@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The name of a file tierd reached by its handle after the kernel dropped
+ * its dentry (memory pressure: the cold files archive_after picks are
+ * exactly those). open_by_handle_at() then gives a file with no path (its
+ * /proc link reads "/"), and a plain handle names no parent to find it
+ * through. btrfs keeps every inode's names in its tree, and
+ * BTRFS_IOC_INO_PATHS reads them (CAP_DAC_READ_SEARCH): a few tree
+ * lookups, no directory read. Other filesystems keep no names: nothing.
+ */
+#pragma once
+
+/* fd's file's path beneath subvol_fd (the tenant's directory, on the
+ * same btrfs subvolume), one that leads to the same inode when opened from
+ * there (malloc'd), or NULL: another filesystem, no name beneath it, or
+ * the file is not there any more. */
+char *inode_rel_beneath(int subvol_fd, int fd);
