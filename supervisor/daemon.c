@@ -45,6 +45,7 @@
 #include "loopnice.h"
 #include "log.h"
 #include "macro.h"
+#include "offthread.h"
 #include "autoarchive.h"
 #include "batch.h"
 #include "catalog.h"
@@ -74,10 +75,10 @@ struct tenant *tierd_find_tenant(struct tierd *t, const char *name) {
 }
 
 /* Nothing left that a stop should let finish: fills, tierd's own requests
- * to the workers, and trace saves (between two of their requests one may
+ * to the workers, the telling of jobs' ends, and trace saves (between two of their requests one may
  * be merging on a thread, or waiting for the name's lock). */
 static bool tierd_idle(struct tierd *t) {
-        if (!dispatch_idle(t))
+        if (!dispatch_idle(t) || !batch_ends_told(t))
                 return false;
         for (size_t i = 0; i < t->n_tenants; i++)
                 if (!worker_idle(&t->tenants[i].worker) || t->tenants[i].saving)
@@ -368,6 +369,23 @@ static int parse_args(int argc, char **argv, struct tierd *t, const char **holde
         return -1;
 }
 
+/* Said, and returned for main's exit. A walk or a hash still at work on a
+ * thread of its own would meet the process's exit handlers (OpenSSL's
+ * among them) freeing what it uses: such an exit skips them. */
+static int exit_status(const struct tierd *t, int r) {
+        int status = r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        if (r < 0)
+                log_error_errno(r, "exiting: %m");
+        else
+                log_info(t->handing_over ? "handed over" : "stopped");
+        if (offthread_running() > 0) {
+                log_info("%u background threads still at work: exiting without them", offthread_running());
+                fflush(NULL);
+                _exit(status);
+        }
+        return status;
+}
+
 int tierd_main(int argc, char **argv, const struct tierd_face *face) {
         struct tierd t = { .keeper_pidfd = -1, .policy_inotify_fd = -1, .state_dir = STATE_DIR_DEFAULT };
         _cleanup_free_ char *error = NULL, *holder_binary = NULL;
@@ -433,10 +451,5 @@ int tierd_main(int argc, char **argv, const struct tierd_face *face) {
         if (r < 0 && t.store.n_inherited == 0)
                 t.stopping = true;
         teardown(&t, face);
-        if (r < 0) {
-                log_error_errno(r, "exiting: %m");
-                return EXIT_FAILURE;
-        }
-        log_info(t.handing_over ? "handed over" : "stopped");
-        return EXIT_SUCCESS;
+        return exit_status(&t, r);
 }

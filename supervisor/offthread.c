@@ -57,11 +57,16 @@ static int own_fd_table(int *keep, size_t n) {
         return close_range(from, ~0U, 0) < 0 ? -errno : 0;
 }
 
+/* Threads whose work has not ended (offthread_running). */
+static unsigned running;
+
 static void *run(void *arg) {
         struct offthread *o = arg;
         int r = own_fd_table(o->keep, o->n_keep);
 
         o->table_error = r;
+        if (r >= 0) /* counted before offthread_start returns */
+                __atomic_add_fetch(&running, 1, __ATOMIC_RELAXED);
         /* Background work at the priority of anything else, not at the
          * event loop's, whose threads inherit it. */
         loop_nice_leave();
@@ -74,9 +79,12 @@ static void *run(void *arg) {
          * what the work read through (a lease on its file) at once. */
         close_range(3, (unsigned)o->event_fd - 1, 0);
         close_range((unsigned)o->event_fd + 1, ~0U, 0);
+        __atomic_sub_fetch(&running, 1, __ATOMIC_RELAXED);
         eventfd_write(o->event_fd, 1);
         return NULL;
 }
+
+unsigned offthread_running(void) { return __atomic_load_n(&running, __ATOMIC_RELAXED); }
 
 static int on_ended(sd_event_source *s, int fd, uint32_t revents, void *arg) {
         struct offthread *o = arg;

@@ -134,6 +134,13 @@ static bool batch_over(const struct batch *b) {
         return b->task ? b->task_ended : b->running == 0 && (b->started == b->n || b->canceled);
 }
 
+bool batch_ends_told(const struct tierd *t) {
+        for (const struct batch *b = t->batches; b; b = b->next)
+                if (batch_over(b))
+                        return false;
+        return true;
+}
+
 /* From the event loop only: starts files in batch order while there is
  * room (at most BATCH_STARTS_PER_TURN, then readers' events get their
  * turn), and removes the batches that are over. */

@@ -71,6 +71,9 @@ void batch_run(struct tierd *t);
 int batch_cancel(struct tierd *t, uint32_t id);
 /* Cancels every batch (tierd stops). */
 void batch_cancel_all(struct tierd *t);
+/* No batch over whose end is still to be told (the next turn tells it):
+ * a stop waits for that, so that its caller hears how its job ended. */
+bool batch_ends_told(const struct tierd *t);
 /* Ends every batch at once, result "aborted" (tierd stops or hands over):
  * at teardown, while the face is still there. */
 void batch_abort_all(struct tierd *t);

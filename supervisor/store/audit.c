@@ -30,6 +30,7 @@
 struct audit_run {
         struct task_run run; /* first: run_free finds the run from it; the walk counts as a request */
         struct tenant *tn;
+        int walk_fd; /* the walk's copy of tn->subvol_fd (its thread keeps the number) */
         bool repair;
         audit_done_t done;
         audit_progress_t progress;
@@ -292,6 +293,7 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
         /* The walk: what is on disk now, on a thread of its own. */
         a->progress(a->userdata, "reading the stubs", 0, 0);
         a->run.requests++;
+        a->walk_fd = a->tn->subvol_fd; /* the thread reads no tenant: it may be freed at an exit meanwhile */
         int r = offthread_start(a->tn->t->event, &a->tn->subvol_fd, 1, walk_run, on_walked, a, NULL);
         if (r < 0) {
                 a->run.requests--;
@@ -301,7 +303,7 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
 
 static void walk_run(void *userdata) {
         struct audit_run *a = userdata;
-        a->walk_error = catalog_walk(a->tn, "", &a->disk);
+        a->walk_error = catalog_walk(a->walk_fd, "", &a->disk);
 }
 
 static void on_walked(void *userdata) {

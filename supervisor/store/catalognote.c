@@ -230,7 +230,7 @@ bool catalog_file_durable(struct tenant *tn, int fd, const char **why) {
 
 struct subtree_walk {
         struct catalog *c; /* not touched by the thread */
-        struct tenant *tn;
+        int subvol_fd;     /* the tenant's, kept by the thread (catalog_walk) */
         uint64_t gen;      /* c->dropped_gen at the start: a drop meanwhile voids the walk */
         size_t n, room;    /* subtrees; entries the queue may still take */
         size_t room_bytes; /* and bytes */
@@ -260,7 +260,7 @@ static void subtree_walk_run(void *userdata) {
                 }
                 w->out[i].limit = w->room - total;
                 w->out[i].limit_bytes = w->room_bytes;
-                w->error = catalog_walk(w->tn, w->rels[i], &w->out[i]);
+                w->error = catalog_walk(w->subvol_fd, w->rels[i], &w->out[i]);
                 total += w->out[i].n;
                 w->room_bytes -= MIN(w->room_bytes, w->out[i].bytes);
         }
@@ -330,7 +330,7 @@ static struct subtree_walk *subtree_walk_new(struct catalog *c) {
         if (!w)
                 return NULL;
         w->c = c;
-        w->tn = c->tn;
+        w->subvol_fd = c->tn->subvol_fd;
         w->gen = c->dropped_gen;
         w->room = CATALOG_QUEUE_MAX - MIN(c->n_queued, (size_t)CATALOG_QUEUE_MAX);
         w->room_bytes = CATALOG_QUEUE_MAX_BYTES - MIN(c->queued_bytes, (size_t)CATALOG_QUEUE_MAX_BYTES);

@@ -188,7 +188,7 @@ static const struct catalog_entry *array_next(void *ctx) {
  * reads through the subvolume's fd only. */
 struct snapshot_walk {
         struct catalog *c; /* not touched by the thread */
-        struct tenant *tn;
+        int subvol_fd;     /* the tenant's, kept by the thread (catalog_walk) */
         struct catalog_header h;
         struct catalog_key key; /* a copy: a reload may change the tenant's meanwhile */
         char *data;
@@ -201,7 +201,7 @@ static void snapshot_walk_run(void *userdata) {
         _cleanup_(catalog_entries_done) struct catalog_entries l = {};
         struct snapshot_walk *w = userdata;
 
-        w->error = catalog_walk(w->tn, "", &l);
+        w->error = catalog_walk(w->subvol_fd, "", &l);
         w->h.entries = l.n;
         w->failed = l.failed;
         struct array_cursor cur = { .e = l.e };
@@ -261,7 +261,7 @@ void catalog_write_snapshot(struct catalog *c) {
         }
         /* As of the last journal object: what is archived meanwhile is in
          * the journal after it too. */
-        *w = (struct snapshot_walk){ .c = c, .tn = c->tn, .dropped_gen = c->dropped_gen, .key = c->tn->catalog_key,
+        *w = (struct snapshot_walk){ .c = c, .subvol_fd = c->tn->subvol_fd, .dropped_gen = c->dropped_gen, .key = c->tn->catalog_key,
                                      .h = { .kind = CATALOG_SNAPSHOT, .epoch = c->epoch, .seq = c->next_seq - 1,
                                             .time_usec = catalog_realtime_usec() } };
         c->busy = true; /* the walk is the writer's request in flight */

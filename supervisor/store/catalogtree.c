@@ -225,16 +225,16 @@ static int walk(int dir_fd, dev_t dev, char *rel, size_t rel_len, unsigned depth
 
 static int open_dir_beneath(int root, const char *dir, bool make);
 
-int catalog_walk(struct tenant *tn, const char *start, struct catalog_entries *ret) {
+int catalog_walk(int subvol_fd, const char *start, struct catalog_entries *ret) {
         char rel[CATALOG_PATH_MAX + 1];
         struct stat root, st;
         int fd, r;
 
-        if (fstat(tn->subvol_fd, &root) < 0)
+        if (fstat(subvol_fd, &root) < 0)
                 return -errno;
         if (!*start) { /* the whole tree */
                 rel[0] = 0;
-                if ((fd = openat(tn->subvol_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+                if ((fd = openat(subvol_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                         return -errno;
                 return walk(fd, root.st_dev, rel, 0, 0, ret);
         }
@@ -247,7 +247,7 @@ int catalog_walk(struct tenant *tn, const char *start, struct catalog_entries *r
         char *slash = strrchr(rel, '/');
         if (slash)
                 *slash = 0;
-        _cleanup_close_ int parent = open_dir_beneath(tn->subvol_fd, slash ? rel : ".", false);
+        _cleanup_close_ int parent = open_dir_beneath(subvol_fd, slash ? rel : ".", false);
         if (slash)
                 *slash = '/';
         if (parent < 0)

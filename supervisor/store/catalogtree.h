@@ -31,8 +31,11 @@ struct catalog_entries {
 };
 void catalog_entries_done(struct catalog_entries *l);
 int catalog_entries_add(struct catalog_entries *l, struct catalog_entry *e); /* takes e's contents */
-/* start: "" for the whole tree; else that entry and all beneath it. */
-int catalog_walk(struct tenant *tn, const char *start, struct catalog_entries *ret);
+/* start: "" for the whole tree; else that entry and all beneath it. On a
+ * thread (offthread.h): subvol_fd, the tenant's, is a number the thread
+ * kept, copied when the work began: the tenant itself may be freed at an
+ * exit meanwhile. */
+int catalog_walk(int subvol_fd, const char *start, struct catalog_entries *ret);
 
 struct catalog_made {
         uint64_t files, bytes, dirs, symlinks, existing, failed;

@@ -61,6 +61,8 @@ struct gc_run {
         unsigned walks;        /* tried: walked again when something was renamed meanwhile */
         uint64_t walk_renames; /* catalogwatch_renames() when the walk began */
         int walk_root;
+        uint64_t walk_mnt_id; /* copies of the filesystem's: the thread reads no tenant, which */
+        char walk_fstype[32]; /* may be freed at an exit meanwhile */
         struct hashes walk_marks;
         int walk_error;
         const char *walk_why; /* wholefs_open could not give the filesystem's root */
@@ -212,6 +214,14 @@ static void walk_thread(void *userdata) {
         struct gc_run *g = userdata;
         char self[64];
 
+#ifdef TIERD_TEST_HOOKS
+        /* Test builds: a long walk, for a stop to come during it. */
+        const char *pause = getenv("TIERD_TEST_GC_WALK_PAUSE_MS");
+        if (pause) {
+                log_info("test build: the collection's walk pauses %s ms", pause);
+                usleep((useconds_t)atoi(pause) * 1000);
+        }
+#endif
         /* Every stub is read through /proc/thread-self/fd (this thread's
          * own fd table): without it each would look like no stub at all. */
         snprintf(self, sizeof(self), "/proc/thread-self/fd/%d", g->walk_root);
@@ -221,7 +231,7 @@ static void walk_thread(void *userdata) {
                 /* The whole filesystem, not only what the admin mounted: a
                  * btrfs snapshot of the tenant made elsewhere on it names
                  * objects too. */
-                int fd = wholefs_open(g->tn->fs->mnt_id, g->tn->fs->fstype, g->walk_root, &g->walk_why);
+                int fd = wholefs_open(g->walk_mnt_id, g->walk_fstype, g->walk_root, &g->walk_why);
                 g->walk_error = fd < 0 ? fd : gc_mark_stubs(fd, &g->walk_marks);
         }
 }
@@ -294,6 +304,8 @@ static void walk_start(struct gc_run *g) {
         g->walk_error = 0;
         g->walk_why = NULL;
         safe_close(g->walk_root);
+        g->walk_mnt_id = g->tn->fs->mnt_id;
+        snprintf(g->walk_fstype, sizeof(g->walk_fstype), "%s", g->tn->fs->fstype);
         g->walk_root = openat(g->tn->fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         r = g->walk_root < 0 ? -errno : offthread_start(g->tn->t->event, &g->walk_root, 1, walk_thread, on_walked, g, NULL);
         if (r < 0) {

@@ -286,5 +286,32 @@ check "gc of delta" gc delta
 check "... g's object, named by nothing, is gone" test ! -e "$TL_DIR/store/delta/$K_G"
 check "... f's object, named by the stub outside the mounted directory, stays" test -e "$TL_DIR/store/delta/$K_OUT"
 check "SIGTERM: tierd exits 0" tl_tierd_stop
+
+# A stop during a collection (a test build pauses its walk on its thread
+# 4 s): its caller is told at once, on the bus still up, and tierd exits
+# without waiting for the walk, nor letting it read what the exit frees.
+TIERD_TEST_GC_WALK_PAUSE_MS=4000 BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/policy4.json" ||
+	not_ok "tierd (a test build) starts"
+tl_log_mark
+# (Refused while the catalog writes its first snapshot after the start: again.)
+for _ in $(seq 20); do
+	timeout 60 "$TIERCTL" gc delta >"$TL_DIR/gcstop.out" 2>&1 &
+	GCP=$!
+	tl_logged 3 "the collection's walk pauses 4000 ms" && break
+	wait "$GCP"
+	sed 's/^/# refused: /' "$TL_DIR/gcstop.out"
+done
+check "gc of delta: its walk under way" tl_logged 1 "the collection's walk pauses 4000 ms"
+kill -INT "$TL_TIERD_PID"
+rc=0
+wait "$GCP" || rc=$?
+check "SIGINT: the gc call fails (exit $rc), saying tierd stops" \
+	bash -c "[ $rc = 1 ] && grep -q 'stopped (canceled, or tierd stops)' '$TL_DIR/gcstop.out'"
+sed 's/^/# gc said: /' "$TL_DIR/gcstop.out"
+st=0
+wait "$TL_TIERD_PID" || st=$?
+TL_TIERD_PID=
+check "... tierd exits 0 (got $st)" test "$st" = 0
+check "... leaving the walk's thread to the exit" tl_logged 1 "background threads still at work: exiting without them"
 btrfs -q subvolume delete "$FS/alpha-snap" >/dev/null 2>&1
 tl_summary
