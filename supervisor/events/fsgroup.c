@@ -190,6 +190,33 @@ static void record_events(struct tiered_fs *fs, char *buf, ssize_t n) {
                 close(answered[i]);
 }
 
+/* How many events the next read may take: no more than are queued
+ * (FIONREAD counts FAN_EVENT_METADATA_LEN for each, whatever its size),
+ * nor than room, and at least two: a buffer smaller than one event (48
+ * bytes with its range) fails with EINVAL. 0: none queued. *queued:
+ * FIONREAD's count (0: not known). */
+static size_t events_to_read(int fd, size_t room, int *queued) {
+        if (ioctl(fd, FIONREAD, queued) < 0) {
+                *queued = 0;
+                return room;
+        }
+        if (*queued <= 0)
+                return 0;
+        return MIN(room, MAX((size_t)2, (size_t)*queued / FAN_EVENT_METADATA_LEN));
+}
+
+/* The kernel gives events the lowest free fd numbers, in order: they are
+ * named before reading (at most want), and no more events are read than
+ * named (each takes at least FAN_EVENT_METADATA_LEN). How many. */
+static unsigned name_candidates(int fd, size_t want, int *candidates) {
+        unsigned k = 0;
+        while (k < MIN(want, (size_t)INFLIGHT_MAX_CANDIDATES) && (candidates[k] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0)
+                k++;
+        for (unsigned i = 0; i < k; i++)
+                close(candidates[i]);
+        return k;
+}
+
 static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct tiered_fs *fs = userdata;
         struct tierd *t = fs->t;
@@ -208,26 +235,11 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                         sd_event_source_set_enabled(s, SD_EVENT_OFF);
                         return 0;
                 }
-                /* The kernel gives events the lowest free fd numbers, in
-                 * order: name them before reading, and read no more events
-                 * than named (each takes at least FAN_EVENT_METADATA_LEN). */
-                int candidates[INFLIGHT_MAX_CANDIDATES];
-                unsigned k = 0;
-                /* No more numbers than events queued (FIONREAD counts their
-                 * bytes, each event at least FAN_EVENT_METADATA_LEN): a lone
-                 * event costs two dups and closes, not eight. */
-                int queued = 0;
-                if (ioctl(fd, FIONREAD, &queued) == 0) {
-                        if (queued <= 0)
-                                return 0; /* all read: no numbers, no read(2) to hear EAGAIN */
-                        room = MIN(room, MAX((size_t)2, ((size_t)queued + FAN_EVENT_METADATA_LEN - 1) /
-                                                                FAN_EVENT_METADATA_LEN));
-                }
-                while (k < MIN(room, (size_t)INFLIGHT_MAX_CANDIDATES) &&
-                       (candidates[k] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) >= 0)
-                        k++;
-                for (unsigned i = 0; i < k; i++)
-                        close(candidates[i]);
+                int candidates[INFLIGHT_MAX_CANDIDATES], queued;
+                size_t want = events_to_read(fd, room, &queued);
+                if (want == 0)
+                        return 0; /* all read: no numbers, no read(2) to hear EAGAIN */
+                unsigned k = name_candidates(fd, want, candidates);
                 if (k < 2) {
                         /* Out of fds despite the budget (a D-Bus job's?):
                          * wait for an answer to free some, do not spin. */
@@ -250,6 +262,12 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                         return 0;
                 }
                 test_hook_die_before_recording(buf, n);
+                /* As many bytes as FIONREAD counted, or more: every event
+                 * queued then was read, as a rule (events with a range
+                 * count 24 and take 48: one may be left, and epoll, level
+                 * triggered, comes back for it). No FIONREAD to hear that
+                 * the queue is empty. */
+                bool drained = queued > 0 && n >= queued;
                 record_events(fs, buf, n);
                 for (struct fanotify_event_metadata *md = (void *)buf; FAN_EVENT_OK(md, n); md = FAN_EVENT_NEXT(md, n)) {
                         if (md->vers != FANOTIFY_METADATA_VERSION) {
@@ -260,6 +278,8 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
                         }
                         dispatch_pre_content_event(fs, md);
                 }
+                if (drained)
+                        return 0;
         }
 }
 
