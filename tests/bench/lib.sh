@@ -18,6 +18,17 @@ bench_since() { awk -v a="$1" -v b="$(bench_now)" 'BEGIN { printf "%.6f", b - a 
 
 # bench_median V...: the median; bench_spread V...: (max - min) / median, in %.
 bench_median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# bench_pair_ratio N F1..FN B1..BN: the median of the N ratios Fi/Bi, each
+# of a run and the baseline run next to it. Where the machine's own speed
+# drifts between pairs (the disk under a loop device), this is steadier
+# than the ratio of the medians.
+bench_pair_ratio() {
+	local n=$1 i r=()
+	shift
+	local v=("$@")
+	for ((i = 0; i < n; i++)); do r+=("$(awk -v f="${v[i]}" -v b="${v[n + i]}" 'BEGIN { printf "%.3f", b ? f / b : 0 }')"); done
+	bench_median "${r[@]}"
+}
 bench_spread() {
 	local m; m=$(bench_median "$@")
 	printf '%s\n' "$@" | sort -g | awk -v m="$m" 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.1f", m ? 100 * (hi - lo) / m : 0 }'
@@ -26,11 +37,12 @@ bench_spread() {
 # bench_row ID WHAT UNIT FIGURE BASELINE BASELINE_NAME OP TARGET [NOTE]
 #   FIGURE and BASELINE as medians; OP ">=" or "<=" for ratio vs TARGET
 #   ("-" when the issue sets none). Set BENCH_FIGURE_SPREAD and
-#   BENCH_BASELINE_SPREAD (in %) before calling, if measured.
+#   BENCH_BASELINE_SPREAD (in %) before calling, if measured, and
+#   BENCH_RATIO for a ratio other than of the two medians (bench_pair_ratio).
 bench_row() {
 	local id=$1 what=$2 unit=$3 fig=$4 base=$5 bname=$6 op=$7 target=$8 note=${9:-}
 	local ratio met
-	ratio=$(awk -v f="$fig" -v b="$base" 'BEGIN { printf "%.3f", b ? f / b : 0 }')
+	ratio=${BENCH_RATIO:-$(awk -v f="$fig" -v b="$base" 'BEGIN { printf "%.3f", b ? f / b : 0 }')}
 	met=$(awk -v r="$ratio" -v op="$op" -v t="$target" 'BEGIN {
 		if (op == "-") print "n/a"; else if ((op == ">=" && r >= t) || (op == "<=" && r <= t)) print "yes"; else print "no" }')
 	printf '%-5s %-58s %12s %12s %-7s %7s  target %s %s: %s\n' "$id" "$what" "$fig" "$base" "$unit" "$ratio" "$op" "$target" "$met"
