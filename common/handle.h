@@ -15,3 +15,8 @@ union file_handle_buf {
 #ifndef AT_HANDLE_CONNECTABLE
 #define AT_HANDLE_CONNECTABLE 0x002
 #endif
+/* The bit such a handle's type carries (the kernel's exportfs.h):
+ * cleared, the handle opens the file whatever its parent is now. */
+#ifndef FILEID_IS_CONNECTABLE
+#define FILEID_IS_CONNECTABLE 0x10000
+#endif

@@ -86,8 +86,19 @@ static bool tierd_idle(struct tierd *t) {
         return containers_idle(t);
 }
 
+static int on_idle_check(sd_event_source *s, void *userdata) {
+        struct tierd *t = userdata;
+        (void)s;
+        if (tierd_idle(t))
+                sd_event_exit(t->event, 0);
+        return 0;
+}
+
+/* Looked at from the loop, once the callback at hand is over: what it
+ * does after (a stop that goes on to cancel a collection, whose end is
+ * then still to be told) counts. sd_event_exit cannot be taken back. */
 void tierd_check_idle(struct tierd *t) {
-        if (t->stopping && tierd_idle(t))
+        if (t->stopping && tierd_defer_once(t->event, &t->idle_src, on_idle_check, t) < 0 && tierd_idle(t))
                 sd_event_exit(t->event, 0);
 }
 
@@ -313,6 +324,7 @@ static void teardown(struct tierd *t, const struct tierd_face *face) {
         resolver_stop(t);
         free(t->tenants);
         t->stop_src = sd_event_source_unref(t->stop_src);
+        t->idle_src = sd_event_source_disable_unref(t->idle_src);
         t->secrets_src = sd_event_source_unref(t->secrets_src);
         t->status_src = sd_event_source_unref(t->status_src);
         t->event = sd_event_unref(t->event);
@@ -378,8 +390,9 @@ static int exit_status(const struct tierd *t, int r) {
                 log_error_errno(r, "exiting: %m");
         else
                 log_info(t->handing_over ? "handed over" : "stopped");
-        if (offthread_running() > 0) {
-                log_info("%u background threads still at work: exiting without them", offthread_running());
+        if (offthread_running() > 0 || inode_work_left(t)) {
+                log_info("%u background threads still at work%s: exiting without them", offthread_running(),
+                         inode_work_left(t) ? ", and inode work left blocked" : "");
                 fflush(NULL);
                 _exit(status);
         }

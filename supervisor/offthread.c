@@ -57,7 +57,9 @@ static int own_fd_table(int *keep, size_t n) {
         return close_range(from, ~0U, 0) < 0 ? -errno : 0;
 }
 
-/* Threads whose work has not ended (offthread_running). */
+/* Threads not joined yet (offthread_running): a thread whose work is over
+ * still runs its key destructors (OpenSSL's among them) until it ends.
+ * Only the loop's thread changes it. */
 static unsigned running;
 
 static void *run(void *arg) {
@@ -65,8 +67,6 @@ static void *run(void *arg) {
         int r = own_fd_table(o->keep, o->n_keep);
 
         o->table_error = r;
-        if (r >= 0) /* counted before offthread_start returns */
-                __atomic_add_fetch(&running, 1, __ATOMIC_RELAXED);
         /* Background work at the priority of anything else, not at the
          * event loop's, whose threads inherit it. */
         loop_nice_leave();
@@ -79,12 +79,11 @@ static void *run(void *arg) {
          * what the work read through (a lease on its file) at once. */
         close_range(3, (unsigned)o->event_fd - 1, 0);
         close_range((unsigned)o->event_fd + 1, ~0U, 0);
-        __atomic_sub_fetch(&running, 1, __ATOMIC_RELAXED);
         eventfd_write(o->event_fd, 1);
         return NULL;
 }
 
-unsigned offthread_running(void) { return __atomic_load_n(&running, __ATOMIC_RELAXED); }
+unsigned offthread_running(void) { return running; }
 
 static int on_ended(sd_event_source *s, int fd, uint32_t revents, void *arg) {
         struct offthread *o = arg;
@@ -93,6 +92,7 @@ static int on_ended(sd_event_source *s, int fd, uint32_t revents, void *arg) {
 
         (void)eventfd_read(o->event_fd, &v);
         pthread_join(o->thread, NULL);
+        running--;
         sd_event_source_disable_unref(o->src);
         close(o->event_fd);
         sem_destroy(&o->table_ready);
@@ -149,6 +149,7 @@ int offthread_start(sd_event *event, const int *keep, size_t n_keep, void (*work
                 offthread_free(o);
                 return r;
         }
+        running++; /* until on_ended joins it */
         if (ret)
                 *ret = o;
         return 0;

@@ -26,7 +26,7 @@ int offthread_start(sd_event *event, const int *keep, size_t n_keep, void (*work
 /* The caller will not want done() any more (it is going): the thread is
  * left to end, and then release(userdata) is called instead of done(). */
 void offthread_abandon(struct offthread *o, void (*release)(void *userdata));
-/* Threads whose work has not ended yet (at an exit: nothing waits for them). */
+/* Threads not joined yet (at an exit: nothing waits for them). */
 unsigned offthread_running(void);
 
 #ifdef TIERD_TEST_HOOKS

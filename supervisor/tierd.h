@@ -261,6 +261,7 @@ struct tierd {
         bool stopping;
         bool handing_over; /* SIGTERM with a store: leave everything pending */
         sd_event_source *stop_src, *secrets_src, *resolver_src;
+        sd_event_source *idle_src; /* a stop's check for idleness, after the callback at hand */
         int policy_inotify_fd; /* policywatch.c */
         sd_event_source *policy_watch_src, *policy_debounce_src, *sighup_src;
         uint64_t policy_hash; /* of the bytes last applied: the same bytes are not applied twice */

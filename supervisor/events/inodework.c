@@ -332,3 +332,5 @@ void inode_work_stop(struct tenant *tn) {
         if (tn->t->inodework && !tn->t->inodework->left)
                 deliver(tn->t->inodework);
 }
+
+bool inode_work_left(const struct tierd *t) { return t->inodework && t->inodework->left; }

@@ -39,6 +39,8 @@ struct inode_job {
 /* The loop's end, once per tierd. */
 int inode_work_open(struct tierd *t);
 void inode_work_close(struct tierd *t);
+/* Threads of it left blocked at the stop (still alive at the exit). */
+bool inode_work_left(const struct tierd *t);
 /* Queues j for tn's threads, after `after` (the same file's previous job
  * whose done() has not run yet), or NULL. Never fails: with no thread to
  * run it, it runs here (logged). */

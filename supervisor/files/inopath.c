@@ -18,7 +18,11 @@
 #include "macro.h"
 
 #define BTRFS_SUBVOL_ROOT_INO 256 /* BTRFS_FIRST_FREE_OBJECTID: every subvolume's root directory */
-#define NAMES_MAX 8192             /* bytes of names asked for: a file's first few links */
+#define NAMES_MAX 4096             /* bytes of names asked for: the most the kernel copies */
+/* The kernel builds every link's path, each from the file up to the
+ * subvolume's root, whatever fits the buffer: a file with many links
+ * would cost as many walks, on the event loop. */
+#define LINKS_MAX 8
 
 /* The names of inode ino, each relative to the root of subvol_fd's
  * subvolume, into buf: a btrfs_data_container whose val[i] are offsets of
@@ -28,7 +32,9 @@ static int names_of(int subvol_fd, uint64_t ino, struct btrfs_data_container *bu
         struct btrfs_ioctl_ino_path_args args = { .inum = ino, .size = size, .fspath = (uintptr_t)buf };
         if (ioctl(subvol_fd, BTRFS_IOC_INO_PATHS, &args) < 0)
                 return -errno;
-        return (int)buf->elem_cnt;
+        /* No more offsets than the buffer holds, whatever the count says. */
+        size_t room = (size - offsetof(struct btrfs_data_container, val)) / sizeof(buf->val[0]);
+        return (int)MIN((size_t)buf->elem_cnt, room);
 }
 
 static const char *name_at(const struct btrfs_data_container *buf, size_t size, int i) {
@@ -65,7 +71,8 @@ static bool leads_to(int subvol_fd, const char *rel, const struct stat *st) {
 char *inode_rel_beneath(int subvol_fd, int fd) {
         struct stat st, dir;
         /* Another subvolume (its own st_dev), or not a file: not the tenant's. */
-        if (fstat(fd, &st) < 0 || fstat(subvol_fd, &dir) < 0 || st.st_dev != dir.st_dev || !S_ISREG(st.st_mode))
+        if (fstat(fd, &st) < 0 || fstat(subvol_fd, &dir) < 0 || st.st_dev != dir.st_dev || !S_ISREG(st.st_mode) ||
+            st.st_nlink > LINKS_MAX)
                 return NULL;
         _cleanup_free_ char *prefix = dir_prefix(subvol_fd, &dir);
         _cleanup_free_ struct btrfs_data_container *buf = malloc(NAMES_MAX);

@@ -5,8 +5,10 @@
  * exactly those). open_by_handle_at() then gives a file with no path (its
  * /proc link reads "/"), and a plain handle names no parent to find it
  * through. btrfs keeps every inode's names in its tree, and
- * BTRFS_IOC_INO_PATHS reads them (CAP_DAC_READ_SEARCH): a few tree
- * lookups, no directory read. Other filesystems keep no names: nothing.
+ * BTRFS_IOC_INO_PATHS reads them (CAP_DAC_READ_SEARCH): a tree lookup a
+ * directory level, no directory read; not for a file of more than a few
+ * links, each of which would cost a walk. Other filesystems keep no
+ * names: nothing.
  */
 #pragma once
 

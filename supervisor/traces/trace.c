@@ -71,12 +71,18 @@ static struct trace_recording **owner_of(struct trace_recording *rec) {
  * through /proc (the fd's own path, whatever mount namespace it was opened
  * in); a kernel before 6.13 gives the plain handle. */
 static int touch_handle_of(int fd, struct file_handle *fh) {
-        char proc[48];
+        char proc[48], link[2];
         int mount_id;
 
         snprintf(proc, sizeof(proc), "/proc/thread-self/fd/%d", fd);
         fh->handle_bytes = MAX_HANDLE_SZ;
-        if (name_to_handle_at(AT_FDCWD, proc, fh, &mount_id, AT_SYMLINK_FOLLOW | AT_HANDLE_CONNECTABLE) == 0)
+        /* Not for a file with no path itself (opened by handle, by knfsd
+         * or a backup tool): the kernel warns (WARN_ON) on a connectable
+         * handle of a disconnected file, which its AT_EMPTY_PATH refusal
+         * means to keep out. */
+        bool disconnected = readlink(proc, link, sizeof(link)) == 1 && link[0] == '/';
+        if (!disconnected &&
+            name_to_handle_at(AT_FDCWD, proc, fh, &mount_id, AT_SYMLINK_FOLLOW | AT_HANDLE_CONNECTABLE) == 0)
                 return 0;
         fh->handle_bytes = MAX_HANDLE_SZ;
         return name_to_handle_at(fd, "", fh, &mount_id, AT_EMPTY_PATH) < 0 ? -errno : 0;

@@ -32,7 +32,16 @@ static int open_beneath(int subvol_fd, const char *path) {
 /* The name of the touched file beneath the subvolume, if it still leads to
  * it (not a file deleted since, whose link reads "... (deleted)"). */
 static char *name_of(const struct trace_save *sv, const struct trace_touch *t) {
-        _cleanup_close_ int fd = open_by_handle_at(sv->root_fd, (struct file_handle *)&t->h.fh, O_PATH | O_CLOEXEC);
+        union file_handle_buf h = t->h;
+        _cleanup_close_ int fd = open_by_handle_at(sv->root_fd, &h.fh, O_PATH | O_CLOEXEC);
+        /* A connectable handle (trace.c) of a file moved since, its dentry
+         * dropped: its recorded parent is no longer its own (ESTALE). The
+         * file itself, with no parent asked, is named through the
+         * subvolume (inopath.h). */
+        if (fd < 0 && errno == ESTALE && (h.fh.handle_type & FILEID_IS_CONNECTABLE)) {
+                h.fh.handle_type &= ~FILEID_IS_CONNECTABLE;
+                fd = open_by_handle_at(sv->root_fd, &h.fh, O_PATH | O_CLOEXEC); /* the first failed: nothing to close */
+        }
         _cleanup_free_ char *path = fd < 0 ? NULL : subvol_rel_of_fd(sv->subvol_rel, sv->subvol_fd, fd);
         struct stat a, b;
         if (!path || !*path || fstat(fd, &a) < 0)
