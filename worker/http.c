@@ -437,8 +437,13 @@ static int request_settle(struct remote *r, struct http_req *q, const char *key,
                         break; /* a wrong range or too many bytes: the server is broken, not busy */
                 if (q->sink_error && q->sink_error != -EIO)
                         break; /* the local side failed (ENOSPC...) */
-                if (q->body_fd >= 0 && q->body_pos > 0 && q->body_md)
-                        break; /* an upload's hash covers one pass only */
+                /* An upload cut off mid-body (a store or proxy closed the
+                 * connection: broken pipe) is sent again from its start,
+                 * its hash taken back to before its first byte; with no
+                 * such state kept, not again: the hash covers one pass. */
+                if (q->body_fd >= 0 && q->body_pos > 0 && q->body_md &&
+                    (!q->body_md_start || !EVP_MD_CTX_copy_ex(q->body_md, q->body_md_start)))
+                        break;
                 if (!retryable(ret, q->status) || now_usec() + backoff > deadline)
                         break;
                 /* Exponential backoff with jitter: many workers do not retry in step. */

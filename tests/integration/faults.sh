@@ -250,6 +250,18 @@ echo none >"$CONTROL"
 check "an upload on a reused connection the store closes: sent again, archived (exit $rc: $(head -c 300 "$TL_DIR/k.err"))" \
 	bash -c "[ $rc = 0 ] && grep -q '^put dropped /t/' '$FLOG'"
 check "... and it releases and reads back" bash -c "timeout 60 '$TIERCTL' release '$V/k' >/dev/null && timeout 120 cmp '$V/k' '$TL_DIR/k.orig'"
+# The same cut off mid-body (a proxy or a store that goes away while the
+# body is on its way: broken pipe, or a reset): sent again from its start,
+# its hash taken again from before its first byte.
+echo 'cutput 1' >"$CONTROL"
+head -c 600000 /dev/urandom >"$V/m"
+cp "$V/m" "$TL_DIR/m.orig"
+timeout 120 "$TIERCTL" archive "$V/m" >/dev/null 2>"$TL_DIR/m.err"
+rc=$?
+echo none >"$CONTROL"
+check "an upload cut off after 64 KiB of its body: sent again, archived (exit $rc: $(head -c 300 "$TL_DIR/m.err"))" \
+	bash -c "[ $rc = 0 ] && grep -q '^put cut /t/' '$FLOG'"
+check "... and it releases and reads back" bash -c "timeout 60 '$TIERCTL' release '$V/m' >/dev/null && timeout 120 cmp '$V/m' '$TL_DIR/m.orig'"
 echo 'movelost 1' >"$CONTROL"
 head -c 200000 /dev/urandom >"$V/e"
 timeout 120 "$TIERCTL" archive "$V/e" >/dev/null 2>"$TL_DIR/e.err"

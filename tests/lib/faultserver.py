@@ -27,6 +27,10 @@ GETs unless said otherwise; DELETE is always served right. Modes:
               without reading or answering: the client's reused keep-alive
               connection turns out closed, and the client must send the
               request again, body and all, on a new one (LOG: "put dropped")
+  cutput      (PUT) reads 64 KiB of the body, then closes the connection
+              without answering: the client's send fails mid-body (a proxy
+              or a store gone away), and it must send it all again (LOG:
+              "put cut")
   nomove      (MOVE) 405, as a server without WebDAV MOVE
   movelost    (MOVE) moves, then drops the connection without an answer
 LOG gets one line per GET (mode, range asked, bytes sent) and per fault.
@@ -44,7 +48,7 @@ PORT, ROOT, CONTROL, LOG = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[
 lock = threading.Lock()
 
 
-METHOD_OF = {"head404": "HEAD", "holdput": "PUT", "nomove": "MOVE", "movelost": "MOVE", "dropreused": "PUT-REUSED"}
+METHOD_OF = {"head404": "HEAD", "holdput": "PUT", "cutput": "PUT-CUT", "nomove": "MOVE", "movelost": "MOVE", "dropreused": "PUT-REUSED"}
 
 
 def take_fault(method="GET", path=""):
@@ -97,6 +101,12 @@ class Store(BaseHTTPRequestHandler):
         if getattr(self, "served", 0) > 0 and take_fault("PUT-REUSED", self.path) == "dropreused":
             log(f"put dropped {self.path}")
             self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if n > (64 << 10) and take_fault("PUT-CUT", self.path) == "cutput":
+            self.rfile.read(64 << 10)
+            log(f"put cut {self.path}")
+            self.close_connection = True  # closed with the rest of the body unread: a reset
             self.connection.shutdown(socket.SHUT_RDWR)
             return
         hold = n > (1 << 20) and take_fault("PUT", self.path) == "holdput"
