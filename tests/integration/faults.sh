@@ -238,30 +238,29 @@ echo none >"$CONTROL"
 states=$(for i in 1 2 3 4 5 6; do state_of "$XV/u$i"; done | tr '\n' ' ')
 check "... then the six archives finish (exit $rc: $states)" \
 	test "$rc $states" = "0 archived archived archived archived archived archived "
+# upload_fault MODE FILE BYTES LOGGED WHAT: an archive of FILE (BYTES of
+# random) while the store does MODE once to its upload, which LOG says
+# with LOGGED: the upload is sent again, archived, and reads back.
+upload_fault() {
+	local mode=$1 f=$2 bytes=$3 logged=$4 what=$5 rc=0
+	echo "$mode 1" >"$CONTROL"
+	head -c "$bytes" /dev/urandom >"$V/$f"
+	cp "$V/$f" "$TL_DIR/$f.orig"
+	timeout 120 "$TIERCTL" archive "$V/$f" >/dev/null 2>"$TL_DIR/$f.err" || rc=$?
+	echo none >"$CONTROL"
+	check "$what: sent again, archived (exit $rc: $(head -c 300 "$TL_DIR/$f.err"))" \
+		bash -c "[ $rc = 0 ] && grep -q '^$logged /t/' '$FLOG'"
+	check "... and it releases and reads back" \
+		bash -c "timeout 60 '$TIERCTL' release '$V/$f' >/dev/null && timeout 120 cmp '$V/$f' '$TL_DIR/$f.orig'"
+}
 # A kept-alive connection the store closed when the next request came: curl
 # sends the upload again on a new connection, its body from the start (a
 # seek callback), and the archive holds (its hash taken once).
-echo 'dropreused 1' >"$CONTROL"
-head -c 300000 /dev/urandom >"$V/k"
-cp "$V/k" "$TL_DIR/k.orig"
-timeout 120 "$TIERCTL" archive "$V/k" >/dev/null 2>"$TL_DIR/k.err"
-rc=$?
-echo none >"$CONTROL"
-check "an upload on a reused connection the store closes: sent again, archived (exit $rc: $(head -c 300 "$TL_DIR/k.err"))" \
-	bash -c "[ $rc = 0 ] && grep -q '^put dropped /t/' '$FLOG'"
-check "... and it releases and reads back" bash -c "timeout 60 '$TIERCTL' release '$V/k' >/dev/null && timeout 120 cmp '$V/k' '$TL_DIR/k.orig'"
+upload_fault dropreused k 300000 "put dropped" "an upload on a reused connection the store closes"
 # The same cut off mid-body (a proxy or a store that goes away while the
 # body is on its way: broken pipe, or a reset): sent again from its start,
 # its hash taken again from before its first byte.
-echo 'cutput 1' >"$CONTROL"
-head -c 600000 /dev/urandom >"$V/m"
-cp "$V/m" "$TL_DIR/m.orig"
-timeout 120 "$TIERCTL" archive "$V/m" >/dev/null 2>"$TL_DIR/m.err"
-rc=$?
-echo none >"$CONTROL"
-check "an upload cut off after 64 KiB of its body: sent again, archived (exit $rc: $(head -c 300 "$TL_DIR/m.err"))" \
-	bash -c "[ $rc = 0 ] && grep -q '^put cut /t/' '$FLOG'"
-check "... and it releases and reads back" bash -c "timeout 60 '$TIERCTL' release '$V/m' >/dev/null && timeout 120 cmp '$V/m' '$TL_DIR/m.orig'"
+upload_fault cutput m 600000 "put cut" "an upload cut off after 64 KiB of its body"
 echo 'movelost 1' >"$CONTROL"
 head -c 200000 /dev/urandom >"$V/e"
 timeout 120 "$TIERCTL" archive "$V/e" >/dev/null 2>"$TL_DIR/e.err"
