@@ -308,10 +308,8 @@ wait "$GCP" || rc=$?
 check "SIGINT: the gc call fails (exit $rc), saying tierd stops" \
 	bash -c "[ $rc = 1 ] && grep -q 'stopped (canceled, or tierd stops)' '$TL_DIR/gcstop.out'"
 sed 's/^/# gc said: /' "$TL_DIR/gcstop.out"
-st=0
-wait "$TL_TIERD_PID" || st=$?
-TL_TIERD_PID=
-check "... tierd exits 0 (got $st)" test "$st" = 0
+check "... tierd exits within 20 s" tl_tierd_exits 20
+check "... with status 0 (got $TL_TIERD_STATUS)" test "$TL_TIERD_STATUS" = 0
 check "... leaving the walk's thread to the exit" tl_logged 1 "background threads still at work: exiting without them"
 btrfs -q subvolume delete "$FS/alpha-snap" >/dev/null 2>&1
 tl_summary

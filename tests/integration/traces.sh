@@ -421,15 +421,10 @@ check "restore_rate 64K again: tierctl reload" timeout 20 "$TIERCTL" reload
 park_reader 2
 kill -TERM "$TL_TIERD_PID"
 reader_goes_on "SIGTERM"
-rc=0
-timeout 20 bash -c "while kill -0 $TL_TIERD_PID 2>/dev/null; do sleep 0.1; done" || rc=$?
-check "... and tierd exits (within 20 s)" test "$rc" = 0
-st=0
-wait "$TL_TIERD_PID" || st=$?
-check "... with status 0 (got $st)" test "$st" = 0
+check "... and tierd exits (within 20 s)" tl_tierd_exits 20
+check "... with status 0 (got $TL_TIERD_STATUS)" test "$TL_TIERD_STATUS" = 0
 check "... the run waiting for a lock dropped, said" tl_logged 1 "trace atstop: a run waiting for another node's save of it at the stop: dropped"
 check "... nothing stored for it" test ! -e "$STORE/trace/atstop"
-TL_TIERD_PID=
 
 # A lock is also its dead holder's once read unchanged for 120 s by this
 # node's clock, whatever it says (a test build: 3 s): one that says it was
@@ -463,7 +458,7 @@ check "... and its own lock deleted after" tl_eventually_for 10 test ! -e "$TL_D
 # tierd exits as soon as the last is answered, not at its 30 s stop timeout
 # (nor at once, the save lost with its merge).
 kill -TERM "$TL_TIERD_PID"
-wait "$TL_TIERD_PID"
+tl_tierd_exits 30 || { not_ok "tierd (a test build) stops within 30 s"; tl_summary; exit 1; }
 TIERD_TEST_TRACE_SAVE_PAUSE_MS=3000 BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/policy.json" ||
 	{ not_ok "tierd (a test build, slow merges) starts again"; tl_summary; exit 1; }
 tl_log_mark
@@ -471,13 +466,8 @@ check "a run of trace 'atsave'" run_of atsave
 check "... its window over: the save starts" tl_logged 20 "trace atsave: window over after"
 sleep 1 # its lock taken, the merge under way
 kill -TERM "$TL_TIERD_PID"
-rc=0
-timeout 20 bash -c "while kill -0 $TL_TIERD_PID 2>/dev/null; do sleep 0.1; done" || rc=$?
-check "SIGTERM during its merge: tierd exits within 20 s" test "$rc" = 0
-st=0
-wait "$TL_TIERD_PID" || st=$?
-TL_TIERD_PID=
-check "... with status 0 (got $st)" test "$st" = 0
+check "SIGTERM during its merge: tierd exits within 20 s" tl_tierd_exits 20
+check "... with status 0 (got $TL_TIERD_STATUS)" test "$TL_TIERD_STATUS" = 0
 check "... once the run was stored" tl_logged 1 "trace atsave stored: run 1, 1 files"
 check "... and its lock deleted" test ! -e "$STORE/tracelock/atsave"
 check "... without its stop timing out" bash -c "! tail -n +$((TL_LOG_MARK + 1)) '$TL_TIERD_LOG' | grep -q 'did not finish in time'"

@@ -133,6 +133,21 @@ tl_tierd_start() {
 	return 1
 }
 
+# tl_tierd_exits SECONDS: tierd, signalled already, ends within SECONDS:
+# reaped, its exit status in TL_TIERD_STATUS, TL_TIERD_PID cleared. Else
+# 1, and it is left to tl_cleanup: a stop that hangs fails, never waits.
+tl_tierd_exits() {
+	local end=$((SECONDS + $1))
+	TL_TIERD_STATUS=
+	while kill -0 "$TL_TIERD_PID" 2>/dev/null; do
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.1
+	done
+	TL_TIERD_STATUS=0
+	wait "$TL_TIERD_PID" || TL_TIERD_STATUS=$?
+	TL_TIERD_PID=
+}
+
 # tl_tierd_stop: SIGTERM, and the exit status of tierd.
 tl_tierd_stop() {
 	[ -n "${TL_TIERD_PID:-}" ] || return 0
