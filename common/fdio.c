@@ -5,15 +5,30 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/openat2.h>
 #include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "macro.h"
+
+int open_path_beneath(int dir_fd, const char *path) {
+        struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                                           RESOLVE_NO_XDEV };
+        return (int)syscall(SYS_openat2, dir_fd, path, &how, sizeof(how));
+}
+
+bool path_beneath_is(int dir_fd, const char *path, const struct stat *st) {
+        _cleanup_close_ int fd = open_path_beneath(dir_fd, path);
+        struct stat again;
+        return fd >= 0 && fstat(fd, &again) == 0 && again.st_ino == st->st_ino && again.st_dev == st->st_dev;
+}
 
 int write_full(int fd, const void *buf, size_t n) {
         for (size_t done = 0; done < n;) {

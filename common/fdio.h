@@ -1,7 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
+
+/* path beneath dir_fd as O_PATH, never through a symlink, a magic link or
+ * another mount, never out of dir_fd (a name a store or a thread gave):
+ * the fd, or -1 with errno set. */
+int open_path_beneath(int dir_fd, const char *path);
+/* Does path, opened so, lead to the file of st (its device and inode)? */
+bool path_beneath_is(int dir_fd, const char *path, const struct stat *st);
 
 /* Writes all n bytes of buf at fd's offset (again after EINTR and short
  * writes): 0, or a negative errno. */

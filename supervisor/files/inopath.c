@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/btrfs.h>
-#include <linux/openat2.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,9 +11,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "macro.h"
 
 #define BTRFS_SUBVOL_ROOT_INO 256 /* BTRFS_FIRST_FREE_OBJECTID: every subvolume's root directory */
@@ -58,16 +57,6 @@ static char *dir_prefix(int subvol_fd, const struct stat *dir) {
         return name ? strdup(name) : NULL;
 }
 
-/* rel beneath the tenant's directory, opened without leaving it, is fd's file. */
-static bool leads_to(int subvol_fd, const char *rel, const struct stat *st) {
-        struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-                                           RESOLVE_NO_XDEV };
-        _cleanup_close_ int fd = (int)syscall(SYS_openat2, subvol_fd, rel, &how, sizeof(how));
-        struct stat again;
-        return fd >= 0 && fstat(fd, &again) == 0 && again.st_ino == st->st_ino && again.st_dev == st->st_dev;
-}
-
 char *inode_rel_beneath(int subvol_fd, int fd) {
         struct stat st, dir;
         /* Another subvolume (its own st_dev), or not a file: not the tenant's. */
@@ -85,7 +74,7 @@ char *inode_rel_beneath(int subvol_fd, int fd) {
                 if (!name || (k && (strncmp(name, prefix, k) != 0 || name[k] != '/')))
                         continue; /* a link outside the tenant's directory */
                 const char *rel = k ? name + k + 1 : name;
-                if (*rel && leads_to(subvol_fd, rel, &st))
+                if (*rel && path_beneath_is(subvol_fd, rel, &st))
                         return strdup(rel);
         }
         return NULL;

@@ -3,13 +3,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "macro.h"
 #include "usage.h"
 
@@ -18,15 +17,6 @@ char *trace_copy(const char *data, size_t len) {
         if (p && len)
                 memcpy(p, data, len);
         return p;
-}
-
-/* path beneath the subvolume, as O_PATH: never through a link, never out
- * of it (the path is the store's, or a name a thread read). */
-static int open_beneath(int subvol_fd, const char *path) {
-        struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-                                           RESOLVE_NO_XDEV };
-        return (int)syscall(SYS_openat2, subvol_fd, path, &how, sizeof(how));
 }
 
 /* The name of the touched file beneath the subvolume, if it still leads to
@@ -43,11 +33,8 @@ static char *name_of(const struct trace_save *sv, const struct trace_touch *t) {
                 fd = open_by_handle_at(sv->root_fd, &h.fh, O_PATH | O_CLOEXEC); /* the first failed: nothing to close */
         }
         _cleanup_free_ char *path = fd < 0 ? NULL : subvol_rel_of_fd(sv->subvol_rel, sv->subvol_fd, fd);
-        struct stat a, b;
-        if (!path || !*path || fstat(fd, &a) < 0)
-                return NULL;
-        _cleanup_close_ int again = open_beneath(sv->subvol_fd, path);
-        if (again < 0 || fstat(again, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+        struct stat st;
+        if (!path || !*path || fstat(fd, &st) < 0 || !path_beneath_is(sv->subvol_fd, path, &st))
                 return NULL;
         return TAKE_PTR(path);
 }
@@ -56,7 +43,7 @@ static char *name_of(const struct trace_save *sv, const struct trace_touch *t) {
  * a restore in the run would have changed it, and a file made whole in the
  * run is heard, trace.h), or not a stub: no read of it could be heard. */
 static bool whole_all_along(int subvol_fd, const char *path, const struct timespec *since) {
-        _cleanup_close_ int fd = open_beneath(subvol_fd, path);
+        _cleanup_close_ int fd = open_path_beneath(subvol_fd, path);
         _cleanup_(stub_done) struct stub s = {};
         const char *why = NULL;
         struct stat st;
@@ -108,7 +95,7 @@ void trace_work_save(void *userdata) {
 }
 
 static void look_up(const struct trace_lookup *lk, const struct trace_file *tf, struct prefetch_file *pf) {
-        _cleanup_close_ int fd = open_beneath(lk->subvol_fd, tf->path);
+        _cleanup_close_ int fd = open_path_beneath(lk->subvol_fd, tf->path);
         _cleanup_(stub_done) struct stub s = {};
         const char *why = NULL;
         struct stat st;
