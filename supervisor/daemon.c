@@ -45,6 +45,7 @@
 #include "loopnice.h"
 #include "log.h"
 #include "macro.h"
+#include "namer.h"
 #include "offthread.h"
 #include "autoarchive.h"
 #include "batch.h"
@@ -288,6 +289,7 @@ static void teardown(struct tierd *t, const struct tierd_face *face) {
                 usage_save(&t->tenants[i]);
                 autoarchive_stop(&t->tenants[i]);
                 usage_free(&t->tenants[i]);
+                namer_free(&t->tenants[i]);
                 tally_stop(&t->tenants[i]);
                 content_checks_stop(&t->tenants[i]);
                 remote_check_free(&t->tenants[i]);

@@ -142,6 +142,7 @@ struct tenant_net;
 struct tenant_aws;
 struct trace_recording;
 struct prefetch;
+struct namer;
 
 struct tenant {
         struct tierd *t;
@@ -168,6 +169,7 @@ struct tenant {
         struct trace_recording *recording; /* its host readers' trace: traces/trace.c */
         struct prefetch *prefetch;         /* a trace fetched ahead of its host readers: traces/prefetch.c */
         struct hydrate *hydrate;           /* files read in part, fetched whole next: traces/hydrate.c */
+        struct namer *namer;               /* names of files whose dentries were dropped: files/namer.c */
         unsigned recordings;               /* open, its containers' and its own */
         struct trace_recording *saving;    /* runs being saved, one a trace name: trace.c */
         struct usage *usage; /* the file table, with a quota or archive_after: usage.c */

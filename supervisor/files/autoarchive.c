@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include "fileops.h"
 #include "log.h"
 #include "macro.h"
+#include "namer.h"
 #include "usage.h"
 
 #define TICK_MIN_USEC (1000 * 1000ull)   /* look at most once a second */
@@ -49,18 +51,31 @@ static void on_archived(void *userdata, int error, const char *message) {
         free(it);
 }
 
-/* The file at index as a file_ref (its name beneath the subvolume). */
+/* The file at index as a file_ref (its name beneath the subvolume);
+ * -EAGAIN: its name is being found on a thread (namer.h), ask next time. */
 static int ref_of_index(struct tenant *tn, size_t index, struct file_ref *ref) {
         char view[PATH_MAX + 32], msg[256];
+        _cleanup_free_ char *rel = NULL;
+        struct stat st;
         _cleanup_close_ int fd = usage_open_index(tn, index, O_PATH);
         if (fd < 0)
                 return fd;
-        _cleanup_free_ char *rel = usage_rel_of_fd(tn, fd);
-        size_t n = rel ? strlen(rel) : 0;
-        if (n == 0 || (n > 10 && strcmp(rel + n - 10, " (deleted)") == 0))
+        int r = usage_name_of_fd(tn, fd, &rel);
+        if (r == -EAGAIN) {
+                (void)namer_ask(tn, fd, NULL, NULL); /* full, or no memory: the next tick asks again */
+                return -EAGAIN;
+        }
+        if (r < 0 || !*rel || fstat(fd, &st) < 0)
                 return -ENOENT; /* moved out of the tenant, or deleted */
         snprintf(view, sizeof(view), "%s/%s", tn->cfg->mount, rel);
-        return file_ref_from_path(tn->t, view, ref, msg, sizeof(msg)) < 0 ? -ENOENT : 0;
+        if (file_ref_from_path(tn->t, view, ref, msg, sizeof(msg)) < 0)
+                return -ENOENT;
+        /* A name found a while ago on a thread may have gone to another file since. */
+        if (ref->dev != st.st_dev || ref->ino != st.st_ino) {
+                file_ref_done(ref);
+                return -ENOENT;
+        }
+        return 0;
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -88,8 +103,10 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 it->tn = tn;
                 it->index = out[i];
                 it->size = files[out[i]].size;
-                if (ref_of_index(tn, out[i], &it->ref) < 0) {
-                        usage_flag_index(tn, out[i], ENGINE_BUSY); /* unreachable now: another time */
+                int r = ref_of_index(tn, out[i], &it->ref);
+                if (r < 0) {
+                        if (r != -EAGAIN)
+                                usage_flag_index(tn, out[i], ENGINE_BUSY); /* unreachable now: another time */
                         free(it);
                         continue;
                 }

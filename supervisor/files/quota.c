@@ -18,6 +18,7 @@
 #include "fileops.h"
 #include "log.h"
 #include "macro.h"
+#include "namer.h"
 #include "remotecheck.h"
 #include "usage.h"
 
@@ -124,6 +125,22 @@ static bool copy_known_good(struct tenant *tn, int fd, size_t index) {
         return false;
 }
 
+/* The globs of "pin" and the catalog's limits need the file's name. A
+ * cold file's dentry may have been dropped: its name is then found on a
+ * thread (namer.h), and the file waits for it (flagged busy meanwhile), as
+ * a fill that needs its room does. */
+static bool named_now(struct tenant *tn, int fd, size_t index) {
+        _cleanup_free_ char *rel = NULL;
+        if ((!tn->cfg->pin[0] && !tn->cfg->catalog) || usage_name_of_fd(tn, fd, &rel) != -EAGAIN)
+                return true;
+        usage_flag_index(tn, index, ENGINE_BUSY);
+        tn->quota_checks++;
+        int r = namer_ask(tn, fd, on_content_checked, tn);
+        if (r < 0)
+                tn->quota_checks--; /* busy a while, as a file in use is */
+        return false;
+}
+
 /* Releases the file at index; false if it could not be (in use, shared...). */
 static bool release_index(struct tenant *tn, size_t index, const char *why) {
         char msg[512] = "", name[64];
@@ -136,6 +153,10 @@ static bool release_index(struct tenant *tn, size_t index, const char *why) {
         }
         if (extents_shared(fd)) {
                 usage_flag_index(tn, index, ENGINE_SHARED);
+                close(fd);
+                return false;
+        }
+        if (!named_now(tn, fd, index)) {
                 close(fd);
                 return false;
         }

@@ -13,9 +13,9 @@
 
 #include "handle.h"
 #include "fsgroup.h"
-#include "inopath.h"
 #include "log.h"
 #include "macro.h"
+#include "namer.h"
 #include "quota.h"
 #include "stub.h"
 
@@ -150,30 +150,6 @@ static bool pinned(const struct tenant *tn, int fd, const char *rel) {
         return false;
 }
 
-char *subvol_rel_of_fd(const char *subvol_rel, int subvol_fd, int fd) {
-        char link[40], where[PATH_MAX];
-        /* thread-self: also right on a thread with an fd table of its own (offthread.h). */
-        snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
-        ssize_t n = readlink(link, where, sizeof(where) - 1);
-        static const char deleted[] = " (deleted)";
-        if (n == 1 && where[0] == '/') /* a file reached by handle whose dentry was dropped */
-                return subvol_fd >= 0 ? inode_rel_beneath(subvol_fd, fd) : NULL;
-        if (n <= 1)
-                return NULL;
-        where[n] = 0;
-        /* Unlinked: no name (a name could only match by chance). */
-        if ((size_t)n >= sizeof(deleted) - 1 && strcmp(where + n - (sizeof(deleted) - 1), deleted) == 0)
-                return NULL;
-        if (strcmp(subvol_rel, ".") == 0)
-                return strdup(where + 1);
-        size_t k = strlen(subvol_rel);
-        if (strncmp(where + 1, subvol_rel, k) != 0 || (where[1 + k] != '/' && where[1 + k] != 0))
-                return NULL;
-        return strdup(where[1 + k] ? where + 2 + k : ""); /* "": the subvolume itself */
-}
-
-char *usage_rel_of_fd(const struct tenant *tn, int fd) { return subvol_rel_of_fd(tn->subvol_rel, tn->subvol_fd, fd); }
-
 static void entry_set(struct usage *u, size_t slot, const struct stat *st, enum engine_state state, bool pin) {
         struct engine_file *f = &u->files[slot];
         uint64_t local = (uint64_t)st->st_blocks * 512;
@@ -204,8 +180,9 @@ static void upsert(struct tenant *tn, int fd, const char *rel) {
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
             name_to_handle_at(fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0 || !key_of(&h.fh, &k))
                 return;
-        if (!rel && tn->cfg->pin[0])
-                rel = own_rel = usage_rel_of_fd(tn, fd);
+        /* No name now (its dentry was dropped: namer.h): pinned as it was. */
+        bool unnamed = !rel && tn->cfg->pin[0] && usage_name_of_fd(tn, fd, &own_rel) == -EAGAIN;
+        rel = rel ?: own_rel;
         int r = stub_read_fd(fd, &s, &err);
         size_t slot = find(u, &k);
         if (slot == SIZE_MAX) {
@@ -219,7 +196,8 @@ static void upsert(struct tenant *tn, int fd, const char *rel) {
                 u->gone++;
                 index_put(u, slot);
         }
-        entry_set(u, slot, &st, state_of(r, &s, &st), pinned(tn, fd, rel));
+        bool pin = pinned(tn, fd, rel) || (unnamed && (u->files[slot].flags & ENGINE_PINNED));
+        entry_set(u, slot, &st, state_of(r, &s, &st), pin);
 }
 
 static char *lastuse_path(const struct tenant *tn) {
@@ -513,11 +491,14 @@ void usage_written(struct tiered_fs *fs, const struct file_handle *fh) {
                 tn = &fs->t->tenants[i];
                 if (tn->fs != fs || !tn->usage)
                         continue;
-                _cleanup_free_ char *rel = usage_rel_of_fd(tn, fd);
-                if (rel)
+                _cleanup_free_ char *rel = NULL;
+                int r = usage_name_of_fd(tn, fd, &rel);
+                /* No name now (its dentry was dropped: namer.h): where it was. */
+                bool here = r == 0 || (r == -EAGAIN && find(tn->usage, &k) != SIZE_MAX);
+                if (here)
                         upsert(tn, fd, rel);
                 slot = find(tn->usage, &k);
-                if (rel && slot != SIZE_MAX)
+                if (here && slot != SIZE_MAX)
                         tn->usage->files[slot].last_use = (uint32_t)time(NULL);
                 else if (slot != SIZE_MAX)
                         forget_slot(tn->usage, slot);

@@ -43,13 +43,6 @@ const struct engine_file *usage_files(const struct tenant *tn, size_t *n);
 size_t usage_index_of_fd(const struct tenant *tn, int fd);
 /* Opens the file at index (through the private mount), or -errno. */
 int usage_open_index(const struct tenant *tn, size_t index, int flags);
-/* fd's path beneath the tenant's subvolume (malloc'd), read through the
- * private mount, or NULL if it is not beneath it. A file reached by handle
- * whose dentry was dropped is named through subvol_fd (inopath.h). */
-char *usage_rel_of_fd(const struct tenant *tn, int fd);
-/* The same for a subvolume at subvol_rel in its filesystem, open as
- * subvol_fd (-1: not named when its dentry was dropped; usable off the loop). */
-char *subvol_rel_of_fd(const char *subvol_rel, int subvol_fd, int fd);
 /* Pinned by its mark or by one of the tenant's globs, by its name now. */
 bool usage_pinned_fd(const struct tenant *tn, int fd);
 /* Drops deleted files' slots once they are half the table. */

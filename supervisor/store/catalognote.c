@@ -24,7 +24,7 @@
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
-#include "usage.h"
+#include "namer.h"
 
 /* An entry could not be made: releases stop until a snapshot walked after
  * this has it. */
@@ -184,15 +184,19 @@ static bool pending_has(const struct catalog_pending *p, const struct stat *st) 
         return false;
 }
 
-/* Can the catalog hold the file's name at all? */
-static bool name_fits(struct tenant *tn, int fd) {
-        _cleanup_free_ char *rel = usage_rel_of_fd(tn, fd);
+#define NAME_UNFIT "its path is longer or deeper than a catalog keeps (4096 bytes, 256 directories)"
+
+/* Can the catalog hold the file's name at all? NULL, or why not. */
+static const char *name_unfit(struct tenant *tn, int fd) {
+        _cleanup_free_ char *rel = NULL;
         size_t depth = 0;
+        if (usage_name_of_fd(tn, fd, &rel) == -EAGAIN)
+                return "its name is being looked up (its dentry was dropped): try again in a moment";
         if (!rel || !catalog_path_valid(rel, strlen(rel)))
-                return false;
+                return NAME_UNFIT;
         for (const char *p = rel; (p = strchr(p, '/')); p++)
                 depth++;
-        return depth <= CATALOG_DEPTH_MAX;
+        return depth <= CATALOG_DEPTH_MAX ? NULL : NAME_UNFIT;
 }
 
 bool catalog_file_durable(struct tenant *tn, int fd, const char **why) {
@@ -205,10 +209,8 @@ bool catalog_file_durable(struct tenant *tn, int fd, const char **why) {
                 *why = "the tenant's catalog is written by another node: nothing is released here";
                 return false;
         }
-        if (!name_fits(tn, fd)) {
-                *why = "its path is longer or deeper than a catalog keeps (4096 bytes, 256 directories)";
+        if ((*why = name_unfit(tn, fd)))
                 return false;
-        }
         if (c->n_subtrees) {
                 *why = "the entries of a directory renamed or made are being recorded: try again in a moment";
                 return false;

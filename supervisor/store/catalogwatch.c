@@ -19,7 +19,7 @@
 #include "fsgroup.h"
 #include "log.h"
 #include "macro.h"
-#include "usage.h"
+#include "namer.h"
 
 #define CATALOG_MASK (FAN_CREATE | FAN_DELETE | FAN_RENAME | FAN_ONDIR)
 

@@ -10,7 +10,7 @@
 
 #include "fdio.h"
 #include "macro.h"
-#include "usage.h"
+#include "namer.h"
 
 char *trace_copy(const char *data, size_t len) {
         char *p = malloc(MAX(len, 1u));

@@ -13,6 +13,7 @@
 # 3. nor sleeps or yields to let another process run: a reader not asleep
 #    yet is looked at again later (supervisor/events/settle.c), never polled for;
 # 4b. nor parse, merge or format an access trace (tracework.c, on threads);
+# 4d. nor name a file through btrfs's tree (inopath.h; namer.h, on threads);
 # 5. a log line (written from anywhere, the event path too) never waits
 #    for journald: the journal sink sends with MSG_DONTWAIT only, and no
 #    sd_journal_* call (which blocks while journald is behind) is made;
@@ -87,6 +88,18 @@ bad=$( (grep -nE '\b(curl_easy_perform|curl_multi_perform|getaddrinfo|gethostbyn
 	grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
 if [ -z "$bad" ]; then echo "ok - event path: the network (curl, DNS) is asked from threads only"
 else echo "not ok - event path: a network call that may run on the event loop (give it an offthread job):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 4d. So is naming a file whose dentry was dropped (inopath.h: a btrfs
+# tree lookup per directory level, as deep as the tenant chose):
+# inode_rel_beneath and subvol_rel_of_fd are called from namer.c's thread
+# work and from tracework.c only; the loop reads names through
+# usage_name_of_fd (the /proc link, and names the threads found).
+bad=$(awk '/^[a-z][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	/(^|[^a-z_])(inode_rel_beneath|subvol_rel_of_fd)\(/ && $0 !~ /^[a-z]/ &&
+	!(FILENAME ~ /files\/namer\.c$/ && fn ~ /^(name_work|subvol_rel_of_fd)$/) { print FILENAME ":" FNR ": in " fn "(): " $0 }' \
+	$(ls supervisor/*.c supervisor/*/*.c dbus/*.c | grep -vE 'supervisor/(traces/tracework|files/inopath)\.c') |
+	grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
+if [ -z "$bad" ]; then echo "ok - event path: files whose dentries were dropped are named on threads only"
+else echo "not ok - event path: a file named through btrfs's tree on the event loop (ask namer.h):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 5. The journal sink: every send non-blocking, no sd_journal_*.
 bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
 	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c supervisor/*/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
