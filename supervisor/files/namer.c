@@ -140,8 +140,8 @@ static void learn(struct namer *n, struct namer_item *it) {
         struct namer_known *k = &n->known[n->next];
         n->next = (n->next + 1) % KNOWN_MAX;
         free(k->rel);
-        *k = (struct namer_known){ .h = it->h, .rel = TAKE_PTR(it->rel),
-                                   .until = tierd_now_usec(n->tn->t) + KNOWN_USEC };
+        *k = (struct namer_known){ .h = it->h, .rel = it->rel, .until = tierd_now_usec(n->tn->t) + KNOWN_USEC };
+        it->rel = NULL; /* known[]'s now */
 }
 
 static void batch_done(void *userdata);
