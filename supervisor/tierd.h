@@ -178,6 +178,7 @@ struct tenant {
         uint64_t quota_reserved; /* bytes of fills admitted and not done yet */
         unsigned quota_checks;   /* read-back checks before quota releases, in flight */
         bool quota_catalog_wait; /* one of them: for the catalog to write entries */
+        bool quota_name_wait;    /* one of them: for files' names (files/namer.h) */
         sd_event_source *quota_retry_src;
         struct checked_objects *checked; /* what recent checks found: remotecheck.c */
         struct catalog *catalog;         /* "catalog": true: catalog.c */

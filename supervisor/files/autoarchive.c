@@ -51,6 +51,12 @@ static void on_archived(void *userdata, int error, const char *message) {
         free(it);
 }
 
+static void on_named(void *userdata) {
+        struct tenant *tn = userdata;
+        if (tn->archive_src)
+                (void)sd_event_source_set_time_relative(tn->archive_src, 0);
+}
+
 /* The file at index as a file_ref (its name beneath the subvolume);
  * -EAGAIN: its name is being found on a thread (namer.h), ask next time. */
 static int ref_of_index(struct tenant *tn, size_t index, struct file_ref *ref) {
@@ -62,7 +68,10 @@ static int ref_of_index(struct tenant *tn, size_t index, struct file_ref *ref) {
                 return fd;
         int r = usage_name_of_fd(tn, fd, &rel);
         if (r == -EAGAIN) {
-                (void)namer_ask(tn, fd, NULL, NULL); /* full, or no memory: the next tick asks again */
+                /* Full, or no memory: the next tick asks again. Named,
+                 * the file is picked at once, while the name is fresh. */
+                if (namer_ask(tn, fd) == 0)
+                        (void)namer_after_batch(tn, on_named, tn);
                 return -EAGAIN;
         }
         if (r < 0 || !*rel || fstat(fd, &st) < 0)

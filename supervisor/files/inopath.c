@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -16,7 +17,6 @@
 #include "fdio.h"
 #include "macro.h"
 
-#define BTRFS_SUBVOL_ROOT_INO 256 /* BTRFS_FIRST_FREE_OBJECTID: every subvolume's root directory */
 #define NAMES_MAX 4096             /* bytes of names asked for: the most the kernel copies */
 /* The kernel builds every link's path, each from the file up to the
  * subvolume's root, whatever fits the buffer: a file with many links
@@ -78,4 +78,41 @@ char *inode_rel_beneath(int subvol_fd, int fd) {
                         return strdup(rel);
         }
         return NULL;
+}
+
+/* The path of fd's /proc link beneath subvol_rel (malloc'd): 0; -ENOENT:
+ * not beneath it, deleted; -EAGAIN: the link reads "/" (a file reached by
+ * handle whose dentry was dropped: it has a name, not one the dcache has). */
+int subvol_rel_of_link(const char *subvol_rel, int fd, char **ret) {
+        char link[40], where[PATH_MAX];
+        static const char deleted[] = " (deleted)";
+
+        /* thread-self: also right on a thread with an fd table of its own (offthread.h). */
+        snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
+        ssize_t n = readlink(link, where, sizeof(where) - 1);
+        if (n == 1 && where[0] == '/')
+                return -EAGAIN;
+        if (n <= 1)
+                return -ENOENT;
+        where[n] = 0;
+        /* Unlinked: no name (a name could only match by chance). */
+        if ((size_t)n >= sizeof(deleted) - 1 && strcmp(where + n - (sizeof(deleted) - 1), deleted) == 0)
+                return -ENOENT;
+        const char *rel = where + 1;
+        if (strcmp(subvol_rel, ".") != 0) {
+                size_t k = strlen(subvol_rel);
+                if (strncmp(where + 1, subvol_rel, k) != 0 || (where[1 + k] != '/' && where[1 + k] != 0))
+                        return -ENOENT;
+                rel = where[1 + k] ? where + 2 + k : ""; /* "": the subvolume itself */
+        }
+        *ret = strdup(rel);
+        return *ret ? 0 : -ENOMEM;
+}
+
+char *subvol_rel_of_fd(const char *subvol_rel, int subvol_fd, int fd) {
+        char *rel = NULL;
+        int r = subvol_rel_of_link(subvol_rel, fd, &rel);
+        if (r == -EAGAIN && subvol_fd >= 0)
+                return inode_rel_beneath(subvol_fd, fd);
+        return r < 0 ? NULL : rel;
 }

@@ -3,9 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "handle.h"
@@ -14,76 +14,49 @@
 #include "macro.h"
 #include "offthread.h"
 
-#define BATCH_MAX 32                           /* files named by one thread */
-#define KNOWN_MAX 64                           /* names kept for the loop */
-#define KNOWN_USEC (30 * 1000 * 1000ull)       /* how long: a name may change */
-
-struct namer_item {
-        union file_handle_buf h;
-        char *rel; /* found on the thread, or NULL */
-        void (*done)(void *userdata);
-        void *userdata;
-};
+#define BATCH_MAX 32 /* files named by one thread */
+/* Names kept for the loop: the files of the batch that just ended and of
+ * the one before, for askers called back at its end (namer_after_batch)
+ * to find. */
+#define KNOWN_MAX (2 * BATCH_MAX)
+/* How long a name is trusted: a parent renamed while the file's dentry is
+ * dropped again would leave it stale, unheard where no catalog counts
+ * renames. Askers use it within a turn or a tick. */
+#define KNOWN_USEC (5 * 1000 * 1000ull)
+#define AFTER_MAX 4 /* callers waiting for a batch's end: the quota, archive_after */
 
 struct namer_batch {
-        struct namer *namer;
+        struct namer *namer; /* the loop's: batch_done's way back */
         int root_fd, subvol_fd; /* the same numbers in the thread's own fd table */
         size_t n;
-        struct namer_item items[BATCH_MAX];
+        union file_handle_buf h[BATCH_MAX];
+        char *rel[BATCH_MAX]; /* found on the thread, or NULL */
 };
 
 struct namer_known {
         union file_handle_buf h;
-        char *rel; /* NULL: the thread found none (not the tenant's, another filesystem, many links) */
-        uint64_t until; /* CLOCK_MONOTONIC usec */
+        char *rel;       /* NULL: the thread found none (moved meanwhile, not the tenant's, many links) */
+        uint64_t until;  /* CLOCK_MONOTONIC usec */
+        uint64_t renames; /* fs->renames when the batch began: a rename heard since, and it is not trusted */
+};
+
+struct namer_after {
+        void (*done)(void *userdata);
+        void *userdata;
 };
 
 struct namer {
         struct tenant *tn;
         struct namer_batch *running; /* on its thread, or NULL */
         struct offthread *thread;
+        uint64_t running_renames;
+        size_t n_after;
+        struct namer_after after[AFTER_MAX]; /* told when the running batch ends */
         size_t n_waiting;
-        struct namer_item waiting[BATCH_MAX];
+        union file_handle_buf waiting[BATCH_MAX];
         size_t next; /* known[] is a ring: the oldest name goes first */
         struct namer_known known[KNOWN_MAX];
 };
-
-/* The path of fd's /proc link beneath subvol_rel (malloc'd): 0; -ENOENT:
- * not beneath it, deleted; -EAGAIN: the link reads "/" (a file reached by
- * handle whose dentry was dropped: it has a name, not one the dcache has). */
-static int name_of_link(const char *subvol_rel, int fd, char **ret) {
-        char link[40], where[PATH_MAX];
-        static const char deleted[] = " (deleted)";
-
-        /* thread-self: also right on a thread with an fd table of its own (offthread.h). */
-        snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
-        ssize_t n = readlink(link, where, sizeof(where) - 1);
-        if (n == 1 && where[0] == '/')
-                return -EAGAIN;
-        if (n <= 1)
-                return -ENOENT;
-        where[n] = 0;
-        /* Unlinked: no name (a name could only match by chance). */
-        if ((size_t)n >= sizeof(deleted) - 1 && strcmp(where + n - (sizeof(deleted) - 1), deleted) == 0)
-                return -ENOENT;
-        const char *rel = where + 1;
-        if (strcmp(subvol_rel, ".") != 0) {
-                size_t k = strlen(subvol_rel);
-                if (strncmp(where + 1, subvol_rel, k) != 0 || (where[1 + k] != '/' && where[1 + k] != 0))
-                        return -ENOENT;
-                rel = where[1 + k] ? where + 2 + k : ""; /* "": the subvolume itself */
-        }
-        *ret = strdup(rel);
-        return *ret ? 0 : -ENOMEM;
-}
-
-char *subvol_rel_of_fd(const char *subvol_rel, int subvol_fd, int fd) {
-        char *rel = NULL;
-        int r = name_of_link(subvol_rel, fd, &rel);
-        if (r == -EAGAIN && subvol_fd >= 0)
-                return inode_rel_beneath(subvol_fd, fd);
-        return r < 0 ? NULL : rel;
-}
 
 static bool handle_of(int fd, union file_handle_buf *h) {
         int mount_id;
@@ -96,17 +69,29 @@ static bool same_handle(const union file_handle_buf *a, const union file_handle_
                memcmp(a->fh.f_handle, b->fh.f_handle, a->fh.handle_bytes) == 0;
 }
 
+static bool namable(const struct tenant *tn) { return strcmp(tn->fs->fstype, "btrfs") == 0; }
+
+bool usage_fd_in_own_subvolume(const struct tenant *tn, int fd) {
+        struct stat st, dir;
+        return namable(tn) && fstat(fd, &st) == 0 && fstat(tn->subvol_fd, &dir) == 0 && st.st_dev == dir.st_dev &&
+               dir.st_ino == BTRFS_SUBVOL_ROOT_INO;
+}
+
 int usage_name_of_fd(const struct tenant *tn, int fd, char **ret) {
         union file_handle_buf h;
-        int r = name_of_link(tn->subvol_rel, fd, ret);
-        if (r != -EAGAIN || !tn->namer || !handle_of(fd, &h))
+        int r = subvol_rel_of_link(tn->subvol_rel, fd, ret);
+        if (r != -EAGAIN)
                 return r;
+        if (!namable(tn))
+                return -ESTALE; /* xfs and ext4 keep no names of an inode */
+        if (!tn->namer || !handle_of(fd, &h))
+                return -EAGAIN;
         uint64_t now = tierd_now_usec(tn->t);
         for (size_t i = 0; i < KNOWN_MAX; i++) {
                 const struct namer_known *k = &tn->namer->known[i];
-                if (k->until > now && same_handle(&k->h, &h)) {
+                if (k->until > now && k->renames == tn->fs->renames && same_handle(&k->h, &h)) {
                         if (!k->rel)
-                                return -ENOENT;
+                                return -ESTALE;
                         *ret = strdup(k->rel);
                         return *ret ? 0 : -ENOMEM;
                 }
@@ -123,25 +108,25 @@ char *usage_rel_of_fd(const struct tenant *tn, int fd) {
 static void name_work(void *userdata) {
         struct namer_batch *b = userdata;
         for (size_t i = 0; i < b->n; i++) {
-                _cleanup_close_ int fd = open_by_handle_at(b->root_fd, &b->items[i].h.fh, O_PATH | O_CLOEXEC);
+                _cleanup_close_ int fd = open_by_handle_at(b->root_fd, &b->h[i].fh, O_PATH | O_CLOEXEC);
                 if (fd >= 0)
-                        b->items[i].rel = inode_rel_beneath(b->subvol_fd, fd);
+                        b->rel[i] = inode_rel_beneath(b->subvol_fd, fd);
         }
 }
 
 static void batch_free(void *userdata) {
         struct namer_batch *b = userdata;
         for (size_t i = 0; i < b->n; i++)
-                free(b->items[i].rel);
+                free(b->rel[i]);
         free(b);
 }
 
-static void learn(struct namer *n, struct namer_item *it) {
+static void learn(struct namer *n, const union file_handle_buf *h, char *rel) {
         struct namer_known *k = &n->known[n->next];
         n->next = (n->next + 1) % KNOWN_MAX;
         free(k->rel);
-        *k = (struct namer_known){ .h = it->h, .rel = it->rel, .until = tierd_now_usec(n->tn->t) + KNOWN_USEC };
-        it->rel = NULL; /* known[]'s now */
+        *k = (struct namer_known){ .h = *h, .rel = rel, .until = tierd_now_usec(n->tn->t) + KNOWN_USEC,
+                                   .renames = n->running_renames };
 }
 
 static void batch_done(void *userdata);
@@ -155,9 +140,11 @@ static int start_batch(struct namer *n) {
                 return 0;
         if (!(b = calloc(1, sizeof(*b))))
                 return -ENOMEM;
-        *b = (struct namer_batch){ .namer = n, .root_fd = tn->fs->root_fd, .subvol_fd = tn->subvol_fd,
-                                   .n = n->n_waiting };
-        memcpy(b->items, n->waiting, n->n_waiting * sizeof(b->items[0]));
+        b->namer = n;
+        b->root_fd = tn->fs->root_fd;
+        b->subvol_fd = tn->subvol_fd;
+        b->n = n->n_waiting;
+        memcpy(b->h, n->waiting, n->n_waiting * sizeof(b->h[0]));
         int keep[] = { b->root_fd, b->subvol_fd };
         int r = offthread_start(tn->t->event, keep, ARRAY_SIZE(keep), name_work, batch_done, b, &n->thread);
         if (r < 0) {
@@ -165,50 +152,43 @@ static int start_batch(struct namer *n) {
                 return r;
         }
         n->running = b;
+        n->running_renames = tn->fs->renames;
         n->n_waiting = 0;
         return 0;
 }
 
-/* On the loop: the names found are kept, the askers told, and the files
- * that waited meanwhile named next. */
+/* On the loop: the names found are kept, the files that waited meanwhile
+ * named next, and the callers waiting for this batch told. */
 static void batch_done(void *userdata) {
         struct namer_batch *b = userdata;
         struct namer *n = b->namer;
+        struct namer_after after[AFTER_MAX];
+        size_t n_after = n->n_after, named = 0;
 
         n->running = NULL;
         n->thread = NULL;
-        size_t named = 0;
         for (size_t i = 0; i < b->n; i++) {
-                named += b->items[i].rel != NULL;
-                learn(n, &b->items[i]);
+                named += b->rel[i] != NULL;
+                learn(n, &b->h[i], TAKE_PTR(b->rel[i]));
         }
         log_debug("tenant %s: %zu of %zu files whose dentries were dropped named on a thread", n->tn->cfg->name,
                   named, b->n);
-        int r = start_batch(n);
-        if (r < 0) { /* told as tried: they would wait for a next ask that may never come */
-                log_error_errno(r, "tenant %s: cannot name files on a thread: %m", n->tn->cfg->name);
-                for (size_t i = 0; i < n->n_waiting; i++)
-                        if (n->waiting[i].done)
-                                n->waiting[i].done(n->waiting[i].userdata);
-                n->n_waiting = 0;
-        }
-        for (size_t i = 0; i < b->n; i++)
-                if (b->items[i].done)
-                        b->items[i].done(b->items[i].userdata);
         batch_free(b);
+        memcpy(after, n->after, n_after * sizeof(after[0]));
+        n->n_after = 0;
+        int r = start_batch(n);
+        if (r < 0)
+                log_error_errno(r, "tenant %s: cannot name files on a thread: %m", n->tn->cfg->name);
+        for (size_t i = 0; i < n_after; i++) /* last: each may ask again */
+                after[i].done(after[i].userdata);
 }
 
-static struct namer_item *find_item(struct namer_item *items, size_t n, const union file_handle_buf *h) {
-        for (size_t i = 0; i < n; i++)
-                if (same_handle(&items[i].h, h))
-                        return &items[i];
-        return NULL;
-}
-
-int namer_ask(struct tenant *tn, int fd, void (*done)(void *userdata), void *userdata) {
+int namer_ask(struct tenant *tn, int fd) {
         union file_handle_buf h;
         struct namer *n = tn->namer;
 
+        if (!namable(tn))
+                return -EOPNOTSUPP;
         if (!handle_of(fd, &h))
                 return -errno;
         if (!n) {
@@ -216,23 +196,33 @@ int namer_ask(struct tenant *tn, int fd, void (*done)(void *userdata), void *use
                         return -ENOMEM;
                 n->tn = tn;
         }
-        struct namer_item *it = find_item(n->waiting, n->n_waiting, &h);
-        if (!it && n->running) /* done and userdata are the loop's alone: the thread reads h, writes rel */
-                it = find_item(n->running->items, n->running->n, &h);
-        if (it) { /* asked already: one asker is called back a file, a second asks again later */
-                if (done && it->done)
-                        return -EBUSY;
-                if (done)
-                        it->done = done, it->userdata = userdata;
-                return 0;
-        }
+        for (size_t i = 0; i < n->n_waiting; i++)
+                if (same_handle(&n->waiting[i], &h))
+                        return 0;
+        /* The thread only reads the handles: the loop may look at them. */
+        for (size_t i = 0; n->running && i < n->running->n; i++)
+                if (same_handle(&n->running->h[i], &h))
+                        return 0;
         if (n->n_waiting == BATCH_MAX)
                 return -EBUSY;
-        n->waiting[n->n_waiting++] = (struct namer_item){ .h = h, .done = done, .userdata = userdata };
+        n->waiting[n->n_waiting++] = h;
         int r = start_batch(n);
         if (r < 0)
                 n->n_waiting--; /* the caller hears it instead */
         return r;
+}
+
+int namer_after_batch(struct tenant *tn, void (*done)(void *userdata), void *userdata) {
+        struct namer *n = tn->namer;
+        if (!n || !n->running)
+                return -ENOENT;
+        for (size_t i = 0; i < n->n_after; i++)
+                if (n->after[i].done == done && n->after[i].userdata == userdata)
+                        return -EALREADY;
+        if (n->n_after == AFTER_MAX)
+                return -EBUSY;
+        n->after[n->n_after++] = (struct namer_after){ done, userdata };
+        return 0;
 }
 
 void namer_free(struct tenant *tn) {

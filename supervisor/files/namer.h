@@ -19,20 +19,23 @@
 #include "tierd.h"
 
 /* fd's path beneath the tenant's subvolume (malloc'd) in *ret: 0; or
- * -ENOENT (not beneath it, deleted) or -EAGAIN (its dentry was dropped and
- * no thread has named it lately: namer_ask). Loop-safe. */
+ * -ENOENT: not beneath it, deleted; -EAGAIN: its dentry was dropped and no
+ * thread named it lately (namer_ask); -ESTALE: its dentry was dropped and
+ * no name can be found (the thread found none lately: moved meanwhile, not
+ * the tenant's; or the filesystem keeps no names: xfs, ext4). Loop-safe. */
 int usage_name_of_fd(const struct tenant *tn, int fd, char **ret);
-/* The same, NULL for either error. */
+/* The same, NULL for any error. */
 char *usage_rel_of_fd(const struct tenant *tn, int fd);
+/* fd's file is in the btrfs subvolume the tenant has to itself (its
+ * directory is the subvolume's root): the tenant's, whatever its name. */
+bool usage_fd_in_own_subvolume(const struct tenant *tn, int fd);
 
-/* Names fd's file on a thread: 0, and done(userdata) (if given) is called
- * on the loop once that was tried, whatever came of it; -EBUSY: as many
- * files as a batch holds wait already (ask again later), -errno. */
-int namer_ask(struct tenant *tn, int fd, void (*done)(void *userdata), void *userdata);
+/* Names fd's file on a thread (btrfs): 0 (being named: usage_name_of_fd
+ * has it once that batch ends); -EBUSY: as many files as a batch holds
+ * wait already (ask again later); -EOPNOTSUPP: not btrfs; -errno. */
+int namer_ask(struct tenant *tn, int fd);
+/* done(userdata) once the batch on its thread now ends (once, however
+ * often asked; -EALREADY then): 0; -ENOENT: none runs. */
+int namer_after_batch(struct tenant *tn, void (*done)(void *userdata), void *userdata);
 /* At the tenant's end: a batch on its thread is left to end, unheard. */
 void namer_free(struct tenant *tn);
-
-/* Threads only (a tree lookup per directory level for a file whose dentry
- * was dropped): fd's path beneath a subvolume at subvol_rel in its
- * filesystem, open as subvol_fd, or NULL. */
-char *subvol_rel_of_fd(const char *subvol_rel, int subvol_fd, int fd);

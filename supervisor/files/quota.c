@@ -125,19 +125,36 @@ static bool copy_known_good(struct tenant *tn, int fd, size_t index) {
         return false;
 }
 
+static void on_named(void *userdata) {
+        struct tenant *tn = userdata;
+        tn->quota_name_wait = false;
+        on_copy_checked(tn, 0, NULL);
+}
+
 /* The globs of "pin" and the catalog's limits need the file's name. A
  * cold file's dentry may have been dropped: its name is then found on a
  * thread (namer.h), and the file waits for it (flagged busy meanwhile), as
- * a fill that needs its room does. */
+ * a fill that needs its room does: until the batch on the thread ends
+ * (the file's, or one before it: the plan runs again either way). */
 static bool named_now(struct tenant *tn, int fd, size_t index) {
         _cleanup_free_ char *rel = NULL;
-        if ((!tn->cfg->pin[0] && !tn->cfg->catalog) || usage_name_of_fd(tn, fd, &rel) != -EAGAIN)
+        if (!tn->cfg->pin[0] && !tn->cfg->catalog)
+                return true;
+        int r = usage_name_of_fd(tn, fd, &rel);
+        /* No name to be found: btrfs's thread found none (moved meanwhile:
+         * another time), or xfs and ext4, which keep none: the table's
+         * pin, from its name when last seen, holds (the plan skips pinned). */
+        if (r == -ESTALE && strcmp(tn->fs->fstype, "btrfs") != 0)
+                return true;
+        if (r != -EAGAIN && r != -ESTALE)
                 return true;
         usage_flag_index(tn, index, ENGINE_BUSY);
-        tn->quota_checks++;
-        int r = namer_ask(tn, fd, on_content_checked, tn);
-        if (r < 0)
-                tn->quota_checks--; /* busy a while, as a file in use is */
+        if (r == -EAGAIN)
+                (void)namer_ask(tn, fd); /* full: the batch running now ends first, and the plan asks again */
+        if (r == -EAGAIN && !tn->quota_name_wait && namer_after_batch(tn, on_named, tn) == 0) {
+                tn->quota_name_wait = true;
+                tn->quota_checks++;
+        }
         return false;
 }
 

@@ -181,7 +181,8 @@ static void upsert(struct tenant *tn, int fd, const char *rel) {
             name_to_handle_at(fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) < 0 || !key_of(&h.fh, &k))
                 return;
         /* No name now (its dentry was dropped: namer.h): pinned as it was. */
-        bool unnamed = !rel && tn->cfg->pin[0] && usage_name_of_fd(tn, fd, &own_rel) == -EAGAIN;
+        int named = !rel && tn->cfg->pin[0] ? usage_name_of_fd(tn, fd, &own_rel) : 0;
+        bool unnamed = named == -EAGAIN || named == -ESTALE;
         rel = rel ?: own_rel;
         int r = stub_read_fd(fd, &s, &err);
         size_t slot = find(u, &k);
@@ -493,8 +494,10 @@ void usage_written(struct tiered_fs *fs, const struct file_handle *fh) {
                         continue;
                 _cleanup_free_ char *rel = NULL;
                 int r = usage_name_of_fd(tn, fd, &rel);
-                /* No name now (its dentry was dropped: namer.h): where it was. */
-                bool here = r == 0 || (r == -EAGAIN && find(tn->usage, &k) != SIZE_MAX);
+                /* No name now (its dentry was dropped: namer.h): where it
+                 * was, or in the tenant's subvolume if it is all the tenant's. */
+                bool unnamed = r == -EAGAIN || r == -ESTALE;
+                bool here = r == 0 || (unnamed && (find(tn->usage, &k) != SIZE_MAX || usage_fd_in_own_subvolume(tn, fd)));
                 if (here)
                         upsert(tn, fd, rel);
                 slot = find(tn->usage, &k);

@@ -190,8 +190,9 @@ static bool pending_has(const struct catalog_pending *p, const struct stat *st) 
 static const char *name_unfit(struct tenant *tn, int fd) {
         _cleanup_free_ char *rel = NULL;
         size_t depth = 0;
-        if (usage_name_of_fd(tn, fd, &rel) == -EAGAIN)
-                return "its name is being looked up (its dentry was dropped): try again in a moment";
+        int r = usage_name_of_fd(tn, fd, &rel);
+        if (r == -EAGAIN || r == -ESTALE)
+                return "its dentry was dropped and its name is not known now: try again in a moment";
         if (!rel || !catalog_path_valid(rel, strlen(rel)))
                 return NAME_UNFIT;
         for (const char *p = rel; (p = strchr(p, '/')); p++)

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "inopath.h"
 #include "macro.h"
-#include "namer.h"
 
 char *trace_copy(const char *data, size_t len) {
         char *p = malloc(MAX(len, 1u));

@@ -89,14 +89,16 @@ bad=$( (grep -nE '\b(curl_easy_perform|curl_multi_perform|getaddrinfo|gethostbyn
 if [ -z "$bad" ]; then echo "ok - event path: the network (curl, DNS) is asked from threads only"
 else echo "not ok - event path: a network call that may run on the event loop (give it an offthread job):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 4d. So is naming a file whose dentry was dropped (inopath.h: a btrfs
-# tree lookup per directory level, as deep as the tenant chose):
-# inode_rel_beneath and subvol_rel_of_fd are called from namer.c's thread
-# work and from tracework.c only; the loop reads names through
-# usage_name_of_fd (the /proc link, and names the threads found).
-bad=$(awk '/^[a-z][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
-	/(^|[^a-z_])(inode_rel_beneath|subvol_rel_of_fd)\(/ && $0 !~ /^[a-z]/ &&
-	!(FILENAME ~ /files\/namer\.c$/ && fn ~ /^(name_work|subvol_rel_of_fd)$/) { print FILENAME ":" FNR ": in " fn "(): " $0 }' \
-	$(ls supervisor/*.c supervisor/*/*.c dbus/*.c | grep -vE 'supervisor/(traces/tracework|files/inopath)\.c') |
+# tree lookup per directory level, as deep as the tenant chose): only
+# namer.c and tracework.c (thread work) include inopath.h, and in namer.c
+# only name_work (its thread's work) calls inode_rel_beneath or
+# subvol_rel_of_fd; the loop reads names through usage_name_of_fd (the
+# /proc link, and names the threads found).
+bad=$( (grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"inopath\.h"' $(find supervisor dbus common holder -name '*.[ch]') |
+	grep -vxE 'supervisor/(files/(inopath|namer)|traces/tracework)\.c' | sed 's/$/: includes inopath.h/'
+	awk '/^[^ \t#\/*}{][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	     /(inode_rel_beneath|subvol_rel_of_fd)[[:space:])]*\(/ && $0 !~ /^[a-z].*\) \{$/ && fn != "name_work" {
+		print FILENAME ":" FNR ": in " fn "(): " $0 }' supervisor/files/namer.c) |
 	grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
 if [ -z "$bad" ]; then echo "ok - event path: files whose dentries were dropped are named on threads only"
 else echo "not ok - event path: a file named through btrfs's tree on the event loop (ask namer.h):"; echo "$bad" | sed 's/^/# /'; status=1; fi
