@@ -15,6 +15,7 @@ const char *object_kind_prefix(uint32_t kind) {
         case PROTO_OBJECT_MANIFEST: return "manifest/";
         case PROTO_OBJECT_JOURNAL: return OBJECT_CATALOG_PREFIX "journal/";
         case PROTO_OBJECT_SNAPSHOT: return OBJECT_CATALOG_PREFIX "snapshot/";
+        case PROTO_OBJECT_TRACE: return "trace/";
         default: return NULL;
         }
 }
@@ -26,6 +27,7 @@ void object_key_format(const struct proto_object *o, char key[STUB_KEY_MAX]) {
         switch (o->kind) {
         case PROTO_OBJECT_DATA:
         case PROTO_OBJECT_MANIFEST:
+        case PROTO_OBJECT_TRACE:
                 hex_encode(o->hash, 32, hex);
                 snprintf(key, STUB_KEY_MAX, "%s%s", prefix, hex);
                 break;
@@ -53,7 +55,7 @@ static bool parse_hex(const char *s, size_t n, uint64_t *ret) {
 
 int object_key_parse(const char *key, struct proto_object *o) {
         *o = (struct proto_object){};
-        for (uint32_t kind = PROTO_OBJECT_DATA; kind <= PROTO_OBJECT_SNAPSHOT; kind++) {
+        for (uint32_t kind = PROTO_OBJECT_DATA; kind <= PROTO_OBJECT_TRACE; kind++) {
                 const char *prefix = object_kind_prefix(kind);
                 size_t n = strlen(prefix);
                 uint64_t epoch;
@@ -64,6 +66,7 @@ int object_key_parse(const char *key, struct proto_object *o) {
                 switch (kind) {
                 case PROTO_OBJECT_DATA:
                 case PROTO_OBJECT_MANIFEST:
+                case PROTO_OBJECT_TRACE:
                         if (strlen(rest) == 64 && strspn(rest, LOWER_HEX) == 64 && hex_decode(rest, o->hash, 32) == 0)
                                 return 0;
                         break;

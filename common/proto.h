@@ -51,6 +51,7 @@ enum proto_object_kind {
         PROTO_OBJECT_MANIFEST = 2, /* manifest/<64 hex> */
         PROTO_OBJECT_JOURNAL = 3,  /* catalog/journal/<16 hex> */
         PROTO_OBJECT_SNAPSHOT = 4, /* catalog/snapshot/<16 hex>.<8 hex> */
+        PROTO_OBJECT_TRACE = 5,    /* trace/<64 hex>: the SHA-256 of an access trace's name */
 };
 
 /* One object of a listing: its key in parts, never as text, so tierd

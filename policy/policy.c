@@ -29,7 +29,8 @@
         "quota", "high_watermark", "low_watermark", "archive_after", "archive_min_size", "archive_rate", "prefetch_rate", \
         "restore_rate", \
         "pin", "hydrate_pinned", "restore", \
-        "trace_window", "verify", "fill_check", "manifest_cache", "catalog", "catalog_key", "catalog_retention", "gc_grace"
+        "trace_window", "verify", "fill_check", "manifest_cache", "catalog", "catalog_key", "catalog_retention", "gc_grace", \
+        "trace_keep"
 static const char *const tenant_keys[] = { "name", "subvolume", "mount", "namespaces", "containers", "allow_setuid_mounts",
                                            SETTING_KEYS };
 static const char *const default_keys[] = { SETTING_KEYS };
@@ -41,7 +42,7 @@ struct tenant_settings {
         json_object *headers, *pin;
         uint64_t chunk, readahead, small_file, connect_timeout, stall_timeout, multipart_threshold, part_size;
         uint64_t quota, archive_after, archive_min_size, archive_rate, prefetch_rate, restore_rate, manifest_cache;
-        uint64_t trace_window;
+        uint64_t trace_window, trace_keep;
         uint64_t catalog_retention, gc_grace;
         double high_watermark, low_watermark, fill_check;
         const char *restore;
@@ -153,6 +154,10 @@ static int parse_file_settings(struct parse_ctx *c, json_object *o, const char *
         /* Ages in a store are whole seconds: less would be no grace at all. */
         if (r > 0 && s->gc_grace < 1000000)
                 return policy_fail(c, tenant, "gc_grace", "must be at least 1s (a day is the default)");
+        if ((r = policy_get_duration_or_zero(c, o, tenant, "trace_keep", &s->trace_keep)) < 0)
+                return r;
+        if (r > 0 && s->trace_keep && s->trace_keep < 1000000)
+                return policy_fail(c, tenant, "trace_keep", "must be at least 1s, or \"0s\": never (30 days is the default)");
         if ((r = policy_get_opt_path(c, o, tenant, "catalog_key", &s->catalog_key)) < 0)
                 return r;
         return policy_get_bool(c, o, tenant, "catalog", &s->catalog);
@@ -308,6 +313,7 @@ static int parse_tenant(struct parse_ctx *c, json_object *o, size_t index, const
                 .hydrate_pinned = s.hydrate_pinned,
                 .restore_open = s.restore && strcmp(s.restore, "open") == 0, .verify = s.verify, .fill_check = s.fill_check,
                 .catalog = s.catalog, .catalog_retention_usec = s.catalog_retention, .gc_grace_usec = s.gc_grace,
+                .trace_keep_usec = s.trace_keep,
                 .manifest_cache = s.manifest_cache, .namespaces = strings_to_strv(namespaces),
                 .containers = strings_to_strv(containers), .allow_setuid_mounts = allow_setuid_mounts,
         };
@@ -486,6 +492,7 @@ int policy_parse(const char *text, size_t len, const char *origin, struct policy
                 .high_watermark = 0.90, .low_watermark = 0.80, .verify = true, .fill_check = 0.0625,
                 .manifest_cache = 8u << 20,
                 .catalog_retention = 7 * 86400 * 1000000ull, .gc_grace = 86400 * 1000000ull,
+                .trace_keep = 30 * 86400 * 1000000ull,
         };
         _cleanup_json_ json_object *root = NULL;
         json_object *v;

@@ -80,6 +80,7 @@ struct policy_tenant {
         char *catalog_key;              /* the file of the key that authenticates it (required with catalog) */
         uint64_t catalog_retention_usec; /* its history kept, and the objects it names: supervisor/store/gc.c */
         uint64_t gc_grace_usec;          /* objects younger than this are never collected */
+        uint64_t trace_keep_usec;        /* a trace not saved for this long is collected; 0: never */
         uint64_t manifest_cache;        /* the worker's cache of manifest parts, bytes */
 };
 

@@ -5,7 +5,8 @@
  *   list catalog snapshots -> list journal objects -> read those in the
  *   retention period -> walk the filesystem's stubs (offthread.h: the event
  *   loop keeps serving readers) -> list data objects -> list manifests ->
- *   delete the doomed, a few at a time.
+ *   list access traces (unless trace_keep is "0s") -> delete the doomed, a
+ *   few at a time.
  */
 #include "gc.h"
 
@@ -45,6 +46,7 @@ struct gc_run {
         gc_progress_t progress;
         void *userdata;
         int64_t before;     /* objects last changed before this (seconds) may go */
+        int64_t trace_before; /* traces last saved before this (trace_keep) go */
         int64_t retention_start;
         struct hashes marks;    /* sorted once the mark phase is done */
         struct hashes archived; /* sorted: reported by archives since the start */
@@ -55,8 +57,9 @@ struct gc_run {
         struct proto_object *doomed;
         size_t n_doomed, next_doomed;
         unsigned deleting;
-        bool listed_manifests;
+        uint32_t listing; /* the kind listed last */
         uint64_t listed, listed_bytes, referenced, young, deleted, deleted_bytes, failed;
+        uint64_t traces, traces_doomed;
         /* The walk, on its own thread (offthread.h, run.on_thread). */
         unsigned walks;        /* tried: walked again when something was renamed meanwhile */
         uint64_t walk_renames; /* catalogwatch_renames() when the walk began */
@@ -328,11 +331,17 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
         for (size_t i = 0; i < n; i++) {
                 g->listed++;
                 g->listed_bytes += o[i].size;
-                if (hashes_has(&g->marks, o[i].hash) || hashes_has(&g->archived, o[i].hash)) {
+                if (o[i].kind == PROTO_OBJECT_TRACE) {
+                        /* Nothing refers to a trace: it is kept while its
+                         * containers' starts keep saving it. */
+                        g->traces++;
+                        if (o[i].mtime >= g->trace_before)
+                                continue;
+                        g->traces_doomed++;
+                } else if (hashes_has(&g->marks, o[i].hash) || hashes_has(&g->archived, o[i].hash)) {
                         g->referenced++;
                         continue;
-                }
-                if (o[i].mtime >= g->before) {
+                } else if (o[i].mtime >= g->before) {
                         g->young++;
                         continue;
                 }
@@ -344,11 +353,12 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
                 g->doomed = p;
                 g->doomed[g->n_doomed++] = o[i];
         }
-        /* Data first, then manifests. */
-        if (!g->listed_manifests) {
-                g->listed_manifests = true;
+        /* Data first, then manifests, then traces. */
+        if (g->listing == PROTO_OBJECT_DATA)
                 list_objects(g, PROTO_OBJECT_MANIFEST);
-        } else
+        else if (g->listing == PROTO_OBJECT_MANIFEST && g->tn->cfg->trace_keep_usec)
+                list_objects(g, PROTO_OBJECT_TRACE);
+        else
                 sweep_next(g);
 }
 
@@ -358,6 +368,7 @@ static void list_objects(struct gc_run *g, uint32_t kind) {
                 task_run_finish(&g->run, -ESTALE, "%s: nothing was deleted", why);
                 return;
         }
+        g->listing = kind;
         g->progress(g->userdata, "listing the store", 0, 0);
         request_started(g, store_list(g->tn, kind, GC_LIST_MAX, on_listed, g), "list the store's objects");
 }
@@ -387,21 +398,26 @@ static void on_deleted(void *userdata, int error) {
 }
 
 static void report(struct gc_run *g) {
+        char traces[128] = "";
+        if (g->tn->cfg->trace_keep_usec)
+                snprintf(traces, sizeof(traces), "; of them %llu access traces, %llu not saved for trace_keep (%llus)",
+                         (unsigned long long)g->traces, (unsigned long long)g->traces_doomed,
+                         (unsigned long long)(g->tn->cfg->trace_keep_usec / 1000000));
         task_run_finish(&g->run, g->failed ? -EIO : 0,
                                 "%llu objects in the store (%llu bytes): %llu referenced, %llu younger than the grace period "
-                                "(%llus), %llu %s (%llu bytes), %llu failed%s",
+                                "(%llus), %llu %s (%llu bytes), %llu failed%s%s",
                                 (unsigned long long)g->listed, (unsigned long long)g->listed_bytes,
                                 (unsigned long long)g->referenced, (unsigned long long)g->young,
                                 (unsigned long long)(g->tn->cfg->gc_grace_usec / 1000000), (unsigned long long)g->deleted,
                                 g->dry_run ? "would be deleted" : "deleted", (unsigned long long)g->deleted_bytes,
-                                (unsigned long long)g->failed, g->failed ? " (see the log)" : "");
+                                (unsigned long long)g->failed, g->failed ? " (see the log)" : "", traces);
 }
 
 static void sweep_next(struct gc_run *g) {
         while (g->deleting < GC_DELETES_IN_FLIGHT && g->next_doomed < g->n_doomed) {
                 const struct proto_object *o = &g->doomed[g->next_doomed++];
                 char key[STUB_KEY_MAX];
-                if (hashes_has(&g->archived, o->hash)) {
+                if (o->kind != PROTO_OBJECT_TRACE && hashes_has(&g->archived, o->hash)) {
                         g->referenced++; /* an archive relies on it now */
                         continue;
                 }
@@ -420,7 +436,8 @@ static void sweep_next(struct gc_run *g) {
                 }
                 *d = (struct gc_delete){ .g = g, .size = o->size };
                 log_info("tenant %s: gc: deleting %s (%llu bytes)", g->tn->cfg->name, key, (unsigned long long)o->size);
-                int r = store_delete_if_old(g->tn, key, o->size, g->before, on_deleted, d);
+                int64_t before = o->kind == PROTO_OBJECT_TRACE ? g->trace_before : g->before;
+                int r = store_delete_if_old(g->tn, key, o->size, before, on_deleted, d);
                 if (r < 0)
                         free(d);
                 if (!request_started(g, r, "delete an object"))
@@ -496,6 +513,7 @@ int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t prog
         *g = (struct gc_run){ .run = { .tn = tn, .name = "gc", .told = told, .free = run_free }, .tn = tn, .dry_run = dry_run,
                               .done = done, .progress = progress, .userdata = userdata,
                               .before = now.tv_sec - (int64_t)(tn->cfg->gc_grace_usec / 1000000),
+                              .trace_before = now.tv_sec - (int64_t)(tn->cfg->trace_keep_usec / 1000000),
                               .retention_start = now.tv_sec - (int64_t)(tn->cfg->catalog_retention_usec / 1000000),
                               .walk_root = -1 };
         tn->gc = g;

@@ -10,7 +10,9 @@
  *          the tenant's filesystem names (its snapshots included);
  *   sweep  every object of the store's listing that is not marked and was
  *          last changed before the grace period ("gc_grace") is deleted,
- *          its age checked again by the worker at the moment of the delete.
+ *          its age checked again by the worker at the moment of the delete;
+ *          and every access trace (nothing refers to one) last saved
+ *          before "trace_keep", checked the same way.
  *
  * Why nothing referenced goes:
  *   - an archive that finds its object in the store refreshes it before

@@ -3,11 +3,13 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json-strict.h"
+#include "objkey.h"
 #include "macro.h"
 #include "utf8.h"
 
@@ -57,9 +59,18 @@ bool trace_path_valid(const char *path, size_t len) {
 }
 
 int trace_store_key(const char *name, char *buf, size_t size) {
+        struct proto_object o = { .kind = PROTO_OBJECT_TRACE };
+        char key[STUB_KEY_MAX];
+
         if (!trace_name_valid(name))
                 return -EINVAL;
-        int n = snprintf(buf, size, "trace/%s", name);
+        /* By its name's SHA-256: a key of tierd's form, which a listing
+         * of the store gives back (a collection deletes the traces not
+         * saved for trace_keep), whatever the name's slashes. */
+        if (!EVP_Digest(name, strlen(name), o.hash, NULL, EVP_sha256(), NULL))
+                return -ENOMEM;
+        object_key_format(&o, key);
+        int n = snprintf(buf, size, "%s", key);
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 

@@ -63,7 +63,7 @@ bool trace_name_valid(const char *name);
         "a trace name has 1 to 200 of letters, digits, '.', '_', ':', '-' and '/' (no '.' or '..' part, no empty part)"
 /* A path beneath a subvolume: relative, no "." or ".." part, no empty one. */
 bool trace_path_valid(const char *path, size_t len);
-/* "trace/NAME" */
+/* The trace NAME's key: "trace/" and the SHA-256 of NAME in hex (objkey.h). */
 int trace_store_key(const char *name, char *buf, size_t size);
 
 /* 0 (*why NULL), or -EINVAL with *why (static text) for an object that is

@@ -44,7 +44,7 @@ tl_subvol btrfs "$FS/beta"
 cat >"$TL_DIR/policy.json" <<EOF
 {"tenants": [
   {"name": "alpha", "subvolume": "$FS/alpha", "mount": "$V", "backend": "$BACKEND",
-   "catalog": true, "catalog_key": "$TL_CATALOG_KEY", "gc_grace": "2s", "catalog_retention": "2s"$EXTRA},
+   "catalog": true, "catalog_key": "$TL_CATALOG_KEY", "gc_grace": "2s", "catalog_retention": "2s", "trace_keep": "3s"$EXTRA},
   {"name": "beta", "subvolume": "$FS/beta", "mount": "$TL_DIR/vbeta", "backend": "file://$TL_DIR/store/beta"}]}
 EOF
 tl_dbus_start || { not_ok "dbus-daemon"; tl_summary; exit 1; }
@@ -161,6 +161,21 @@ check "z2, with z's content, archived: reuses the object" "$TIERCTL" archive "$V
 check "... which was refreshed (last modified $OLD, now $(obj_mtime "$K_Z"))" test "$(obj_mtime "$K_Z")" -gt "$OLD"
 check "gc" gc alpha
 check "... keeps it" obj_exists "$K_Z"
+
+# Access traces: nothing refers to one; a collection deletes those not
+# saved for trace_keep (3 s here), and keeps the others and anything under
+# trace/ that is not of tierd's form (a trace's name: how they were kept
+# before).
+TOLD=$(printf '%s' old-trace | sha256sum | cut -c1-64) TNEW=$(printf '%s' new-trace | sha256sum | cut -c1-64)
+echo '{}' | obj_put "trace/$TOLD"
+echo '{}' | obj_put trace/Deployment/web
+sleep 4.5
+echo '{}' | obj_put "trace/$TNEW"
+check "gc: a trace not saved for trace_keep (3 s) goes" gc alpha
+check "... so it says" said "of them 2 access traces, 1 not saved for trace_keep (3s)"
+check "... from the store" gone "trace/$TOLD"
+check "... the trace saved since stays" obj_exists "trace/$TNEW"
+check "... and a key under trace/ not of tierd's form stays" obj_exists trace/Deployment/web
 
 # A collection during archives of the very contents it is deleting: 300
 # files archived and deleted (their objects doomed), then 300 new files

@@ -8,6 +8,8 @@
 set -u
 source "$(dirname "$0")/../lib/lib.sh"
 tl_init
+# A trace's object: "trace/" and the SHA-256 of its name.
+tkey() { printf '%s' "$1" | sha256sum | cut -c1-64; }
 echo "# access traces and prefetch (btrfs, file:// store)"
 TIERCTL=$BUILD/tierctl PREAD=$BUILD/tests/pread-at
 FS=$TL_DIR/fs W=$TL_DIR/views/web STORE=$TL_DIR/store/web ORIG=$TL_DIR/orig
@@ -76,7 +78,7 @@ read1() {
 }
 check "run 1 reads bin/app's first 4 KiB and lib/a.so" read1
 check "the window ends and the trace is stored: run 1, 2 files" tl_logged 20 "trace app stored: run 1, 2 files"
-check "... as an object of the tenant's store" test -s "$STORE/trace/app"
+check "... as an object of the tenant's store" test -s "$STORE/trace/$(tkey app)"
 out=$(timeout 20 "$TIERCTL" trace show web app --json)
 check "trace show: 1 run, bin/app then lib/a.so, in first-touch order" \
 	python3 -c "
@@ -136,7 +138,7 @@ check "... PrefetchWastedBytes 1 MiB, in tierctl metrics too" \
 
 # A trace object that is not one: refused, nothing fetched, said.
 mkdir -p "$STORE/trace"
-printf '{"tierd_trace":1,"name":"bad","runs":1,"files":[{"path":"../../etc/passwd","key":"k","size":10,"ranges":[[0,10,1,1,0]]}]}' >"$STORE/trace/bad"
+printf '{"tierd_trace":1,"name":"bad","runs":1,"files":[{"path":"../../etc/passwd","key":"k","size":10,"ranges":[[0,10,1,1,0]]}]}' >"$STORE/trace/$(tkey bad)"
 tl_log_mark
 check "trace start web bad" timeout 20 "$TIERCTL" trace start web bad
 check "... the object is refused: a path out of the subvolume" \
@@ -159,7 +161,7 @@ for i in $(seq 40); do head -c 64K /dev/urandom >"$W/probes/p$i"; done
 check "a file and 40 probe files archived and released" \
 	bash -c "timeout 60 '$TIERCTL' archive '$W/links/l0' '$W'/probes/* >/dev/null && timeout 60 '$TIERCTL' release '$W/links/l0' '$W'/probes/* >/dev/null"
 KEY=$(getfattr --only-values -n security.tierd "$W/links/l0" | sed -n 's/^key=\(sha256\/[0-9a-f]*\).*/\1/p')
-python3 - "$STORE/trace/links" "$KEY" "$W/links" <<'PY'
+python3 - "$STORE/trace/$(tkey links)" "$KEY" "$W/links" <<'PY'
 import json, os, sys
 n = 3500
 for i in range(1, n):
@@ -168,7 +170,7 @@ files = [{"path": "links/l%d" % i, "key": sys.argv[2], "size": 4 << 20,
           "ranges": [[k, k + 1, 1, 1, 0] for k in range(256)]} for i in range(n)]
 json.dump({"tierd_trace": 1, "name": "links", "runs": 1, "files": files}, open(sys.argv[1], "w"), separators=(",", ":"))
 PY
-check "... 3500 hard links to it, and a trace of $(($(stat -c %s "$STORE/trace/links") >> 20)) MiB naming them all" \
+check "... 3500 hard links to it, and a trace of $(($(stat -c %s "$STORE/trace/$(tkey links)") >> 20)) MiB naming them all" \
 	test "$(stat -c %h "$W/links/l0")" = 3500
 check "... once trace bad's window is over" tl_logged 20 "trace bad stored"
 # probe_reads: a cold 4 KiB read of each probe in turn until the prefetch
@@ -208,7 +210,7 @@ check "... a, b, c, d read in order" bash -c "for f in a b c d; do timeout 20 ca
 check "... the trace is stored" tl_logged 20 "trace abcd stored: run 1, 4 files"
 # The lock goes after the trace is stored, read and compared first: polled.
 check "... and its lock deleted after, on a store that says no ages (no Last-Modified)" \
-	tl_eventually_for 10 bash -c "[ -s '$TL_DIR/slowstore/t/trace/abcd' ] && [ ! -e '$TL_DIR/slowstore/t/tracelock/abcd' ]"
+	tl_eventually_for 10 bash -c "[ -s '$TL_DIR/slowstore/t/trace/$(tkey abcd)' ] && [ ! -e '$TL_DIR/slowstore/t/tracelock/abcd' ]"
 check "released again" slow_release
 skey() { getfattr --only-values -n security.tierd "$S/$1" | sed -n 's/^key=sha256\/\([0-9a-f]*\).*/\1/p'; }
 printf 'stall 100 %s\nstall 100 %s\nstall 100 %s\n' "$(skey a)" "$(skey b)" "$(skey c)" >"$CONTROL"
@@ -349,7 +351,7 @@ web_window() { sed -i "/\"name\": \"web\"/,/trace_window/ s/\"trace_window\": \"
 check "web's trace_window 0s: tierctl reload" web_window 0s
 check "... the open recording ends, said" tl_logged 10 "tenant web: traces turned off (trace_window 0s): "
 sleep 4 # past the 3 s window it had
-check "... and its run is never stored" bash -c "! tail -n +$((TL_LOG_MARK + 1)) '$TL_TIERD_LOG' | grep -q 'trace late stored' && [ ! -e '$STORE/trace/late' ]"
+check "... and its run is never stored" bash -c "! tail -n +$((TL_LOG_MARK + 1)) '$TL_TIERD_LOG' | grep -q 'trace late stored' && [ ! -e '$STORE/trace/$(tkey late)' ]"
 out=$(timeout 20 "$TIERCTL" trace start web late 2>&1); rc=$?
 check "... a new one is refused with status 1 (got $rc)" bash -c "[ $rc -eq 1 ] && grep -q 'tenant web: traces are off' <<<'$out'"
 check "web's trace_window 3s again: tierctl reload" web_window 3s
@@ -387,10 +389,10 @@ lock_of held "$(date +%s)"
 check "a run of trace 'held' while node-b holds its lock" run_of held
 check "... its save waits for node-b's, said with who holds it" tl_logged 20 "trace held: waits for another save of it to end (node node-b since"
 sleep 2
-check "... and writes nothing meanwhile (2 s more)" test ! -e "$STORE/trace/held"
+check "... and writes nothing meanwhile (2 s more)" test ! -e "$STORE/trace/$(tkey held)"
 rm -f "$STORE/tracelock/held"
 check "... node-b's lock gone: the run is stored" tl_logged 20 "trace held stored: run 1, 1 files"
-check "... and its own lock is gone after" tl_eventually_for 10 bash -c "[ -s '$STORE/trace/held' ] && [ ! -e '$STORE/tracelock/held' ]"
+check "... and its own lock is gone after" tl_eventually_for 10 bash -c "[ -s '$STORE/trace/$(tkey held)' ] && [ ! -e '$STORE/tracelock/held' ]"
 tl_log_mark
 lock_of stale "$(($(date +%s) - 1000))" "-20 min"
 check "a run of trace 'stale': node-b's lock says 1000 s old, written 20 min ago" run_of stale
@@ -424,7 +426,7 @@ reader_goes_on "SIGTERM"
 check "... and tierd exits (within 20 s)" tl_tierd_exits 20
 check "... with status 0 (got $TL_TIERD_STATUS)" test "$TL_TIERD_STATUS" = 0
 check "... the run waiting for a lock dropped, said" tl_logged 1 "trace atstop: a run waiting for another node's save of it at the stop: dropped"
-check "... nothing stored for it" test ! -e "$STORE/trace/atstop"
+check "... nothing stored for it" test ! -e "$STORE/trace/$(tkey atstop)"
 
 # A lock is also its dead holder's once read unchanged for 120 s by this
 # node's clock, whatever it says (a test build: 3 s): one that says it was

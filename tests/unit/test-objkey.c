@@ -24,6 +24,8 @@ static void test_round_trips(void **state) {
         round_trip(&o, "sha256/01080f161d242b323940474e555c636a71787f868d949ba2a9b0b7bec5ccd3da");
         o.kind = PROTO_OBJECT_MANIFEST;
         round_trip(&o, "manifest/01080f161d242b323940474e555c636a71787f868d949ba2a9b0b7bec5ccd3da");
+        o.kind = PROTO_OBJECT_TRACE;
+        round_trip(&o, "trace/01080f161d242b323940474e555c636a71787f868d949ba2a9b0b7bec5ccd3da");
         round_trip(&(struct proto_object){ .kind = PROTO_OBJECT_JOURNAL, .seq = 0x1234 }, "catalog/journal/0000000000001234");
         round_trip(&(struct proto_object){ .kind = PROTO_OBJECT_SNAPSHOT, .seq = 7, .epoch = 0xab },
                    "catalog/snapshot/0000000000000007.000000ab");
@@ -38,6 +40,7 @@ static void test_not_ours(void **state) {
                 "sha256/AAAA000000000000000000000000000000000000000000000000000000000000", /* uppercase */
                 "sha256/000000000000000000000000000000000000000000000000000000000000000g",
                 "sha256/", "sha256", "", "other/thing", "sha256/../x",
+                "trace/app", "trace/Deployment/web", /* a trace's name itself: not a key of tierd's */
                 "sha256/0000000000000000000000000000000000000000000000000000000000000000.tmp.12.ab",
                 "manifest/00", "catalog/journal/123", "catalog/journal/000000000000000g",
                 "catalog/journal/00000000000000001", "catalog/snapshot/0000000000000007",

@@ -305,7 +305,13 @@ static void test_gc_keys(void **state) {
         assert_false(p->tenants[0].catalog);
         assert_int_equal(p->tenants[0].catalog_retention_usec, 7ull * 86400 * 1000000);
         assert_int_equal(p->tenants[0].gc_grace_usec, 86400ull * 1000000);
+        assert_int_equal(p->tenants[0].trace_keep_usec, 30ull * 86400 * 1000000);
         policy_free(p);
+        p = parse_ok(T(", \"trace_keep\": \"0s\""));
+        assert_int_equal(p->tenants[0].trace_keep_usec, 0); /* never collected */
+        policy_free(p);
+        parse_bad(T(", \"trace_keep\": \"500ms\""), "at least 1s");
+        parse_bad(T(", \"trace_keep\": \"forever\""), "duration");
         parse_bad(T(", \"catalog\": true"), "'catalog_key': missing");
         p = parse_ok(T(", \"catalog\": true, \"catalog_key\": \"/etc/tierd/k\", \"catalog_retention\": \"30d\", "
                        "\"gc_grace\": \"2h\""));

@@ -28,9 +28,11 @@ static void test_names(void **state) {
         assert_false(trace_path_valid("a/", 2));
         assert_false(trace_path_valid("a\0b", 3));
         assert_false(trace_path_valid("\xff", 1));
-        char key[64];
+        char key[80];
         assert_int_equal(trace_store_key("web", key, sizeof(key)), 0);
-        assert_string_equal(key, "trace/web");
+        assert_string_equal(key, "trace/4b5e57f6eb2f42b9039b3d1e13929295f231749c510cbe341cd68036d9af97e2"); /* the SHA-256 of "web" */
+        assert_int_equal(trace_store_key("web", key, 71), 0);
+        assert_int_equal(trace_store_key("web", key, 70), -ENAMETOOLONG);
         assert_int_equal(trace_store_key("../x", key, sizeof(key)), -EINVAL);
 }
 
