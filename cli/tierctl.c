@@ -106,7 +106,8 @@ static int verb_ping(sd_bus *bus, int argc, char **argv) {
         "                           policy file and applied\n"
 #define U_GC "  gc NAME [--dry-run]      delete the objects of the tenant's store that neither its\n" \
         "                           catalog (within catalog_retention) nor any stub names,\n" \
-        "                           if older than gc_grace; --dry-run: only say what\n"
+        "                           if older than gc_grace, and the access traces not saved\n" \
+        "                           for trace_keep; --dry-run: only say what\n"
 #define U_AUDIT "  audit NAME [--repair]    compare the tenant's stubs, catalog and store; --repair\n" \
         "                           uploads archived files whose object is gone again and\n" \
         "                           snapshots the catalog from the disk\n"

@@ -101,7 +101,7 @@ int policy_edit_tenant(const char *text, size_t len, const char *origin, const c
 static const char *const root_only_keys[] = {
         "backend",    "endpoint",   "region",  "addressing", "credentials", "ca_file",           "sse",
         "kms_key_id", "headers",    "namespaces", "containers", "subvolume", "mount",           "verify",
-        "catalog",    "gc_grace",   "catalog_retention", "allow_setuid_mounts", "catalog_key",
+        "catalog",    "gc_grace",   "catalog_retention", "allow_setuid_mounts", "catalog_key", "trace_keep",
 };
 
 /* The patch as a JSON object; NULL if it is not one (then it is refused as

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "objkey.h"
 #include "progress.h"
 #include "url.h"
 
@@ -86,6 +87,20 @@ int backend_store_once(struct backend *b, const char *key, int fd, uint64_t size
                 log_warning("%s: cannot refresh the object in the store (%s), uploading it again", key, strerror(-r));
         r = b->ops->store(b, key, fd, size, sha256, BACKEND_STORE_REPLACE);
         pthread_mutex_unlock(&b->gc_lock);
+        return r;
+}
+
+int backend_put(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32], unsigned how) {
+        struct proto_object o;
+        /* A key a collection may delete by its age (an access trace saved
+         * anew): under the lock of its check and delete, so that a write
+         * between the two is never what goes. */
+        bool collected = object_key_parse(key, &o) == 0;
+        if (collected)
+                gc_lock(b);
+        int r = b->ops->store(b, key, fd, size, sha256, how);
+        if (collected)
+                pthread_mutex_unlock(&b->gc_lock);
         return r;
 }
 

@@ -101,6 +101,10 @@ void backend_fetch_many(struct backend *b, struct fetch_part *parts, size_t n);
  * content. */
 int backend_store_once(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32],
                        bool *reused);
+/* tierd's own objects (a trace, the catalog's): fd's bytes stored as key
+ * (how: BACKEND_STORE_*), after any collection's check and delete of the
+ * same key under way. */
+int backend_put(struct backend *b, const char *key, int fd, uint64_t size, const uint8_t sha256[32], unsigned how);
 /* A collection's delete: key goes only if it is of size bytes and last
  * changed before the second `before`; else -EBUSY. 0 if it is gone.
  * before INT64_MAX: its size alone is checked, no age asked. */

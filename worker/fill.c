@@ -325,8 +325,8 @@ static int serve_get(struct backend *b, const struct proto_request *req, int fd,
 /* tierd's own objects (the catalog's): not named by their bytes, so one
  * there is replaced unless the write is fenced. */
 static int serve_put(struct backend *b, const struct proto_request *req, int fd) {
-        return b->ops->store(b, req->key, fd, req->size, req->sha256,
-                             req->flags & PROTO_PUT_IF_ABSENT ? BACKEND_STORE_IF_ABSENT : BACKEND_STORE_REPLACE);
+        return backend_put(b, req->key, fd, req->size, req->sha256,
+                           req->flags & PROTO_PUT_IF_ABSENT ? BACKEND_STORE_IF_ABSENT : BACKEND_STORE_REPLACE);
 }
 
 struct list_sink {

@@ -46,7 +46,8 @@ struct gc_run {
         gc_progress_t progress;
         void *userdata;
         int64_t before;     /* objects last changed before this (seconds) may go */
-        int64_t trace_before; /* traces last saved before this (trace_keep) go */
+        uint64_t grace, trace_keep; /* seconds: the policy's at the start (a reload may change it) */
+        int64_t trace_before;       /* traces last saved before this (trace_keep; 0: none listed) go */
         int64_t retention_start;
         struct hashes marks;    /* sorted once the mark phase is done */
         struct hashes archived; /* sorted: reported by archives since the start */
@@ -59,7 +60,7 @@ struct gc_run {
         unsigned deleting;
         uint32_t listing; /* the kind listed last */
         uint64_t listed, listed_bytes, referenced, young, deleted, deleted_bytes, failed;
-        uint64_t traces, traces_doomed;
+        uint64_t traces_kept;
         /* The walk, on its own thread (offthread.h, run.on_thread). */
         unsigned walks;        /* tried: walked again when something was renamed meanwhile */
         uint64_t walk_renames; /* catalogwatch_renames() when the walk began */
@@ -334,10 +335,10 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
                 if (o[i].kind == PROTO_OBJECT_TRACE) {
                         /* Nothing refers to a trace: it is kept while its
                          * containers' starts keep saving it. */
-                        g->traces++;
-                        if (o[i].mtime >= g->trace_before)
+                        if (o[i].mtime >= g->trace_before) {
+                                g->traces_kept++;
                                 continue;
-                        g->traces_doomed++;
+                        }
                 } else if (hashes_has(&g->marks, o[i].hash) || hashes_has(&g->archived, o[i].hash)) {
                         g->referenced++;
                         continue;
@@ -356,7 +357,7 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
         /* Data first, then manifests, then traces. */
         if (g->listing == PROTO_OBJECT_DATA)
                 list_objects(g, PROTO_OBJECT_MANIFEST);
-        else if (g->listing == PROTO_OBJECT_MANIFEST && g->tn->cfg->trace_keep_usec)
+        else if (g->listing == PROTO_OBJECT_MANIFEST && g->trace_keep)
                 list_objects(g, PROTO_OBJECT_TRACE);
         else
                 sweep_next(g);
@@ -376,12 +377,14 @@ static void list_objects(struct gc_run *g, uint32_t kind) {
 struct gc_delete {
         struct gc_run *g;
         uint64_t size;
+        bool trace;
 };
 
 static void on_deleted(void *userdata, int error) {
         struct gc_delete *d = userdata;
         struct gc_run *g = d->g;
         uint64_t size = d->size;
+        bool trace = d->trace;
 
         free(d);
         if (!task_run_request_ended(&g->run))
@@ -390,7 +393,9 @@ static void on_deleted(void *userdata, int error) {
         if (error == 0) {
                 g->deleted++;
                 g->deleted_bytes += size;
-        } else if (error == -EBUSY)
+        } else if (error == -EBUSY && trace)
+                g->traces_kept++; /* saved since it was listed */
+        else if (error == -EBUSY)
                 g->young++; /* refreshed by an archive since it was listed */
         else
                 g->failed++; /* the worker logged why */
@@ -398,19 +403,18 @@ static void on_deleted(void *userdata, int error) {
 }
 
 static void report(struct gc_run *g) {
-        char traces[128] = "";
-        if (g->tn->cfg->trace_keep_usec)
-                snprintf(traces, sizeof(traces), "; of them %llu access traces, %llu not saved for trace_keep (%llus)",
-                         (unsigned long long)g->traces, (unsigned long long)g->traces_doomed,
-                         (unsigned long long)(g->tn->cfg->trace_keep_usec / 1000000));
+        char traces[96] = "";
+        if (g->trace_keep)
+                snprintf(traces, sizeof(traces), ", %llu access traces saved within trace_keep (%llus)",
+                         (unsigned long long)g->traces_kept, (unsigned long long)g->trace_keep);
         task_run_finish(&g->run, g->failed ? -EIO : 0,
                                 "%llu objects in the store (%llu bytes): %llu referenced, %llu younger than the grace period "
-                                "(%llus), %llu %s (%llu bytes), %llu failed%s%s",
+                                "(%llus)%s, %llu %s (%llu bytes), %llu failed%s",
                                 (unsigned long long)g->listed, (unsigned long long)g->listed_bytes,
                                 (unsigned long long)g->referenced, (unsigned long long)g->young,
-                                (unsigned long long)(g->tn->cfg->gc_grace_usec / 1000000), (unsigned long long)g->deleted,
+                                (unsigned long long)g->grace, traces, (unsigned long long)g->deleted,
                                 g->dry_run ? "would be deleted" : "deleted", (unsigned long long)g->deleted_bytes,
-                                (unsigned long long)g->failed, g->failed ? " (see the log)" : "", traces);
+                                (unsigned long long)g->failed, g->failed ? " (see the log)" : "");
 }
 
 static void sweep_next(struct gc_run *g) {
@@ -434,7 +438,7 @@ static void sweep_next(struct gc_run *g) {
                         task_run_finish(&g->run, -ENOMEM, "out of memory");
                         return;
                 }
-                *d = (struct gc_delete){ .g = g, .size = o->size };
+                *d = (struct gc_delete){ .g = g, .size = o->size, .trace = o->kind == PROTO_OBJECT_TRACE };
                 log_info("tenant %s: gc: deleting %s (%llu bytes)", g->tn->cfg->name, key, (unsigned long long)o->size);
                 int64_t before = o->kind == PROTO_OBJECT_TRACE ? g->trace_before : g->before;
                 int r = store_delete_if_old(g->tn, key, o->size, before, on_deleted, d);
@@ -512,14 +516,15 @@ int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t prog
         clock_gettime(CLOCK_REALTIME, &now);
         *g = (struct gc_run){ .run = { .tn = tn, .name = "gc", .told = told, .free = run_free }, .tn = tn, .dry_run = dry_run,
                               .done = done, .progress = progress, .userdata = userdata,
+                              .grace = tn->cfg->gc_grace_usec / 1000000, .trace_keep = tn->cfg->trace_keep_usec / 1000000,
                               .before = now.tv_sec - (int64_t)(tn->cfg->gc_grace_usec / 1000000),
                               .trace_before = now.tv_sec - (int64_t)(tn->cfg->trace_keep_usec / 1000000),
                               .retention_start = now.tv_sec - (int64_t)(tn->cfg->catalog_retention_usec / 1000000),
                               .walk_root = -1 };
         tn->gc = g;
-        log_info("tenant %s: gc started%s: grace %llus, catalog retention %llus", tn->cfg->name,
-                 dry_run ? " (dry run)" : "", (unsigned long long)(tn->cfg->gc_grace_usec / 1000000),
-                 (unsigned long long)(tn->cfg->catalog_retention_usec / 1000000));
+        log_info("tenant %s: gc started%s: grace %llus, catalog retention %llus, traces kept %llus (0: all)",
+                 tn->cfg->name, dry_run ? " (dry run)" : "", (unsigned long long)g->grace,
+                 (unsigned long long)(tn->cfg->catalog_retention_usec / 1000000), (unsigned long long)g->trace_keep);
         int r = store_list(tn, PROTO_OBJECT_SNAPSHOT, GC_LIST_MAX, on_snapshots_listed, g);
         if (r < 0) {
                 tn->gc = NULL;

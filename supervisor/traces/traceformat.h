@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * An access trace as it is kept in a tenant's store, under "trace/NAME":
+ * An access trace as it is kept in a tenant's store, under "trace/" and
+ * the SHA-256 of its name in hex (trace_store_key):
  * which ranges of which files readers first touched after a container (or
  * a host recording) started, in the order they did, merged across runs.
  *

@@ -172,7 +172,7 @@ echo '{}' | obj_put trace/Deployment/web
 sleep 4.5
 echo '{}' | obj_put "trace/$TNEW"
 check "gc: a trace not saved for trace_keep (3 s) goes" gc alpha
-check "... so it says" said "of them 2 access traces, 1 not saved for trace_keep (3s)"
+check "... so it says" said ", 1 access traces saved within trace_keep (3s), "
 check "... from the store" gone "trace/$TOLD"
 check "... the trace saved since stays" obj_exists "trace/$TNEW"
 check "... and a key under trace/ not of tierd's form stays" obj_exists trace/Deployment/web
