@@ -28,6 +28,7 @@
 #include "containers.h"
 #include "fanotify-uapi.h"
 #include "fsgroup.h"
+#include "handle.h"
 #include "inodework.h"
 #include "inflight.h"
 #include "quota.h"
@@ -90,9 +91,7 @@ int file_handle_of(int fd, struct file_handle *fh) {
 
 struct tfile *tfile_find(struct tierd *t, struct tiered_fs *fs, const struct file_handle *fh) {
         for (struct tfile *f = t->files; f; f = f->next)
-                if (f->fs == fs && f->h.fh.handle_type == fh->handle_type &&
-                    f->h.fh.handle_bytes == fh->handle_bytes &&
-                    memcmp(f->h.fh.f_handle, fh->f_handle, fh->handle_bytes) == 0)
+                if (f->fs == fs && file_handle_equal(&f->h.fh, fh))
                         return f;
         return NULL;
 }

@@ -27,6 +27,7 @@
 #include "fanevent.h"
 #include "fillwatch.h"
 #include "fanotify-uapi.h"
+#include "handle.h"
 #include "handover.h"
 #include "inflight.h"
 #include "log.h"
@@ -283,11 +284,6 @@ static int on_pre_content(sd_event_source *s, int fd, uint32_t revents, void *us
         }
 }
 
-static bool same_handle(const struct file_handle *a, const struct file_handle *b) {
-        return a && b && a->handle_type == b->handle_type && a->handle_bytes == b->handle_bytes &&
-               memcmp(a->f_handle, b->f_handle, a->handle_bytes) == 0;
-}
-
 /* A file written since archive is dirty for good, whatever its mtime. The
  * file under tierd's own write lease (leased) is not opened: that would
  * break the lease, and the kernel would send tierd SIGIO. *hit says an event
@@ -303,7 +299,7 @@ static void notification_handle(struct tiered_fs *fs, const struct fanotify_even
         struct file_handle *fh = fanotify_event_fid(md);
         if (!fh)
                 return;
-        if (same_handle(fh, leased)) {
+        if (leased && file_handle_equal(fh, leased)) {
                 *hit = true;
                 return;
         }

@@ -64,16 +64,11 @@ static bool handle_of(int fd, union file_handle_buf *h) {
         return name_to_handle_at(fd, "", &h->fh, &mount_id, AT_EMPTY_PATH) == 0;
 }
 
-static bool same_handle(const union file_handle_buf *a, const union file_handle_buf *b) {
-        return a->fh.handle_type == b->fh.handle_type && a->fh.handle_bytes == b->fh.handle_bytes &&
-               memcmp(a->fh.f_handle, b->fh.f_handle, a->fh.handle_bytes) == 0;
-}
-
-static bool namable(const struct tenant *tn) { return strcmp(tn->fs->fstype, "btrfs") == 0; }
+bool namer_can_name(const struct tenant *tn) { return strcmp(tn->fs->fstype, "btrfs") == 0; }
 
 bool usage_fd_in_own_subvolume(const struct tenant *tn, int fd) {
         struct stat st, dir;
-        return namable(tn) && fstat(fd, &st) == 0 && fstat(tn->subvol_fd, &dir) == 0 && st.st_dev == dir.st_dev &&
+        return namer_can_name(tn) && fstat(fd, &st) == 0 && fstat(tn->subvol_fd, &dir) == 0 && st.st_dev == dir.st_dev &&
                dir.st_ino == BTRFS_SUBVOL_ROOT_INO;
 }
 
@@ -82,14 +77,14 @@ int usage_name_of_fd(const struct tenant *tn, int fd, char **ret) {
         int r = subvol_rel_of_link(tn->subvol_rel, fd, ret);
         if (r != -EAGAIN)
                 return r;
-        if (!namable(tn))
+        if (!namer_can_name(tn))
                 return -ESTALE; /* xfs and ext4 keep no names of an inode */
         if (!tn->namer || !handle_of(fd, &h))
                 return -EAGAIN;
         uint64_t now = tierd_now_usec(tn->t);
         for (size_t i = 0; i < KNOWN_MAX; i++) {
                 const struct namer_known *k = &tn->namer->known[i];
-                if (k->until > now && k->renames == tn->fs->renames && same_handle(&k->h, &h)) {
+                if (k->until > now && k->renames == tn->fs->renames && file_handle_equal(&k->h.fh, &h.fh)) {
                         if (!k->rel)
                                 return -ESTALE;
                         *ret = strdup(k->rel);
@@ -187,7 +182,7 @@ int namer_ask(struct tenant *tn, int fd) {
         union file_handle_buf h;
         struct namer *n = tn->namer;
 
-        if (!namable(tn))
+        if (!namer_can_name(tn))
                 return -EOPNOTSUPP;
         if (!handle_of(fd, &h))
                 return -errno;
@@ -197,11 +192,11 @@ int namer_ask(struct tenant *tn, int fd) {
                 n->tn = tn;
         }
         for (size_t i = 0; i < n->n_waiting; i++)
-                if (same_handle(&n->waiting[i], &h))
+                if (file_handle_equal(&n->waiting[i].fh, &h.fh))
                         return 0;
         /* The thread only reads the handles: the loop may look at them. */
         for (size_t i = 0; n->running && i < n->running->n; i++)
-                if (same_handle(&n->running->h[i], &h))
+                if (file_handle_equal(&n->running->h[i].fh, &h.fh))
                         return 0;
         if (n->n_waiting == BATCH_MAX)
                 return -EBUSY;

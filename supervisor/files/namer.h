@@ -16,6 +16,9 @@
  */
 #pragma once
 
+#include <errno.h>
+#include <stdbool.h>
+
 #include "tierd.h"
 
 /* fd's path beneath the tenant's subvolume (malloc'd) in *ret: 0; or
@@ -24,12 +27,18 @@
  * no name can be found (the thread found none lately: moved meanwhile, not
  * the tenant's; or the filesystem keeps no names: xfs, ext4). Loop-safe. */
 int usage_name_of_fd(const struct tenant *tn, int fd, char **ret);
+/* usage_name_of_fd's answer for a file it has no name of now (its dentry
+ * dropped): -EAGAIN or -ESTALE. */
+static inline bool usage_name_unknown(int r) { return r == -EAGAIN || r == -ESTALE; }
 /* The same, NULL for any error. */
 char *usage_rel_of_fd(const struct tenant *tn, int fd);
 /* fd's file is in the btrfs subvolume the tenant has to itself (its
  * directory is the subvolume's root): the tenant's, whatever its name. */
 bool usage_fd_in_own_subvolume(const struct tenant *tn, int fd);
 
+/* A thread can name the tenant's files whose dentries were dropped: its
+ * filesystem keeps the names of an inode (btrfs; not xfs or ext4). */
+bool namer_can_name(const struct tenant *tn);
 /* Names fd's file on a thread (btrfs): 0 (being named: usage_name_of_fd
  * has it once that batch ends); -EBUSY: as many files as a batch holds
  * wait already (ask again later); -EOPNOTSUPP: not btrfs; -errno. */

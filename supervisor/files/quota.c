@@ -144,9 +144,7 @@ static bool named_now(struct tenant *tn, int fd, size_t index) {
         /* No name to be found: btrfs's thread found none (moved meanwhile:
          * another time), or xfs and ext4, which keep none: the table's
          * pin, from its name when last seen, holds (the plan skips pinned). */
-        if (r == -ESTALE && strcmp(tn->fs->fstype, "btrfs") != 0)
-                return true;
-        if (r != -EAGAIN && r != -ESTALE)
+        if (!usage_name_unknown(r) || (r == -ESTALE && !namer_can_name(tn)))
                 return true;
         usage_flag_index(tn, index, ENGINE_BUSY);
         if (r == -EAGAIN)

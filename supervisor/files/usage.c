@@ -182,7 +182,7 @@ static void upsert(struct tenant *tn, int fd, const char *rel) {
                 return;
         /* No name now (its dentry was dropped: namer.h): pinned as it was. */
         int named = !rel && tn->cfg->pin[0] ? usage_name_of_fd(tn, fd, &own_rel) : 0;
-        bool unnamed = named == -EAGAIN || named == -ESTALE;
+        bool unnamed = usage_name_unknown(named);
         rel = rel ?: own_rel;
         int r = stub_read_fd(fd, &s, &err);
         size_t slot = find(u, &k);
@@ -496,8 +496,7 @@ void usage_written(struct tiered_fs *fs, const struct file_handle *fh) {
                 int r = usage_name_of_fd(tn, fd, &rel);
                 /* No name now (its dentry was dropped: namer.h): where it
                  * was, or in the tenant's subvolume if it is all the tenant's. */
-                bool unnamed = r == -EAGAIN || r == -ESTALE;
-                bool here = r == 0 || (unnamed && (find(tn->usage, &k) != SIZE_MAX || usage_fd_in_own_subvolume(tn, fd)));
+                bool here = r == 0 || (usage_name_unknown(r) && (find(tn->usage, &k) != SIZE_MAX || usage_fd_in_own_subvolume(tn, fd)));
                 if (here)
                         upsert(tn, fd, rel);
                 slot = find(tn->usage, &k);

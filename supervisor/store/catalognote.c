@@ -190,8 +190,7 @@ static bool pending_has(const struct catalog_pending *p, const struct stat *st) 
 static const char *name_unfit(struct tenant *tn, int fd) {
         _cleanup_free_ char *rel = NULL;
         size_t depth = 0;
-        int r = usage_name_of_fd(tn, fd, &rel);
-        if (r == -EAGAIN || r == -ESTALE)
+        if (usage_name_unknown(usage_name_of_fd(tn, fd, &rel)))
                 return "its dentry was dropped and its name is not known now: try again in a moment";
         if (!rel || !catalog_path_valid(rel, strlen(rel)))
                 return NAME_UNFIT;

@@ -105,9 +105,7 @@ bool trace_touch(struct tenant *tn, uint64_t route, int fd, const struct stub *s
         /* A sequential reader touches the same file again and again: one
          * touch while it goes on. */
         struct trace_touch *last = rec->n ? &rec->touches[rec->n - 1] : NULL;
-        if (last && last->h.fh.handle_bytes == fh->handle_bytes && last->h.fh.handle_type == fh->handle_type &&
-            memcmp(last->h.fh.f_handle, fh->f_handle, fh->handle_bytes) == 0 && start <= last->end &&
-            end >= last->start) {
+        if (last && file_handle_equal(&last->h.fh, fh) && start <= last->end && end >= last->start) {
                 last->start = MIN(last->start, start);
                 last->end = MAX(last->end, end);
                 last->resident |= resident;
