@@ -76,6 +76,7 @@ struct tiered_fs {
         int catalog_fd; /* creates, deletes, renames for the catalogs: catalogwatch.c */
         uint64_t renames; /* heard by catalog_fd, anywhere on the filesystem (and overflows): gc.c's walk */
         sd_event_source *catalog_src;
+        struct catalog_changes *catalog_changes; /* heard, not applied yet: catalogwatch.c */
         bool writes_maybe_missed; /* a notification queue overflowed: release checks content */
         sd_event_source *use_src;
 };

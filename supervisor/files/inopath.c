@@ -80,23 +80,14 @@ char *inode_rel_beneath(int subvol_fd, int fd) {
         return NULL;
 }
 
-/* The path of fd's /proc link beneath subvol_rel (malloc'd): 0; -ENOENT:
- * not beneath it, deleted; -EAGAIN: the link reads "/" (a file reached by
- * handle whose dentry was dropped: it has a name, not one the dcache has). */
-int subvol_rel_of_link(const char *subvol_rel, int fd, char **ret) {
-        char link[40], where[PATH_MAX];
+int subvol_rel_of_path(const char *subvol_rel, const char *where, char **ret) {
         static const char deleted[] = " (deleted)";
+        size_t n = strlen(where);
 
-        /* thread-self: also right on a thread with an fd table of its own (offthread.h). */
-        snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
-        ssize_t n = readlink(link, where, sizeof(where) - 1);
-        if (n == 1 && where[0] == '/')
-                return -EAGAIN;
-        if (n <= 1)
-                return -ENOENT;
-        where[n] = 0;
+        if (where[0] != '/')
+                return -ENOENT; /* not a path: a pipe, a socket, an anonymous inode */
         /* Unlinked: no name (a name could only match by chance). */
-        if ((size_t)n >= sizeof(deleted) - 1 && strcmp(where + n - (sizeof(deleted) - 1), deleted) == 0)
+        if (n >= sizeof(deleted) - 1 && strcmp(where + n - (sizeof(deleted) - 1), deleted) == 0)
                 return -ENOENT;
         const char *rel = where + 1;
         if (strcmp(subvol_rel, ".") != 0) {
@@ -107,6 +98,23 @@ int subvol_rel_of_link(const char *subvol_rel, int fd, char **ret) {
         }
         *ret = strdup(rel);
         return *ret ? 0 : -ENOMEM;
+}
+
+/* The path of fd's /proc link beneath subvol_rel (malloc'd): 0; -ENOENT:
+ * not beneath it, deleted; -EAGAIN: the link reads "/" (a file reached by
+ * handle whose dentry was dropped: it has a name, not one the dcache has). */
+int subvol_rel_of_link(const char *subvol_rel, int fd, char **ret) {
+        char link[40], where[PATH_MAX];
+
+        /* thread-self: also right on a thread with an fd table of its own (offthread.h). */
+        snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
+        ssize_t n = readlink(link, where, sizeof(where) - 1);
+        if (n == 1 && where[0] == '/')
+                return -EAGAIN;
+        if (n <= 1)
+                return -ENOENT;
+        where[n] = 0;
+        return subvol_rel_of_path(subvol_rel, where, ret);
 }
 
 char *subvol_rel_of_fd(const char *subvol_rel, int subvol_fd, int fd) {

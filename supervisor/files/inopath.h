@@ -30,3 +30,5 @@ char *subvol_rel_of_fd(const char *subvol_rel, int subvol_fd, int fd);
 /* The path of fd's /proc link only (loop-safe): 0 and *ret (malloc'd);
  * -ENOENT: not beneath subvol_rel, deleted; -EAGAIN: the link reads "/". */
 int subvol_rel_of_link(const char *subvol_rel, int fd, char **ret);
+/* The same for where, a /proc link's text (pure: no system call). */
+int subvol_rel_of_path(const char *subvol_rel, const char *where, char **ret);

@@ -99,6 +99,10 @@ char *usage_rel_of_fd(const struct tenant *tn, int fd) {
         return usage_name_of_fd(tn, fd, &rel) < 0 ? NULL : rel;
 }
 
+int usage_rel_of_path(const struct tenant *tn, const char *where, char **ret) {
+        return subvol_rel_of_path(tn->subvol_rel, where, ret);
+}
+
 /* On the batch's thread: each file opened by its handle and named. */
 static void name_work(void *userdata) {
         struct namer_batch *b = userdata;

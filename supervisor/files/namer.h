@@ -32,6 +32,10 @@ int usage_name_of_fd(const struct tenant *tn, int fd, char **ret);
 static inline bool usage_name_unknown(int r) { return r == -EAGAIN || r == -ESTALE; }
 /* The same, NULL for any error. */
 char *usage_rel_of_fd(const struct tenant *tn, int fd);
+/* The path beneath the tenant's subvolume of where, a /proc link's text
+ * read on a thread (malloc'd) in *ret: 0, -ENOENT (not beneath it,
+ * deleted), -ENOMEM. Pure: no system call. */
+int usage_rel_of_path(const struct tenant *tn, const char *where, char **ret);
 /* fd's file is in the btrfs subvolume the tenant has to itself (its
  * directory is the subvolume's root): the tenant's, whatever its name. */
 bool usage_fd_in_own_subvolume(const struct tenant *tn, int fd);

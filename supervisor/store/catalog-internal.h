@@ -133,6 +133,9 @@ void catalog_import_abort(struct catalog *c);
 int catalog_import_resume_if_marked(struct tenant *tn);
 
 void catalog_pending_free_list(struct catalog_pending *p);
+/* A file's entry made at its archive (catalog_note_archived) and held
+ * back by catalogwatch_defer(), queued now (taken). */
+void catalog_note_entry(struct tenant *tn, struct catalog_pending *p);
 /* Every change waiting is dropped (nothing is released until a snapshot
  * written after this has them). */
 void catalog_queue_drop(struct catalog *c);

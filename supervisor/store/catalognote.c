@@ -21,6 +21,7 @@
 
 #include "catalog-internal.h"
 #include "catalogtree.h"
+#include "catalogwatch.h"
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
@@ -131,6 +132,20 @@ void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const str
                 catalog_writer_continue(c);
                 return;
         }
+        /* Behind what was heard before it and is not applied yet. */
+        if (catalogwatch_defer(tn, p))
+                return;
+        queue_entry(c, p);
+        catalog_writer_continue(c);
+}
+
+void catalog_note_entry(struct tenant *tn, struct catalog_pending *p) {
+        struct catalog *c = tn->catalog;
+
+        if (!c || c->state == CATALOG_FENCED) {
+                catalog_pending_free_list(p);
+                return;
+        }
         queue_entry(c, p);
         catalog_writer_continue(c);
 }
@@ -220,7 +235,8 @@ bool catalog_file_durable(struct tenant *tn, int fd, const char **why) {
                        "has them";
                 return false;
         }
-        if (!c->first_snapshot_done || fstat(fd, &st) < 0 || pending_has(c->queue, &st) || pending_has(c->sending, &st)) {
+        if (!c->first_snapshot_done || fstat(fd, &st) < 0 || pending_has(c->queue, &st) || pending_has(c->sending, &st) ||
+            catalogwatch_holds(tn->fs, st.st_dev, st.st_ino)) {
                 *why = c->backoff_usec ? "the catalog cannot be written to the store now (see tierd's log)"
                                        : "its catalog entry is not in the store yet";
                 return false;

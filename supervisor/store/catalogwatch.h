@@ -5,6 +5,9 @@
  */
 #pragma once
 
+#include <stdbool.h>
+#include <sys/types.h>
+
 #include "tierd.h"
 
 /* Opens the filesystem's group if one of its tenants keeps a catalog (and
@@ -15,3 +18,11 @@ void catalogwatch_close(struct tiered_fs *fs);
  * read first: a walk that saw this number change may have missed a tree
  * moved under it. */
 uint64_t catalogwatch_renames(struct tiered_fs *fs);
+
+struct catalog_pending;
+/* A file archived while changes heard before it wait to be applied:
+ * queued behind them, and given to catalog_note_entry() in turn (true);
+ * false: none wait, the caller queues it now. */
+bool catalogwatch_defer(struct tenant *tn, struct catalog_pending *p);
+/* A file archived (dev, ino) waits behind such changes. */
+bool catalogwatch_holds(const struct tiered_fs *fs, dev_t dev, ino_t ino);

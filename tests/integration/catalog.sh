@@ -138,11 +138,16 @@ check "after T1: a new file and a changed one archived" "$TIERCTL" archive "$VA/
 check "... and released (their entries in the journal first)" "$TIERCTL" release "$VA/late" "$VA/changed"
 # Renames, deletes and creates after T1, heard by the catalog's
 # notification group; the same done to the originals.
+# And a chain of 80 directories made and renamed at its top, with the
+# dentries dropped between: the catalog's thread opens each event's
+# directory by handle and names it (catalogwatch.c), never the loop.
+DEEP=$(seq -f l%g 80 | paste -sd/)
 tree_changes() { # ROOT
 	mv "$1/d1/d2" "$1/d1/moved" && mv "$1/with space" "$1/renamed file" && rm "$1/empty" &&
-		mkdir "$1/new dir" && ln -s ../d1 "$1/new dir/link"
+		mkdir "$1/new dir" && ln -s ../d1 "$1/new dir/link" &&
+		mkdir -p "$1/deep/$DEEP" && echo 2 >/proc/sys/vm/drop_caches && mv "$1/deep/l1" "$1/deep/L1"
 }
-check "after T1: a directory and a file renamed, a file deleted, a directory and a symlink made" tree_changes "$VA"
+check "after T1: a directory and a file renamed, a file deleted, a directory, a symlink and a chain of 80 made" tree_changes "$VA"
 tree_changes "$TL_DIR/orig" && touch -h -r "$VA/new dir/link" "$TL_DIR/orig/new dir/link"
 journal_has() { # PATTERN: in one of the journal objects, from the last
 	local s=1 objs=()
@@ -152,6 +157,7 @@ journal_has() { # PATTERN: in one of the journal objects, from the last
 }
 wait_journal() { for _ in $(seq 50); do journal_has "$1" && return 0; sleep 0.1; done; return 1; }
 check "... in the journal within seconds" wait_journal '"path":"new dir/link"'
+check "... and the chain under its new name, to the 80th directory" wait_journal "\"path\":\"deep/L1/${DEEP#l1/}\""
 check "SIGTERM: tierd A exits 0" tl_tierd_stop
 
 # Node A is lost. Node B: another tierd, another filesystem.
@@ -243,7 +249,7 @@ check "... setuid keeps its setuid bit (4755)" test "$(stat -c %a "$VB/setuid")"
 check "... the file made after T1 is not there" test ! -e "$VB/late"
 check "... nor B's own file" test ! -e "$VB/from-b"
 check "... the changed file has its old content" cmp -s "$VB/changed" "$TL_DIR/orig.changed.old"
-check "... and the names before the renames and deletes" bash -c "test -f '$VB/d1/d2/d3/deep' -a -f '$VB/with space' -a -f '$VB/empty' -a ! -e '$VB/d1/moved' -a ! -e '$VB/renamed file' -a ! -e '$VB/new dir'"
+check "... and the names before the renames and deletes" bash -c "test -f '$VB/d1/d2/d3/deep' -a -f '$VB/with space' -a -f '$VB/empty' -a ! -e '$VB/d1/moved' -a ! -e '$VB/renamed file' -a ! -e '$VB/new dir' -a ! -e '$VB/deep'"
 check_fails "--at that is not a time: refused" "$TIERCTL" tenant import alpha --from "$BACKEND" --at yesterday
 check "SIGTERM: exits 0" tl_tierd_stop
 

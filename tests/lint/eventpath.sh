@@ -14,6 +14,7 @@
 #    yet is looked at again later (supervisor/events/settle.c), never polled for;
 # 4b. nor parse, merge or format an access trace (tracework.c, on threads);
 # 4d. nor name a file through btrfs's tree (inopath.h; namer.h, on threads);
+# 4e. nor open a directory by handle (its reconnect is a lookup a level);
 # 5. a log line (written from anywhere, the event path too) never waits
 #    for journald: the journal sink sends with MSG_DONTWAIT only, and no
 #    sd_journal_* call (which blocks while journald is behind) is made;
@@ -102,6 +103,19 @@ bad=$( (grep -lE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"inopath\.h"' $(f
 	grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
 if [ -z "$bad" ]; then echo "ok - event path: files whose dentries were dropped are named on threads only"
 else echo "not ok - event path: a file named through btrfs's tree on the event loop (ask namer.h):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 4e. So is opening a directory by its handle: a directory's dentry must be
+# connected, and if the kernel dropped it, open_by_handle_at() finds it
+# again through its parents, a lookup per level, as deep as the tenant
+# chose. The catalog's watch hears directories by handle: in
+# catalogwatch.c only dir_link opens one, and only resolve_work (its
+# thread's work) calls dir_link.
+bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
+	/^[^ \t#\/*}{][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	/open_by_handle_at\(/ && fn != "dir_link" { print FILENAME ":" FNR ": in " fn "(): " $0 }
+	/(^|[^a-z_])dir_link\(/ && $0 !~ /^[a-z].*\) \{$/ && fn != "resolve_work" { print FILENAME ":" FNR ": in " fn "(): " $0 }' \
+	supervisor/store/catalogwatch.c)
+if [ -z "$bad" ]; then echo "ok - event path: the catalog's directories are opened by handle on threads only"
+else echo "not ok - event path: a directory opened by handle on the event loop (catalogwatch.c: resolve_work):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 5. The journal sink: every send non-blocking, no sd_journal_*.
 bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
 	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c supervisor/*/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
