@@ -136,6 +136,9 @@ void catalog_pending_free_list(struct catalog_pending *p);
 /* A file's entry made at its archive (catalog_note_archived) and held
  * back by catalogwatch_defer(), queued now (taken). */
 void catalog_note_entry(struct tenant *tn, struct catalog_pending *p);
+/* Every change waiting is dropped and a snapshot records them instead;
+ * nothing is released until it is in the store. */
+void catalog_note_spilled(struct tenant *tn, const char *why);
 /* Every change waiting is dropped (nothing is released until a snapshot
  * written after this has them). */
 void catalog_queue_drop(struct catalog *c);

@@ -133,6 +133,7 @@ void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const str
                 return;
         }
         /* Behind what was heard before it and is not applied yet. */
+        catalogwatch_read(tn->fs);
         if (catalogwatch_defer(tn, p))
                 return;
         queue_entry(c, p);
@@ -184,6 +185,15 @@ void catalog_note_deleted(struct tenant *tn, const char *rel, bool dir) {
                 queue_path(c, rel, false, CATALOG_DEL, dir ? CATALOG_DIR : 0);
 }
 
+void catalog_note_spilled(struct tenant *tn, const char *why) {
+        struct catalog *c = tn->catalog;
+
+        if (!c || c->state == CATALOG_FENCED)
+                return;
+        spill(c, why);
+        catalog_writer_continue(c);
+}
+
 void catalog_note_lost(struct tenant *tn) {
         struct catalog *c = tn->catalog;
         if (!c)
@@ -201,7 +211,8 @@ static bool pending_has(const struct catalog_pending *p, const struct stat *st) 
 
 #define NAME_UNFIT "its path is longer or deeper than a catalog keeps (4096 bytes, 256 directories)"
 
-/* Can the catalog hold the file's name at all? NULL, or why not. */
+/* Can the catalog hold the file's name at all, and is none of its path
+ * being deleted or renamed? NULL, or why not. */
 static const char *name_unfit(struct tenant *tn, int fd) {
         _cleanup_free_ char *rel = NULL;
         size_t depth = 0;
@@ -211,7 +222,12 @@ static const char *name_unfit(struct tenant *tn, int fd) {
                 return NAME_UNFIT;
         for (const char *p = rel; (p = strchr(p, '/')); p++)
                 depth++;
-        return depth <= CATALOG_DEPTH_MAX ? NULL : NAME_UNFIT;
+        if (depth > CATALOG_DEPTH_MAX)
+                return NAME_UNFIT;
+        /* Applied after its entry, it would leave a journal naming it nowhere. */
+        if (catalogwatch_may_remove(tn->fs, rel))
+                return "a delete or rename heard on its path is not in the catalog yet: try again in a moment";
+        return NULL;
 }
 
 bool catalog_file_durable(struct tenant *tn, int fd, const char **why) {

@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which tenant a create, delete or rename is about, and its path there,
+ * takes the event's directory opened by its handle: a directory's dentry
+ * must be connected, so if the kernel dropped it, opening it by handle
+ * finds it again through its parents, a lookup per directory level (on
+ * btrfs a tree search each), as deep as the tenant chose. That runs on a
+ * thread, never on the loop: the loop queues each change, a thread opens
+ * the directories of a batch of them and reads their /proc links, and
+ * back on the loop they are applied in the order heard.
+ *
+ * A file archived meanwhile (catalog_note_archived) is queued behind them,
+ * so the catalog hears a delete and a create of a name before the archive
+ * that came after them; and no file is released while a delete or rename
+ * of a name on its path waits here (catalogwatch_may_remove): a journal
+ * written between the two would name it nowhere. Bounded: CHANGES_MAX
+ * waiting (catalogwatch.c reads no more into it, and drops what it reads
+ * then: every catalog of the filesystem gets a snapshot instead).
+ */
+#include "catalogchanges.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog-internal.h"
+#include "catalog.h"
+#include "catalogtree.h"
+#include "catalogwatch.h"
+#include "log.h"
+#include "macro.h"
+#include "namer.h"
+#include "offthread.h"
+
+#define CHANGES_MAX 8192
+#define BATCH_MAX 2048 /* directories opened by one thread */
+
+struct change_dir {
+        struct file_handle *fh; /* in the change's own allocation; NULL: none */
+        const char *name;
+        uint64_t hash; /* of name: catalogwatch_may_remove */
+        char *where;   /* the directory's /proc link, read on the thread; NULL: none (gone) */
+};
+
+struct change {
+        struct change *next;
+        enum change_kind kind;
+        bool dir;                /* a directory created, deleted or renamed */
+        struct change_dir at[2]; /* the entry; renamed: [0] the new one, [1] the old */
+        struct tenant *tn;       /* archived: its tenant and entry */
+        struct catalog_pending *p;
+        char data[]; /* handles and names */
+};
+
+struct change_batch {
+        struct catalog_changes *cc; /* the loop's: not touched by the thread */
+        int root_fd;                /* the same number in the thread's own fd table */
+        struct change *first;       /* n changes, detached from the queue */
+        size_t n;
+};
+
+struct catalog_changes {
+        struct tiered_fs *fs;
+        struct change *head, **tail; /* waiting for a batch */
+        size_t n;                    /* queued and not applied, the running batch's too */
+        size_t n_archived;           /* of them, files archived */
+        size_t n_removals;           /* and deletes and renames */
+        struct change_batch *running;
+        struct offthread *thread;
+};
+
+/* The name an applied change takes out of the catalog, if any. */
+static const struct change_dir *removed(const struct change *c) {
+        switch (c->kind) {
+        case CHANGE_DELETED:
+        case CHANGE_REPLACED:
+                return &c->at[0];
+        case CHANGE_RENAMED:
+                return c->at[1].fh ? &c->at[1] : NULL;
+        default:
+                return NULL;
+        }
+}
+
+static uint64_t name_hash(const char *s, size_t n) {
+        uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+        return h;
+}
+
+static void change_free(struct change *c) {
+        for (size_t i = 0; i < ARRAY_SIZE(c->at); i++)
+                free(c->at[i].where);
+        catalog_pending_free_list(c->p);
+        free(c);
+}
+
+static void changes_free_list(struct change *c, size_t n) {
+        while (c && n--) {
+                struct change *next = c->next;
+                change_free(c);
+                c = next;
+        }
+}
+
+/* The tenant whose subvolume holds where (a directory's /proc link), and
+ * name's path beneath it (malloc'd), or NULL: not a tenant's with a
+ * catalog. */
+static struct tenant *entry_of(struct tiered_fs *fs, const struct change_dir *d, char **ret_rel) {
+        if (!d->where)
+                return NULL; /* gone meanwhile: a later event or the next snapshot says what became of it */
+        for (size_t i = 0; i < fs->t->n_tenants; i++) {
+                struct tenant *tn = &fs->t->tenants[i];
+                _cleanup_free_ char *dir_rel = NULL;
+                if (tn->fs != fs || !tn->cfg->catalog || usage_rel_of_path(tn, d->where, &dir_rel) < 0)
+                        continue;
+                if (asprintf(ret_rel, "%s%s%s", dir_rel, *dir_rel ? "/" : "", d->name) < 0)
+                        return NULL;
+                return tn;
+        }
+        return NULL;
+}
+
+static void note(struct tiered_fs *fs, const struct change_dir *d, bool created, bool dir) {
+        _cleanup_free_ char *rel = NULL;
+        struct tenant *tn = entry_of(fs, d, &rel);
+        if (tn && created)
+                catalog_note_created(tn, rel);
+        else if (tn)
+                catalog_note_deleted(tn, rel, dir);
+}
+
+/* On the loop, in the order heard. */
+static void change_apply(struct catalog_changes *cc, struct change *c) {
+        cc->n--;
+        cc->n_archived -= c->kind == CHANGE_ARCHIVED;
+        cc->n_removals -= removed(c) != NULL;
+        switch (c->kind) {
+        case CHANGE_ARCHIVED:
+                catalog_note_entry(c->tn, TAKE_PTR(c->p));
+                break;
+        case CHANGE_RENAMED:
+                /* The new name is recorded (with all beneath it), then the
+                 * old one goes: in that order, every prefix of the journal
+                 * names each file under one name at least (a delete of a
+                 * directory hides what was recorded beneath it before). */
+                note(cc->fs, &c->at[0], true, c->dir);
+                note(cc->fs, &c->at[1], false, c->dir);
+                break;
+        case CHANGE_REPLACED:
+                /* Whichever came first: the delete, then what is there now. */
+                note(cc->fs, &c->at[0], false, c->dir);
+                note(cc->fs, &c->at[0], true, c->dir);
+                break;
+        case CHANGE_DELETED:
+        case CHANGE_CREATED:
+                note(cc->fs, &c->at[0], c->kind == CHANGE_CREATED, c->dir);
+                break;
+        }
+}
+
+/* On the batch's thread: the directory opened by its handle (the
+ * reconnect through its parents, if its dentry was dropped, is here) and
+ * its link read. A directory deleted during its reconnect is opened as a
+ * root of its own, its link "/": only the filesystem's root reads so. */
+static char *dir_link(int root_fd, struct file_handle *fh) {
+        char link[40], where[PATH_MAX];
+        struct stat st, root;
+        _cleanup_close_ int fd = open_by_handle_at(root_fd, fh, O_PATH | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        snprintf(link, sizeof(link), "/proc/thread-self/fd/%d", fd);
+        ssize_t n = readlink(link, where, sizeof(where) - 1);
+        if (n <= 0)
+                return NULL;
+        where[n] = 0;
+        if (strcmp(where, "/") == 0 && (fstat(fd, &st) < 0 || fstat(root_fd, &root) < 0 || st.st_dev != root.st_dev ||
+                                        st.st_ino != root.st_ino))
+                return NULL;
+        return strdup(where);
+}
+
+static void resolve_work(void *userdata) {
+        struct change_batch *b = userdata;
+        struct change *c = b->first;
+        for (size_t i = 0; i < b->n; i++, c = c->next)
+                for (size_t k = 0; k < ARRAY_SIZE(c->at); k++)
+                        if (c->at[k].fh)
+                                c->at[k].where = dir_link(b->root_fd, c->at[k].fh);
+}
+
+static void batch_release(void *userdata) {
+        struct change_batch *b = userdata;
+        changes_free_list(b->first, b->n);
+        free(b);
+}
+
+static void on_resolved(void *userdata) {
+        struct change_batch *b = userdata;
+        struct catalog_changes *cc = b->cc;
+        struct change *c = b->first;
+
+        cc->running = NULL;
+        cc->thread = NULL;
+        for (size_t i = 0; i < b->n; i++, c = c->next)
+                change_apply(cc, c);
+        batch_release(b);
+        catalog_changes_advance(cc);
+}
+
+/* Every catalog of the filesystem gets a snapshot instead of the changes
+ * waiting (dropped), and releases nothing until it is in the store. */
+void catalog_changes_spill(struct catalog_changes *cc, const char *why) {
+        struct tiered_fs *fs = cc->fs;
+
+        for (size_t i = 0; i < fs->t->n_tenants; i++)
+                if (fs->t->tenants[i].fs == fs)
+                        catalog_note_spilled(&fs->t->tenants[i], why);
+        for (struct change *c = cc->head; c; c = c->next) {
+                cc->n--;
+                cc->n_archived -= c->kind == CHANGE_ARCHIVED;
+                cc->n_removals -= removed(c) != NULL;
+        }
+        changes_free_list(TAKE_PTR(cc->head), SIZE_MAX);
+        cc->tail = &cc->head;
+        fs->renames++;
+}
+
+/* The waiting changes' first BATCH_MAX directories to a thread, their
+ * list detached before it starts. */
+static int batch_start(struct catalog_changes *cc) {
+        struct change_batch *b = calloc(1, sizeof(*b));
+        struct change **at = &cc->head, *rest;
+        size_t dirs = 0;
+
+        if (!b)
+                return -ENOMEM;
+        *b = (struct change_batch){ .cc = cc, .root_fd = cc->fs->root_fd, .first = cc->head };
+        for (; *at && dirs < BATCH_MAX; at = &(*at)->next, b->n++)
+                dirs += (*at)->kind != CHANGE_ARCHIVED;
+        rest = *at;
+        *at = NULL;
+        int r = offthread_start(cc->fs->t->event, &b->root_fd, 1, resolve_work, on_resolved, b, &cc->thread);
+        if (r < 0) {
+                *at = rest;
+                free(b);
+                return r;
+        }
+        if (!(cc->head = rest))
+                cc->tail = &cc->head;
+        cc->running = b;
+        return 0;
+}
+
+void catalog_changes_advance(struct catalog_changes *cc) {
+        /* Files archived at the head: nothing heard before them is left. */
+        while (!cc->running && cc->head && cc->head->kind == CHANGE_ARCHIVED) {
+                struct change *c = cc->head;
+                if (!(cc->head = c->next))
+                        cc->tail = &cc->head;
+                change_apply(cc, c);
+                change_free(c);
+        }
+        if (cc->running || !cc->head)
+                return;
+        int r = batch_start(cc);
+        if (r < 0) {
+                log_error_errno(r, "%s: cannot read the catalog's changes on a thread: %m", cc->fs->mountpoint);
+                catalog_changes_spill(cc, "its changes cannot be read on a thread");
+        }
+}
+
+size_t catalog_changes_room(const struct catalog_changes *cc) { return CHANGES_MAX - MIN(cc->n, (size_t)CHANGES_MAX); }
+
+static void changes_append(struct catalog_changes *cc, struct change *c) {
+        *cc->tail = c;
+        cc->tail = &c->next;
+        cc->n++;
+        cc->n_archived += c->kind == CHANGE_ARCHIVED;
+        cc->n_removals += removed(c) != NULL;
+}
+
+#define ALIGNED(n) (((n) + 7) & ~(size_t)7)
+
+static size_t dir_bytes(const struct dfid_name *d) {
+        return d->fh ? ALIGNED(sizeof(*d->fh) + d->fh->handle_bytes) + ALIGNED(strlen(d->name) + 1) : 0;
+}
+
+static void copy_dir(struct change_dir *to, const struct dfid_name *from, char **data) {
+        if (!from->fh)
+                return;
+        size_t fh_len = sizeof(*from->fh) + from->fh->handle_bytes, name_len = strlen(from->name);
+        to->fh = memcpy(*data, from->fh, fh_len);
+        *data += ALIGNED(fh_len);
+        to->name = memcpy(*data, from->name, name_len + 1);
+        to->hash = name_hash(from->name, name_len);
+        *data += ALIGNED(name_len + 1);
+}
+
+int catalog_changes_add(struct catalog_changes *cc, enum change_kind kind, bool dir, const struct dfid_name *a,
+                        const struct dfid_name *b) {
+        struct change *c = calloc(1, sizeof(*c) + dir_bytes(a) + dir_bytes(b));
+        if (!c)
+                return -ENOMEM;
+        char *data = c->data;
+        c->kind = kind;
+        c->dir = dir;
+        copy_dir(&c->at[0], a, &data);
+        copy_dir(&c->at[1], b, &data);
+        changes_append(cc, c);
+        return 0;
+}
+
+bool catalogwatch_defer(struct tenant *tn, struct catalog_pending *p) {
+        struct catalog_changes *cc = tn->fs->catalog_changes;
+        struct change *c;
+
+        if (!cc || !cc->n)
+                return false; /* nothing heard waits: the caller queues it now */
+        if (cc->n >= CHANGES_MAX || !(c = calloc(1, sizeof(*c)))) {
+                catalog_pending_free_list(p);
+                catalog_note_spilled(tn, "more files archived wait behind changes heard than may");
+                return true;
+        }
+        *c = (struct change){ .kind = CHANGE_ARCHIVED, .tn = tn, .p = p };
+        changes_append(cc, c);
+        return true;
+}
+
+static const struct change *batch_first(const struct catalog_changes *cc, size_t *n) {
+        *n = cc->running ? cc->running->n : 0;
+        return cc->running ? cc->running->first : NULL;
+}
+
+bool catalogwatch_holds(const struct tiered_fs *fs, dev_t dev, ino_t ino) {
+        const struct catalog_changes *cc = fs->catalog_changes;
+        const struct change *lists[2];
+        size_t n[2] = { 0, SIZE_MAX };
+
+        if (!cc || !cc->n_archived)
+                return false;
+        lists[0] = batch_first(cc, &n[0]);
+        lists[1] = cc->head;
+        for (size_t l = 0; l < 2; l++)
+                for (const struct change *c = lists[l]; c && n[l]--; c = c->next)
+                        if (c->kind == CHANGE_ARCHIVED && c->p->dev == dev && c->p->ino == ino)
+                                return true;
+        return false;
+}
+
+bool catalogwatch_may_remove(const struct tiered_fs *fs, const char *rel) {
+        const struct catalog_changes *cc = fs->catalog_changes;
+        uint64_t names[CATALOG_DEPTH_MAX + 1];
+        const struct change *lists[2];
+        size_t n[2] = { 0, SIZE_MAX }, k = 0;
+
+        if (!cc || !cc->n_removals)
+                return false;
+        for (const char *p = rel; *p && k < ARRAY_SIZE(names); p += *p == '/') {
+                size_t len = strcspn(p, "/");
+                names[k++] = name_hash(p, len);
+                p += len;
+        }
+        lists[0] = batch_first(cc, &n[0]);
+        lists[1] = cc->head;
+        for (size_t l = 0; l < 2; l++)
+                for (const struct change *c = lists[l]; c && n[l]--; c = c->next) {
+                        const struct change_dir *d = removed(c);
+                        for (size_t i = 0; d && i < k; i++)
+                                if (d->hash == names[i])
+                                        return true;
+                }
+        return false;
+}
+
+struct catalog_changes *catalog_changes_new(struct tiered_fs *fs) {
+        struct catalog_changes *cc = calloc(1, sizeof(*cc));
+        if (cc)
+                *cc = (struct catalog_changes){ .fs = fs, .tail = &cc->head };
+        return cc;
+}
+
+void catalog_changes_free(struct catalog_changes *cc) {
+        if (!cc)
+                return;
+        if (cc->thread)
+                offthread_abandon(cc->thread, batch_release);
+        changes_free_list(cc->head, SIZE_MAX);
+        free(cc);
+}
