@@ -14,6 +14,7 @@
 #include "catalogbus.h"
 #include "containerbus.h"
 #include "jobbus.h"
+#include "pathbus.h"
 #include "fileops.h"
 #include "tally.h"
 #include "usage.h"
@@ -26,115 +27,43 @@
 #include "macro.h"
 #include "property.h"
 
-#define ERROR_SHUTTING_DOWN "org.tierd1.Error.ShuttingDown"
 #define ERROR_NO_SUCH_TENANT "org.tierd1.Error.NoSuchTenant"
 #define ERROR_INVALID_POLICY "org.tierd1.Error.InvalidPolicy"
 #define ERROR_NEEDS_RESTART "org.tierd1.Error.NeedsRestart"
-#define ERROR_INVALID_ARGS "org.tierd1.Error.InvalidArguments"
 #define ERROR_NO_SUCH_JOB "org.tierd1.Error.NoSuchJob"
 #define ERROR_READ_ONLY_POLICY "org.tierd1.Error.ReadOnlyPolicy"
 #define SETTINGS_MAX (64 * 1024)
-#define MAX_PATHS 100000
-#define MAX_PATH_LEN 4096
 
-static int read_paths(sd_bus_message *m, char ***ret, sd_bus_error *error) {
-        char **paths = NULL;
-        int r = sd_bus_message_read_strv(m, &paths);
-        if (r < 0)
-                return r;
-        /* sd-bus gives NULL for an empty array. */
-        if (!paths && !(paths = calloc(1, sizeof(char *))))
-                return -ENOMEM;
-        size_t n = 0;
-        for (; paths[n]; n++)
-                if (strlen(paths[n]) > MAX_PATH_LEN || paths[n][0] != '/') {
-                        r = sd_bus_error_setf(error, ERROR_INVALID_ARGS, "path #%zu is not an absolute path of at most %d bytes",
-                                              n, MAX_PATH_LEN);
-                        goto fail;
-                }
-        if (n > MAX_PATHS) {
-                r = sd_bus_error_setf(error, ERROR_INVALID_ARGS, "at most %d paths per call", MAX_PATHS);
-                goto fail;
-        }
-        *ret = paths;
-        return (int)n;
-fail:
-        for (size_t i = 0; paths[i]; i++)
-                free(paths[i]);
-        free(paths);
-        return r;
-}
-
-static void strv_free(char **v) {
-        if (!v)
-                return;
-        for (size_t i = 0; v[i]; i++)
-                free(v[i]);
-        free(v);
-}
-
-/* A reply that is one array: opened here, filled by the caller (r carries
- * the first error), then closed and sent, and unreferenced either way. */
-static int array_reply_open(sd_bus_message *call, const char *contents, sd_bus_message **reply) {
-        int r = sd_bus_message_new_method_return(call, reply);
-        return r < 0 ? r : sd_bus_message_open_container(*reply, 'a', contents);
-}
-
-static int array_reply_send(sd_bus_message *reply, int r) {
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        sd_bus_message_unref(reply);
-        return r < 0 ? r : 1;
-}
-
-/* The files of a job, by path (as) or by open file (ah): each must be a
- * regular file in a tenant's subvolume, or the call fails with the first
- * that is not, and nothing is done. */
-static int read_files(sd_bus_message *m, struct tierd *t, bool by_fd, struct file_ref **ret, size_t *ret_n,
-                      sd_bus_error *error) {
+/* The files of a job, by open file (ah): each must be a regular file in
+ * a tenant's subvolume, or the call fails with the first that is not, and
+ * nothing is done. (By path: pathbus.c.) */
+static int read_files(sd_bus_message *m, struct tierd *t, struct file_ref **ret, size_t *ret_n, sd_bus_error *error) {
         struct file_ref *refs = NULL;
-        char **paths = NULL, msg[512] = "";
+        char msg[512] = "";
         size_t n = 0;
-        int r;
+        int r = sd_bus_message_enter_container(m, 'a', "h");
 
-        if (by_fd) {
-                r = sd_bus_message_enter_container(m, 'a', "h");
-                while (r >= 0) {
-                        int fd;
-                        if ((r = sd_bus_message_read(m, "h", &fd)) <= 0)
-                                break;
-                        struct file_ref *grown = realloc(refs, (n + 1) * sizeof(*refs));
-                        if (!grown) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        refs = grown;
-                        if (n >= MAX_PATHS) {
-                                r = sd_bus_error_setf(error, ERROR_INVALID_ARGS, "at most %d files per call", MAX_PATHS);
-                                break;
-                        }
-                        r = file_ref_from_fd(t, fd, &refs[n], msg, sizeof(msg));
-                        if (r < 0) {
-                                _cleanup_free_ char *safe = utf8_escape(msg);
-                                r = sd_bus_error_setf(error, bus_job_error_name(r), "file #%zu: %s", n, safe ?: "");
-                                break;
-                        }
-                        n++;
-                }
-        } else if ((r = read_paths(m, &paths, error)) >= 0) {
-                n = 0;
-                refs = calloc((size_t)r + 1, sizeof(*refs));
-                if (!refs)
+        while (r >= 0) {
+                int fd;
+                if ((r = sd_bus_message_read(m, "h", &fd)) <= 0)
+                        break;
+                struct file_ref *grown = realloc(refs, (n + 1) * sizeof(*refs));
+                if (!grown) {
                         r = -ENOMEM;
-                for (; refs && paths[n]; n++)
-                        if ((r = file_ref_from_path(t, paths[n], &refs[n], msg, sizeof(msg))) < 0) {
-                                _cleanup_free_ char *safe = utf8_escape(msg); /* cut mid-character? */
-                                r = sd_bus_error_setf(error, bus_job_error_name(r), "%s", safe ?: "");
-                                break;
-                        }
-                strv_free(paths);
+                        break;
+                }
+                refs = grown;
+                if (n >= MAX_PATHS) {
+                        r = sd_bus_error_setf(error, ERROR_INVALID_ARGS, "at most %d files per call", MAX_PATHS);
+                        break;
+                }
+                r = file_ref_from_fd(t, fd, &refs[n], msg, sizeof(msg));
+                if (r < 0) {
+                        _cleanup_free_ char *safe = utf8_escape(msg);
+                        r = sd_bus_error_setf(error, bus_job_error_name(r), "file #%zu: %s", n, safe ?: "");
+                        break;
+                }
+                n++;
         }
         if (r >= 0 && n == 0)
                 r = sd_bus_error_set(error, ERROR_INVALID_ARGS, "no files given");
@@ -149,9 +78,9 @@ static int read_files(sd_bus_message *m, struct tierd *t, bool by_fd, struct fil
         return 0;
 }
 
-/* Archive, Release, Restore, Pin, Unpin and their *Paths twins: checks, a
- * job, its path in the reply, then the job runs. */
-static int method_file_job(sd_bus_message *m, struct tierd *t, const char *operation, file_job_t fn, bool by_fd,
+/* Archive, Release, Restore, Pin, Unpin (their *Paths twins: pathbus.c):
+ * checks, a job, its path in the reply, then the job runs. */
+static int method_file_job(sd_bus_message *m, struct tierd *t, const char *operation, file_job_t fn,
                            sd_bus_error *error) {
         struct batch *b = NULL;
         char path[64];
@@ -163,7 +92,7 @@ static int method_file_job(sd_bus_message *m, struct tierd *t, const char *opera
                 return r;
         if (t->stopping)
                 return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
-        if ((r = read_files(m, t, by_fd, &refs, &n, error)) < 0)
+        if ((r = read_files(m, t, &refs, &n, error)) < 0)
                 return r;
         r = batch_start_files(t, operation, fn, refs, n, &b);
         for (size_t i = 0; i < n; i++)
@@ -179,10 +108,10 @@ static int method_file_job(sd_bus_message *m, struct tierd *t, const char *opera
 
 #define FILE_JOB_METHODS(op, fn) \
         static int method_##op(sd_bus_message *m, void *userdata, sd_bus_error *error) { \
-                return method_file_job(m, userdata, #op, fn, true, error); \
+                return method_file_job(m, userdata, #op, fn, error); \
         } \
         static int method_##op##_paths(sd_bus_message *m, void *userdata, sd_bus_error *error) { \
-                return method_file_job(m, userdata, #op, fn, false, error); \
+                return path_bus_file_job(m, userdata, #op, fn, error); \
         }
 FILE_JOB_METHODS(archive, job_archive)
 FILE_JOB_METHODS(release, job_release)
@@ -208,53 +137,6 @@ static int method_cancel_job(sd_bus_message *m, void *userdata, sd_bus_error *er
         return sd_bus_reply_method_return(m, "");
 }
 
-/* One file's status into the reply; an error goes in its message field. */
-static int append_file_status(sd_bus_message *reply, struct tierd *t, const char *name, int ref_error,
-                              const struct file_ref *f, char msg[512]) {
-        struct file_status st = { .tenant = "", .state = "" };
-        if (ref_error == 0)
-                job_file_status(t, f, &st, msg, 512);
-        _cleanup_free_ char *safe = utf8_escape(msg);
-        if (!safe)
-                return -ENOMEM;
-        return sd_bus_message_append(reply, "(ssssttb)", f->name ?: name, safe, st.tenant, st.state, st.size,
-                                     st.resident, (int)st.pinned);
-}
-
-/* By path: for root and the admin group only. Anyone else would learn,
- * through tierd's eyes, whether a file exists behind a directory they
- * cannot enter, and its size; they pass the files themselves
- * (FileStatusFds), which they can only do for files they reach. */
-static int method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        struct tierd *t = userdata;
-        sd_bus_message *reply = NULL;
-        sd_bus_error denied = SD_BUS_ERROR_NULL;
-        char **paths = NULL;
-        int r, n;
-
-        if ((n = read_paths(m, &paths, error)) < 0)
-                return n;
-        if (!paths)
-                return -ENOMEM; /* read_paths gives an array, empty or not */
-        r = bus_check_admin(t, m, &denied);
-        sd_bus_error_free(&denied);
-        if (r < 0) {
-                strv_free(paths);
-                return sd_bus_error_set(error, ERROR_ACCESS_DENIED,
-                                        "FileStatus by path is for root and the admin group: pass the files "
-                                        "themselves (FileStatusFds), as tierctl status does");
-        }
-        r = array_reply_open(m, "(ssssttb)", &reply);
-        for (int i = 0; r >= 0 && i < n; i++) {
-                _cleanup_(file_ref_done) struct file_ref f = {};
-                char msg[512] = "";
-                int k = file_ref_from_path(t, paths[i], &f, msg, sizeof(msg));
-                r = append_file_status(reply, t, paths[i], k, &f, msg);
-        }
-        strv_free(paths);
-        return array_reply_send(reply, r);
-}
-
 /* By fd: open to everyone, as an fd is proof the caller reached the file
  * (an O_PATH one is enough). Nothing is opened by path. */
 static int method_file_status_fds(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -265,7 +147,7 @@ static int method_file_status_fds(sd_bus_message *m, void *userdata, sd_bus_erro
 
         r = sd_bus_message_enter_container(m, 'a', "h");
         if (r >= 0)
-                r = array_reply_open(m, "(ssssttb)", &reply);
+                r = bus_array_reply_open(m, "(ssssttb)", &reply);
         while (r >= 0 && (r = sd_bus_message_read(m, "h", &fd)) > 0) {
                 _cleanup_(file_ref_done) struct file_ref f = {};
                 char msg[512] = "", name[32];
@@ -275,11 +157,11 @@ static int method_file_status_fds(sd_bus_message *m, void *userdata, sd_bus_erro
                 }
                 snprintf(name, sizeof(name), "file #%d", n - 1);
                 int k = file_ref_from_fd(t, fd, &f, msg, sizeof(msg));
-                r = append_file_status(reply, t, name, k, &f, msg);
+                r = bus_append_file_status(reply, t, name, k, &f, msg);
         }
         if (!reply)
                 return r;
-        return array_reply_send(reply, r);
+        return bus_array_reply_send(reply, r);
 }
 
 /* One tenant's status as a{sv}: keys may be added, and clients skip what
@@ -320,10 +202,10 @@ static int method_tenant_status(sd_bus_message *m, void *userdata, sd_bus_error 
         int r;
         (void)error;
 
-        r = array_reply_open(m, "a{sv}", &reply);
+        r = bus_array_reply_open(m, "a{sv}", &reply);
         for (size_t i = 0; r >= 0 && i < t->n_tenants; i++)
                 r = append_tenant_status(reply, &t->tenants[i]);
-        return array_reply_send(reply, r);
+        return bus_array_reply_send(reply, r);
 }
 
 /* For liveness probes: answered by the loop that answers readers, at
@@ -340,12 +222,12 @@ static int method_list_tenants(sd_bus_message *m, void *userdata, sd_bus_error *
         int r;
         (void)error;
 
-        r = array_reply_open(m, "(so)", &reply);
+        r = bus_array_reply_open(m, "(so)", &reply);
         for (size_t i = 0; r >= 0 && i < t->n_tenants; i++) {
                 _cleanup_free_ char *path = tenant_bus_path(&t->tenants[i]);
                 r = path ? sd_bus_message_append(reply, "(so)", t->tenants[i].cfg->name, path) : -ENOMEM;
         }
-        return array_reply_send(reply, r);
+        return bus_array_reply_send(reply, r);
 }
 
 static int method_get_tenant(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -451,7 +333,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("CancelJob", SD_BUS_ARGS("o", job), SD_BUS_NO_RESULT, method_cancel_job,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("FileStatus", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ssssttb)", files),
-                                method_file_status, SD_BUS_VTABLE_UNPRIVILEGED),
+                                path_bus_method_file_status, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("FileStatusFds", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("a(ssssttb)", files),
                                 method_file_status_fds, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("TenantStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("aa{sv}", tenants),

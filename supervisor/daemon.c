@@ -290,6 +290,7 @@ static void teardown(struct tierd *t, const struct tierd_face *face) {
                 autoarchive_stop(&t->tenants[i]);
                 usage_free(&t->tenants[i]);
                 namer_free(&t->tenants[i]);
+                pathwarm_free(&t->tenants[i]);
                 tally_stop(&t->tenants[i]);
                 content_checks_stop(&t->tenants[i]);
                 remote_check_free(&t->tenants[i]);

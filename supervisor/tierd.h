@@ -170,6 +170,7 @@ struct tenant {
         struct trace_recording *recording; /* its host readers' trace: traces/trace.c */
         struct prefetch *prefetch;         /* a trace fetched ahead of its host readers: traces/prefetch.c */
         struct hydrate *hydrate;           /* files read in part, fetched whole next: traces/hydrate.c */
+        struct pathwarm *pathwarm;         /* jobs waiting for a thread to walk their paths: files/pathwarm.c */
         struct namer *namer;               /* names of files whose dentries were dropped: files/namer.c */
         unsigned recordings;               /* open, its containers' and its own */
         struct trace_recording *saving;    /* runs being saved, one a trace name: trace.c */

@@ -77,7 +77,15 @@ static int ref_of_index(struct tenant *tn, size_t index, struct file_ref *ref) {
         if (r < 0 || !*rel || fstat(fd, &st) < 0)
                 return -ENOENT; /* moved out of the tenant, or deleted */
         snprintf(view, sizeof(view), "%s/%s", tn->cfg->mount, rel);
-        if (file_ref_from_path(tn->t, view, ref, msg, sizeof(msg)) < 0)
+        int k = file_ref_from_path(tn->t, view, ref, msg, sizeof(msg));
+        if (k == -EAGAIN) {
+                /* A directory of the name is not in the lookup cache: the
+                 * job walks it on a thread, and opens the name only if it
+                 * still leads to this inode. */
+                ref->dev = st.st_dev, ref->ino = st.st_ino;
+                return 0;
+        }
+        if (k < 0)
                 return -ENOENT;
         /* A name found a while ago on a thread may have gone to another file since. */
         if (ref->dev != st.st_dev || ref->ino != st.st_ino) {
@@ -122,7 +130,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
                 tn->auto_in_flight++;
                 rate_spend(&tn->archive_bucket, it->size);
                 usage_flag_index(tn, out[i], ENGINE_ARCHIVING); /* not picked again while in flight */
-                if (job_archive(tn->t, &it->ref, on_archived, it) < 0)
+                if (file_job_when_cached(tn->t, &it->ref, job_archive, on_archived, it) < 0)
                         on_archived(it, -ENOMEM, NULL);
         }
         return 0;

@@ -125,7 +125,7 @@ static void batch_start_next(struct batch *b) {
         b->refs[i] = (struct file_ref){};
         b->running++;
         t->batch_files_running++;
-        int r = b->fn(t, &it->ref, batch_item_done, it);
+        int r = file_job_when_cached(t, &it->ref, b->fn, batch_item_done, it);
         if (r < 0)
                 batch_item_done(it, r, NULL);
 }

@@ -17,8 +17,14 @@ struct file_ref {
         ino_t ino;
 };
 void file_ref_done(struct file_ref *f);
-/* By a host path, in a tenant's view or subvolume. */
+/* By a host path, in a tenant's view or subvolume: 0; -EAGAIN: *ret is
+ * set, but whether the path leads to a file is not known (a directory
+ * on the way is not in the kernel's lookup cache: file_job_when_cached
+ * finds out); another -errno: message says why. */
 int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, char *message, size_t size);
+/* The tenant and the name beneath its subvolume of a host path, nothing
+ * opened: 0, or -errno and message why. */
+int file_ref_name(struct tierd *t, const char *path, struct file_ref *ret, char *message, size_t size);
 /* By an open file (any mount namespace, any name). */
 int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *message, size_t size);
 
@@ -33,6 +39,32 @@ int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *messag
 typedef void (*job_done_t)(void *userdata, int error, const char *message);
 /* f stays valid until done() is called; done may be called before return. */
 typedef int (*file_job_t)(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
+
+/* fn(t, f, done, userdata) once f's path is in the kernel's lookup cache:
+ * at once if it is, else after a thread walked it (pathwarm.c). Every
+ * job a caller starts goes through here: file_ref_open resolves from
+ * that cache only. */
+int file_job_when_cached(struct tierd *t, const struct file_ref *f, file_job_t fn, job_done_t done, void *userdata);
+/* Brings f's path into the lookup cache on a thread, for a caller who
+ * will ask again (at most 64 a tenant wait so). */
+void file_ref_warm(struct tierd *t, const struct file_ref *f);
+/* A named path walked on a thread: what opening it said, and what it is. */
+struct path_check {
+        int error; /* 0, or -errno: file_ref_open_error() says it */
+        dev_t dev;
+        ino_t ino;
+        bool regular;
+};
+/* Walks each of refs' paths on a thread (the loop walks no path a caller
+ * names past the lookup cache), into checks[i]; then done(userdata) on
+ * the loop, maybe before the return. 0, or -ENOMEM (nothing started).
+ * refs and checks stay valid until done. */
+int pathwarm_check(struct tierd *t, const struct file_ref *refs, struct path_check *checks, size_t n,
+                   void (*done)(void *userdata), void *userdata);
+/* -errno (what opening f said) as a job's error, and message why. */
+int file_ref_open_error(const struct file_ref *f, int error, char *message, size_t size);
+/* At the tenant's end: jobs waiting for their paths are dropped. */
+void pathwarm_free(struct tenant *tn);
 
 int job_archive(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 /* Uploads an archived file whose object the store lost (tierctl audit

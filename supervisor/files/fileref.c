@@ -55,20 +55,45 @@ static int file_ref_set(struct file_ref *ret, struct tenant *tn, const char *rel
         return 0;
 }
 
-/* Opens rel beneath the tenant's subvolume: no symlink, '..' or mount leads
- * outside, and only regular files are served. */
-int file_ref_open(const struct file_ref *f, int flags, int *ret_fd, char *message, size_t size) {
+/* rel beneath the tenant's subvolume, walked from the kernel's lookup
+ * cache only (RESOLVE_CACHED: a level not in it is -EAGAIN, never a
+ * lookup on the event loop; pathwarm.c walks it on a thread): no symlink,
+ * '..' or mount leads outside. */
+static long open_beneath(const struct file_ref *f, int flags) {
         struct open_how how = {
                 /* openat2 refuses O_PATH with flags it would ignore. */
                 .flags = (uint64_t)flags | O_CLOEXEC | O_NOFOLLOW | (flags & O_PATH ? 0 : O_NONBLOCK | O_NOCTTY),
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV | RESOLVE_CACHED,
         };
+        return syscall(SYS_openat2, f->tn->subvol_fd, f->rel, &how, sizeof(how));
+}
+
+int file_ref_cached(const struct file_ref *f) {
+        long fd = open_beneath(f, O_PATH);
+        if (fd < 0)
+                return -errno;
+        close((int)fd);
+        return 0;
+}
+
+int file_ref_open_error(const struct file_ref *f, int error, char *message, size_t size) {
+        if (error == -EAGAIN)
+                return file_job_say(message, size, -EAGAIN,
+                                    "%s: its directories are not in the kernel's lookup cache now (tierd's event loop "
+                                    "makes no lookup): try again", f->name);
+        return file_job_say(message, size, error == -ELOOP ? -EINVAL : error, "%s: %s", f->name,
+                            error == -ELOOP   ? "is a symlink"
+                            : error == -EXDEV ? "leads outside the tenant"
+                                              : strerror(-error));
+}
+
+/* Only regular files are served. */
+int file_ref_open(const struct file_ref *f, int flags, int *ret_fd, char *message, size_t size) {
         struct stat st;
-        long fd = syscall(SYS_openat2, f->tn->subvol_fd, f->rel, &how, sizeof(how));
+        long fd = open_beneath(f, flags);
 
         if (fd < 0)
-                return file_job_say(message, size, errno == ELOOP ? -EINVAL : errno == EXDEV ? -EXDEV : -errno, "%s: %s", f->name,
-                           errno == ELOOP ? "is a symlink" : errno == EXDEV ? "leads outside the tenant" : strerror(errno));
+                return file_ref_open_error(f, -errno, message, size);
         if (fstat((int)fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                 close((int)fd);
                 return file_job_say(message, size, -EINVAL, "%s: not a regular file", f->name);
@@ -82,10 +107,9 @@ int file_ref_open(const struct file_ref *f, int flags, int *ret_fd, char *messag
         return 0;
 }
 
-int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, char *message, size_t size) {
+int file_ref_name(struct tierd *t, const char *path, struct file_ref *ret, char *message, size_t size) {
         const char *rel = NULL;
         struct tenant *tn = NULL;
-        int fd = -1, r;
 
         if (path[0] != '/')
                 return file_job_say(message, size, -EINVAL, "%s: not an absolute path", path);
@@ -97,16 +121,25 @@ int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, 
                 return file_job_say(message, size, -EXDEV, "%s: not in any tenant's subvolume or view", path);
         if (!*rel)
                 return file_job_say(message, size, -EINVAL, "%s: is the tenant's root directory, not a file", path);
-        r = file_ref_set(ret, tn, rel, path);
+        return file_ref_set(ret, tn, rel, path);
+}
+
+int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, char *message, size_t size) {
+        struct stat st;
+        int fd = -1;
+        int r = file_ref_name(t, path, ret, message, size);
         if (r < 0)
                 return r;
-        /* Named wrong: said now, to the caller, rather than in the job's result. */
+        /* Named wrong: said now, to the caller, rather than in the job's
+         * result; but a path not in the lookup cache is not walked here,
+         * and the job finds out (file_job_when_cached): -EAGAIN, ret set. */
         r = file_ref_open(ret, O_PATH, &fd, message, size);
+        if (r == -EAGAIN)
+                return r;
         if (r < 0) {
                 file_ref_done(ret);
                 return r;
         }
-        struct stat st;
         if (fstat(fd, &st) == 0)
                 ret->dev = st.st_dev, ret->ino = st.st_ino;
         close(fd);
@@ -156,9 +189,14 @@ int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *messag
                 rel = strcmp(tn->subvol_rel, ".") == 0 ? where + 1 : path_under(where + 1, tn->subvol_rel);
                 if (!rel || !*rel)
                         continue;
-                struct open_how how = { .flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
-                                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
-                _cleanup_close_ int again = (int)syscall(SYS_openat2, tn->subvol_fd, rel, &how, sizeof(how));
+                /* The caller's open file holds its dentry and every parent's:
+                 * the walk is cached (a level that is not is never looked
+                 * up on the loop). */
+                struct file_ref f = { .tn = tn, .rel = (char *)rel };
+                _cleanup_close_ int again = (int)open_beneath(&f, O_PATH);
+                if (again < 0 && errno == EAGAIN)
+                        return file_job_say(message, size, -EAGAIN, "its directories are not in the kernel's lookup "
+                                                                    "cache now: try again");
                 if (again < 0 || fstat(again, &sst) < 0 || sst.st_ino != st.st_ino || sst.st_dev != st.st_dev)
                         continue;
                 int r = file_ref_set(ret, tn, rel, NULL);

@@ -173,16 +173,25 @@ static void object_missing(struct audit_run *a, const struct catalog_entry *e, c
                 found(a, "object-missing", e->path, e->path_len, "the store lost this file's object");
                 return;
         }
-        if (asprintf(&path, "%s/%s", a->tn->cfg->subvolume, e->path) < 0 ||
-            file_ref_from_path(a->tn->t, path, &ref, msg, sizeof(msg)) < 0) {
+        int k = asprintf(&path, "%s/%s", a->tn->cfg->subvolume, e->path) < 0
+                        ? -ENOMEM
+                        : file_ref_from_path(a->tn->t, path, &ref, msg, sizeof(msg));
+        if (k < 0 && k != -EAGAIN) {
                 found(a, "object-missing", e->path, e->path_len, "the store lost this file's object; it is gone "
                                                                  "from the disk too");
                 return;
         }
         struct file_status st;
+        k = job_file_status(a->tn->t, &ref, &st, msg, sizeof(msg));
+        if (k == -EAGAIN) {
+                /* Not walked on the loop: a thread brings its path in for the next audit. */
+                file_ref_warm(a->tn->t, &ref);
+                found(a, "object-missing", e->path, e->path_len, "the store lost this file's object; its path was not "
+                                                                 "in the kernel's lookup cache: audit again to repair it");
+                return;
+        }
         /* Archived or changed since: every byte is here. */
-        if (job_file_status(a->tn->t, &ref, &st, msg, sizeof(msg)) < 0 ||
-            (strcmp(st.state, "archived") != 0 && strcmp(st.state, "dirty") != 0)) {
+        if (k < 0 || (strcmp(st.state, "archived") != 0 && strcmp(st.state, "dirty") != 0)) {
                 a->lost++;
                 found(a, "object-missing", e->path, e->path_len,
                       "the store lost this file's object and the file is not whole here: its bytes are lost");
@@ -197,7 +206,7 @@ static void object_missing(struct audit_run *a, const struct catalog_entry *e, c
         log_info("tenant %s: audit: %s: uploading it again (%s)", a->tn->cfg->name, r->ref.name, key);
         a->repairs++;
         a->run.requests++;
-        if (job_archive_again(a->tn->t, &r->ref, on_repaired, r) < 0)
+        if (file_job_when_cached(a->tn->t, &r->ref, job_archive_again, on_repaired, r) < 0)
                 on_repaired(r, -ENOMEM, NULL);
 }
 

@@ -258,6 +258,25 @@ umount "$SA/qd"
 wait_job "$BLOCKER"
 check "tierd is still up after the swaps" kill -0 "$TL_TIERD_PID"
 
+# A job's path is walked on tierd's loop from the kernel's lookup cache
+# only (fileref.c: RESOLVE_CACHED; a level missing there is a lookup in
+# the filesystem, as deep as the tenant chose): one the cache lost is
+# walked on a thread first (pathwarm.c), and the job goes on.
+DEEPD=$SA/deep/$(seq -f d%g 100 | paste -sd/)
+mkdir -p "$DEEPD" && head -c 70000 /dev/urandom >"$DEEPD/f" && cp "$DEEPD/f" "$TL_DIR/deep.orig"
+VDEEP=$VA/${DEEPD#"$SA"/}/f
+cold_job() { # METHOD STATE: METHOD on the deep file with the dentries dropped just before, then its state
+	local j
+	sync
+	echo 2 >/proc/sys/vm/drop_caches
+	j=$($BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager "$1" as 1 "$VDEEP" | job_of) && wait_job "$j" &&
+		[ "$(state_of "$VDEEP")" = "$2" ] || { echo "# $1: ${j:-no job}, state $(state_of "$VDEEP")"; return 1; }
+}
+check "ArchivePaths of a file 100 directories deep, its dentries dropped: archived" cold_job ArchivePaths archived
+check "... ReleasePaths the same: released" cold_job ReleasePaths released
+check "... and it reads back right" cmp "$VDEEP" "$TL_DIR/deep.orig"
+rm -rf "$SA/deep"
+
 # --- 2. Stubs ---------------------------------------------------------------
 
 echo "# stubs"

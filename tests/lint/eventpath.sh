@@ -15,6 +15,7 @@
 # 4b. nor parse, merge or format an access trace (tracework.c, on threads);
 # 4d. nor name a file through btrfs's tree (inopath.h; namer.h, on threads);
 # 4e. nor open a directory by handle (its reconnect is a lookup a level);
+# 4f. nor walk a named path past the kernel's lookup cache (RESOLVE_CACHED);
 # 5. a log line (written from anywhere, the event path too) never waits
 #    for journald: the journal sink sends with MSG_DONTWAIT only, and no
 #    sd_journal_* call (which blocks while journald is behind) is made;
@@ -107,15 +108,25 @@ else echo "not ok - event path: a file named through btrfs's tree on the event l
 # connected, and if the kernel dropped it, open_by_handle_at() finds it
 # again through its parents, a lookup per level, as deep as the tenant
 # chose. The catalog's watch hears directories by handle: in
-# catalogwatch.c only dir_link opens one, and only resolve_work (its
-# thread's work) calls dir_link.
+# catalogchanges.c only dir_link opens one, and only resolve_work (its
+# thread's work) calls dir_link; catalogwatch.c opens none.
 bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
 	/^[^ \t#\/*}{][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
 	/open_by_handle_at\(/ && fn != "dir_link" { print FILENAME ":" FNR ": in " fn "(): " $0 }
 	/(^|[^a-z_])dir_link\(/ && $0 !~ /^[a-z].*\) \{$/ && fn != "resolve_work" { print FILENAME ":" FNR ": in " fn "(): " $0 }' \
-	supervisor/store/catalogwatch.c)
+	supervisor/store/catalogchanges.c supervisor/store/catalogwatch.c)
 if [ -z "$bad" ]; then echo "ok - event path: the catalog's directories are opened by handle on threads only"
-else echo "not ok - event path: a directory opened by handle on the event loop (catalogwatch.c: resolve_work):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+else echo "not ok - event path: a directory opened by handle on the event loop (catalogchanges.c: resolve_work):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 4f. And a path a caller or a job named is walked on the loop from the
+# kernel's lookup cache only: every openat2 resolve in fileref.c has
+# RESOLVE_CACHED (a level missing there is a lookup in the filesystem;
+# pathwarm.c walks it on a thread); pathwarm.c's own walk is its thread's.
+bad=$( (grep -n '\.resolve *=' supervisor/files/fileref.c | grep -v RESOLVE_CACHED
+	awk '/^[^ \t#\/*}{][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	     /SYS_openat2/ && fn != "warm_work" { print FILENAME ":" FNR ": in " fn "(): " $0 }' supervisor/files/pathwarm.c) |
+	grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
+if [ -z "$bad" ]; then echo "ok - event path: a named path is walked from the lookup cache only (RESOLVE_CACHED), else on a thread"
+else echo "not ok - event path: a path walked on the loop past the lookup cache (add RESOLVE_CACHED; pathwarm.c):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 5. The journal sink: every send non-blocking, no sd_journal_*.
 bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
 	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c supervisor/*/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Files a caller names by path (org.tierd1.Manager's *Paths methods and
+ * FileStatus). Each path is walked on a thread (pathwarm_check), never on
+ * the event loop: a directory on the way that is not in the kernel's
+ * lookup cache costs a lookup in the filesystem, as many as the tenant
+ * made levels. The call is answered once every path was walked; it
+ * keeps its message (sd_bus_message_ref) meanwhile.
+ */
+#include "pathbus.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "access.h"
+#include "batch.h"
+#include "jobbus.h"
+#include "macro.h"
+#include "utf8.h"
+
+#define MAX_PATH_LEN 4096
+
+struct paths_call {
+        sd_bus_message *m;
+        struct tierd *t;
+        const char *operation;
+        file_job_t fn; /* NULL: FileStatus */
+        char **paths;
+        size_t n;
+        struct file_ref *refs; /* refs[i].tn NULL: paths[i] names no tenant's file */
+        struct path_check *checks;
+};
+
+static void strv_free(char **v) {
+        if (!v)
+                return;
+        for (size_t i = 0; v[i]; i++)
+                free(v[i]);
+        free(v);
+}
+
+static void paths_call_free(struct paths_call *c) {
+        for (size_t i = 0; c->refs && i < c->n; i++)
+                file_ref_done(&c->refs[i]);
+        free(c->refs);
+        free(c->checks);
+        strv_free(c->paths);
+        sd_bus_message_unref(c->m);
+        free(c);
+}
+
+static void paths_call_freep(struct paths_call **c) {
+        if (*c)
+                paths_call_free(*c);
+}
+
+/* The call's paths: absolute, of at most MAX_PATH_LEN bytes, at most
+ * MAX_PATHS of them. */
+static int paths_call_new(sd_bus_message *m, struct tierd *t, struct paths_call **ret, sd_bus_error *error) {
+        _cleanup_(paths_call_freep) struct paths_call *c = calloc(1, sizeof(*c));
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        c->t = t;
+        if ((r = sd_bus_message_read_strv(m, &c->paths)) < 0)
+                return r;
+        /* sd-bus gives NULL for an empty array. */
+        if (!c->paths && !(c->paths = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        for (; c->paths[c->n]; c->n++)
+                if (strlen(c->paths[c->n]) > MAX_PATH_LEN || c->paths[c->n][0] != '/')
+                        return sd_bus_error_setf(error, ERROR_INVALID_ARGS,
+                                                 "path #%zu is not an absolute path of at most %d bytes", c->n,
+                                                 MAX_PATH_LEN);
+        if (c->n > MAX_PATHS)
+                return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "at most %d paths per call", MAX_PATHS);
+        if (!(c->refs = calloc(c->n ?: 1, sizeof(*c->refs))) || !(c->checks = calloc(c->n ?: 1, sizeof(*c->checks))))
+                return -ENOMEM;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+/* Every path to a thread; done(c) on the loop once all are walked, then
+ * c is freed. 1: the call is answered later. */
+static int paths_call_start(struct paths_call *c, sd_bus_message *m, void (*done)(void *userdata)) {
+        c->m = sd_bus_message_ref(m);
+        int r = pathwarm_check(c->t, c->refs, c->checks, c->n, done, c);
+        if (r < 0) {
+                paths_call_free(c);
+                return r;
+        }
+        return 1;
+}
+
+/* What the thread found for path i, as a job's error: 0, or -errno and
+ * msg. The ref then names the inode found, which a job's open checks. */
+static int path_checked(struct paths_call *c, size_t i, char msg[512]) {
+        const struct path_check *k = &c->checks[i];
+        struct file_ref *f = &c->refs[i];
+
+        if (k->error < 0)
+                return file_ref_open_error(f, k->error, msg, 512);
+        if (!k->regular) {
+                snprintf(msg, 512, "%s: not a regular file", f->name);
+                return -EINVAL;
+        }
+        f->dev = k->dev, f->ino = k->ino;
+        return 0;
+}
+
+static void on_job_paths_walked(void *userdata) {
+        _cleanup_(paths_call_freep) struct paths_call *c = userdata;
+        struct batch *b = NULL;
+        char msg[512], path[64];
+        int r;
+
+        for (size_t i = 0; i < c->n; i++)
+                if ((r = path_checked(c, i, msg)) < 0) {
+                        _cleanup_free_ char *safe = utf8_escape(msg); /* cut mid-character? */
+                        (void)sd_bus_reply_method_errorf(c->m, bus_job_error_name(r), "%s", safe ?: "");
+                        return;
+                }
+        if (c->t->stopping) {
+                (void)sd_bus_reply_method_errorf(c->m, ERROR_SHUTTING_DOWN, "tierd is shutting down");
+                return;
+        }
+        if ((r = batch_start_files(c->t, c->operation, c->fn, c->refs, c->n, &b)) < 0) {
+                (void)sd_bus_reply_method_errnof(c->m, r, "cannot start the job: %m");
+                return;
+        }
+        job_bus_path(b->id, path);
+        (void)sd_bus_reply_method_return(c->m, "o", path);
+        batch_run(c->t);
+}
+
+int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation, file_job_t fn, sd_bus_error *error) {
+        struct paths_call *c = NULL;
+        char msg[512] = "";
+        int r;
+
+        if ((r = bus_check_admin(t, m, error)) < 0)
+                return r;
+        if (t->stopping)
+                return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
+        if ((r = paths_call_new(m, t, &c, error)) < 0)
+                return r;
+        c->operation = operation;
+        c->fn = fn;
+        if (c->n == 0) {
+                paths_call_free(c);
+                return sd_bus_error_set(error, ERROR_INVALID_ARGS, "no files given");
+        }
+        /* Named wrong (no tenant's): said at once, nothing walked. */
+        for (size_t i = 0; i < c->n; i++)
+                if ((r = file_ref_name(t, c->paths[i], &c->refs[i], msg, sizeof(msg))) < 0) {
+                        _cleanup_free_ char *safe = utf8_escape(msg);
+                        paths_call_free(c);
+                        return sd_bus_error_setf(error, bus_job_error_name(r), "%s", safe ?: "");
+                }
+        return paths_call_start(c, m, on_job_paths_walked);
+}
+
+static void on_status_paths_walked(void *userdata) {
+        _cleanup_(paths_call_freep) struct paths_call *c = userdata;
+        sd_bus_message *reply = NULL;
+        int r = bus_array_reply_open(c->m, "(ssssttb)", &reply);
+
+        for (size_t i = 0; r >= 0 && i < c->n; i++) {
+                char msg[512] = "";
+                struct file_ref unnamed = {};
+                int k = c->refs[i].tn ? path_checked(c, i, msg) : file_ref_name(c->t, c->paths[i], &unnamed, msg, sizeof(msg));
+                r = bus_append_file_status(reply, c->t, c->paths[i], k, &c->refs[i], msg);
+                file_ref_done(&unnamed);
+        }
+        if (reply)
+                r = bus_array_reply_send(reply, r);
+        if (r < 0)
+                (void)sd_bus_reply_method_errnof(c->m, r, "cannot answer: %m");
+}
+
+/* By path: for root and the admin group only. Anyone else would learn,
+ * through tierd's eyes, whether a file exists behind a directory they
+ * cannot enter, and its size; they pass the files themselves
+ * (FileStatusFds), which they can only do for files they reach. */
+int path_bus_method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct tierd *t = userdata;
+        sd_bus_error denied = SD_BUS_ERROR_NULL;
+        struct paths_call *c = NULL;
+        int r;
+
+        if ((r = paths_call_new(m, t, &c, error)) < 0)
+                return r;
+        r = bus_check_admin(t, m, &denied);
+        sd_bus_error_free(&denied);
+        if (r < 0) {
+                paths_call_free(c);
+                return sd_bus_error_set(error, ERROR_ACCESS_DENIED,
+                                        "FileStatus by path is for root and the admin group: pass the files "
+                                        "themselves (FileStatusFds), as tierctl status does");
+        }
+        /* A path that names no tenant's file is answered for with its error. */
+        for (size_t i = 0; i < c->n; i++) {
+                char msg[512];
+                (void)file_ref_name(t, c->paths[i], &c->refs[i], msg, sizeof(msg));
+        }
+        return paths_call_start(c, m, on_status_paths_walked);
+}
+
+int bus_array_reply_open(sd_bus_message *call, const char *contents, sd_bus_message **reply) {
+        int r = sd_bus_message_new_method_return(call, reply);
+        return r < 0 ? r : sd_bus_message_open_container(*reply, 'a', contents);
+}
+
+int bus_array_reply_send(sd_bus_message *reply, int r) {
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        sd_bus_message_unref(reply);
+        return r < 0 ? r : 1;
+}
+
+int bus_append_file_status(sd_bus_message *reply, struct tierd *t, const char *name, int ref_error,
+                           const struct file_ref *f, char msg[512]) {
+        struct file_status st = { .tenant = "", .state = "" };
+        if (ref_error == 0)
+                job_file_status(t, f, &st, msg, 512);
+        _cleanup_free_ char *safe = utf8_escape(msg);
+        if (!safe)
+                return -ENOMEM;
+        return sd_bus_message_append(reply, "(ssssttb)", f->name ?: name, safe, st.tenant, st.state, st.size,
+                                     st.resident, (int)st.pinned);
+}
