@@ -32,6 +32,7 @@ const char *bus_job_error_name(int error) {
         case -EPINNED: return "org.tierd1.Error.Pinned";
         case -EBUSY: return "org.tierd1.Error.Busy";
         case -ECANCELED: return "org.tierd1.Error.Canceled";
+        case -EAGAIN: return "org.tierd1.Error.TryAgain";
         default: return "org.tierd1.Error.Failed";
         }
 }

@@ -57,7 +57,10 @@ static int read_files(sd_bus_message *m, struct tierd *t, struct file_ref **ret,
                         r = sd_bus_error_setf(error, ERROR_INVALID_ARGS, "at most %d files per call", MAX_PATHS);
                         break;
                 }
+                /* -EAGAIN: its name is walked by the job, on a thread. */
                 r = file_ref_from_fd(t, fd, &refs[n], msg, sizeof(msg));
+                if (r == -EAGAIN)
+                        r = 0;
                 if (r < 0) {
                         _cleanup_free_ char *safe = utf8_escape(msg);
                         r = sd_bus_error_setf(error, bus_job_error_name(r), "file #%zu: %s", n, safe ?: "");
@@ -157,6 +160,8 @@ static int method_file_status_fds(sd_bus_message *m, void *userdata, sd_bus_erro
                 }
                 snprintf(name, sizeof(name), "file #%d", n - 1);
                 int k = file_ref_from_fd(t, fd, &f, msg, sizeof(msg));
+                if (k == -EAGAIN) /* not walked here: a thread brings it in for the next call */
+                        file_ref_warm(t, &f);
                 r = bus_append_file_status(reply, t, name, k, &f, msg);
         }
         if (!reply)

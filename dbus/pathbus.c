@@ -21,6 +21,10 @@
 #include "utf8.h"
 
 #define MAX_PATH_LEN 4096
+/* Calls whose paths are being walked: what waits on the threads is
+ * bounded (each call's paths are). */
+#define PATH_CALLS_MAX 8
+#define ERROR_TRY_AGAIN "org.tierd1.Error.TryAgain"
 
 struct paths_call {
         sd_bus_message *m;
@@ -47,6 +51,8 @@ static void paths_call_free(struct paths_call *c) {
         free(c->refs);
         free(c->checks);
         strv_free(c->paths);
+        if (c->m)
+                c->t->path_calls--;
         sd_bus_message_unref(c->m);
         free(c);
 }
@@ -59,10 +65,13 @@ static void paths_call_freep(struct paths_call **c) {
 /* The call's paths: absolute, of at most MAX_PATH_LEN bytes, at most
  * MAX_PATHS of them. */
 static int paths_call_new(sd_bus_message *m, struct tierd *t, struct paths_call **ret, sd_bus_error *error) {
-        _cleanup_(paths_call_freep) struct paths_call *c = calloc(1, sizeof(*c));
+        _cleanup_(paths_call_freep) struct paths_call *c = NULL;
         int r;
 
-        if (!c)
+        if (t->path_calls >= PATH_CALLS_MAX)
+                return sd_bus_error_setf(error, ERROR_TRY_AGAIN, "%d calls by path are being walked already: try again",
+                                         PATH_CALLS_MAX);
+        if (!(c = calloc(1, sizeof(*c))))
                 return -ENOMEM;
         c->t = t;
         if ((r = sd_bus_message_read_strv(m, &c->paths)) < 0)
@@ -87,6 +96,7 @@ static int paths_call_new(sd_bus_message *m, struct tierd *t, struct paths_call 
  * c is freed. 1: the call is answered later. */
 static int paths_call_start(struct paths_call *c, sd_bus_message *m, void (*done)(void *userdata)) {
         c->m = sd_bus_message_ref(m);
+        c->t->path_calls++;
         int r = pathwarm_check(c->t, c->refs, c->checks, c->n, done, c);
         if (r < 0) {
                 paths_call_free(c);
@@ -147,6 +157,8 @@ int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation,
                 return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
         if ((r = paths_call_new(m, t, &c, error)) < 0)
                 return r;
+        if (!c)
+                return -ENOMEM;
         c->operation = operation;
         c->fn = fn;
         if (c->n == 0) {
@@ -193,6 +205,8 @@ int path_bus_method_file_status(sd_bus_message *m, void *userdata, sd_bus_error 
 
         if ((r = paths_call_new(m, t, &c, error)) < 0)
                 return r;
+        if (!c)
+                return -ENOMEM;
         r = bus_check_admin(t, m, &denied);
         sd_bus_error_free(&denied);
         if (r < 0) {

@@ -260,6 +260,7 @@ struct tierd {
         struct batch *batches; /* in the order they run: batch.c */
         uint32_t last_batch_id;
         unsigned batch_files_running;
+        unsigned path_calls; /* D-Bus calls by path waiting for their walks: dbus/pathbus.c */
         sd_event_source *batches_src;
         bool batches_pumping;
         const struct tierd_face *face; /* dbus/'s, once the bus is open; else NULL */

@@ -25,7 +25,9 @@ int file_ref_from_path(struct tierd *t, const char *path, struct file_ref *ret, 
 /* The tenant and the name beneath its subvolume of a host path, nothing
  * opened: 0, or -errno and message why. */
 int file_ref_name(struct tierd *t, const char *path, struct file_ref *ret, char *message, size_t size);
-/* By an open file (any mount namespace, any name). */
+/* By an open file (any mount namespace, any name): 0; -EAGAIN: *ret is
+ * set (the fd's inode), but its name was not walked (not in the lookup
+ * cache: file_job_when_cached walks it); another -errno: message why. */
 int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *message, size_t size);
 
 /* The errors a file job reports, each a named D-Bus error too:

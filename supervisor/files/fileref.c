@@ -194,15 +194,19 @@ int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *messag
                  * up on the loop). */
                 struct file_ref f = { .tn = tn, .rel = (char *)rel };
                 _cleanup_close_ int again = (int)open_beneath(&f, O_PATH);
-                if (again < 0 && errno == EAGAIN)
-                        return file_job_say(message, size, -EAGAIN, "its directories are not in the kernel's lookup "
-                                                                    "cache now: try again");
-                if (again < 0 || fstat(again, &sst) < 0 || sst.st_ino != st.st_ino || sst.st_dev != st.st_dev)
+                bool cached = !(again < 0 && errno == EAGAIN);
+                if (cached && (again < 0 || fstat(again, &sst) < 0 || sst.st_ino != st.st_ino || sst.st_dev != st.st_dev))
                         continue;
+                /* Not cached (a directory's ACL not read yet, say): the
+                 * job's walk on a thread checks the name leads to this inode. */
                 int r = file_ref_set(ret, tn, rel, NULL);
-                if (r == 0)
-                        ret->dev = st.st_dev, ret->ino = st.st_ino;
-                return r;
+                if (r < 0)
+                        return r;
+                ret->dev = st.st_dev, ret->ino = st.st_ino;
+                if (!cached)
+                        return file_job_say(message, size, -EAGAIN, "%s: its directories are not in the kernel's "
+                                                                    "lookup cache now: try again", ret->name);
+                return 0;
         }
         return file_job_say(message, size, -EXDEV, "not in any tenant's subvolume");
 }

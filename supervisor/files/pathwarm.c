@@ -201,7 +201,9 @@ int pathwarm_check(struct tierd *t, const struct file_ref *refs, struct path_che
 
         if (!run)
                 return -ENOMEM;
-        *run = (struct check_run){ .pending = n, .done = done, .userdata = userdata };
+        /* One more than the jobs until all are queued: a walk that ends
+         * within the loop below (no thread could start) cannot end the run. */
+        *run = (struct check_run){ .pending = n + 1, .done = done, .userdata = userdata };
         for (size_t i = 0; i < n; i++)
                 if (!refs[i].tn || /* not named: nothing to walk */
                     warm_queue(t, &refs[i], (struct warm_job){ .kind = WARM_CHECK, .run = run, .out = &checks[i] }) < 0) {
@@ -209,7 +211,7 @@ int pathwarm_check(struct tierd *t, const struct file_ref *refs, struct path_che
                         checks[i] = (struct path_check){ .error = refs[i].tn ? -ENOMEM : -EXDEV };
                         run->pending--;
                 }
-        if (run->pending == 0) {
+        if (--run->pending == 0) {
                 done(userdata);
                 free(run);
         }

@@ -181,8 +181,11 @@ static void object_missing(struct audit_run *a, const struct catalog_entry *e, c
                                                                  "from the disk too");
                 return;
         }
-        struct file_status st;
-        k = job_file_status(a->tn->t, &ref, &st, msg, sizeof(msg));
+        struct file_status st = { .tenant = "", .state = "" };
+        /* Named from the lookup cache only: the inode it leads to is known
+         * only once a walk finds it, which a thread does for the next audit. */
+        if (k == 0)
+                k = job_file_status(a->tn->t, &ref, &st, msg, sizeof(msg));
         if (k == -EAGAIN) {
                 /* Not walked on the loop: a thread brings its path in for the next audit. */
                 file_ref_warm(a->tn->t, &ref);

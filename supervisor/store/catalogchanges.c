@@ -11,11 +11,9 @@
  *
  * A file archived meanwhile (catalog_note_archived) is queued behind them,
  * so the catalog hears a delete and a create of a name before the archive
- * that came after them; and no file is released while a delete or rename
- * of a name on its path waits here (catalogwatch_may_remove): a journal
- * written between the two would name it nowhere. Bounded: CHANGES_MAX
- * waiting (catalogwatch.c reads no more into it, and drops what it reads
- * then: every catalog of the filesystem gets a snapshot instead).
+ * that came after them (and the file is not released until its entry is
+ * written). Bounded: CHANGES_MAX waiting, SHARE_MAX of one tenant's
+ * (room_for).
  */
 #include "catalogchanges.h"
 
@@ -31,25 +29,27 @@
 #include "catalog.h"
 #include "catalogtree.h"
 #include "catalogwatch.h"
+#include "handle.h"
 #include "log.h"
 #include "macro.h"
 #include "namer.h"
 #include "offthread.h"
 
-#define CHANGES_MAX 8192
-#define BATCH_MAX 2048 /* directories opened by one thread */
+#define CHANGES_MAX 16384 /* waiting, all tenants */
+#define SHARE_MAX 4096    /* waiting, one tenant's (told by its subvolume: btrfs) */
+#define BATCH_MAX 2048    /* directories opened by one thread */
 
 struct change_dir {
         struct file_handle *fh; /* in the change's own allocation; NULL: none */
         const char *name;
-        uint64_t hash; /* of name: catalogwatch_may_remove */
-        char *where;   /* the directory's /proc link, read on the thread; NULL: none (gone) */
+        char *where; /* the directory's /proc link, read on the thread; NULL: none (gone) */
 };
 
 struct change {
         struct change *next;
         enum change_kind kind;
         bool dir;                /* a directory created, deleted or renamed */
+        int owner;               /* the tenant's index, if its subvolume told it; -1: not known */
         struct change_dir at[2]; /* the entry; renamed: [0] the new one, [1] the old */
         struct tenant *tn;       /* archived: its tenant and entry */
         struct catalog_pending *p;
@@ -68,29 +68,45 @@ struct catalog_changes {
         struct change *head, **tail; /* waiting for a batch */
         size_t n;                    /* queued and not applied, the running batch's too */
         size_t n_archived;           /* of them, files archived */
-        size_t n_removals;           /* and deletes and renames */
+        size_t *share;               /* of them, each tenant's (by index; owner -1 in none) */
+        uint64_t *root_id;           /* each tenant's btrfs subvolume (0: none, or shared with another) */
         struct change_batch *running;
         struct offthread *thread;
 };
 
-/* The name an applied change takes out of the catalog, if any. */
-static const struct change_dir *removed(const struct change *c) {
-        switch (c->kind) {
-        case CHANGE_DELETED:
-        case CHANGE_REPLACED:
-                return &c->at[0];
-        case CHANGE_RENAMED:
-                return c->at[1].fh ? &c->at[1] : NULL;
-        default:
-                return NULL;
-        }
+/* btrfs's file handles (fs/btrfs/export.h): the inode's objectid, then
+ * its subvolume's. */
+#define FILEID_BTRFS_WITHOUT_PARENT 0x4d
+#define FILEID_BTRFS_WITH_PARENT 0x4e
+#define FILEID_BTRFS_WITH_PARENT_ROOT 0x4f
+
+static uint64_t handle_root_id(const struct file_handle *fh) {
+        uint64_t id;
+        if ((fh->handle_type != FILEID_BTRFS_WITHOUT_PARENT && fh->handle_type != FILEID_BTRFS_WITH_PARENT &&
+             fh->handle_type != FILEID_BTRFS_WITH_PARENT_ROOT) ||
+            fh->handle_bytes < 2 * sizeof(id))
+                return 0;
+        memcpy(&id, fh->f_handle + sizeof(id), sizeof(id));
+        return id;
 }
 
-static uint64_t name_hash(const char *s, size_t n) {
-        uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-        return h;
+/* The tenant whose subvolume the directory is in, told on the loop from
+ * its handle alone (btrfs; a tenant with a subvolume to itself): its
+ * index, or -1. */
+static int owner_of(const struct catalog_changes *cc, const struct file_handle *fh) {
+        uint64_t id = fh ? handle_root_id(fh) : 0;
+        for (size_t i = 0; id && i < cc->fs->t->n_tenants; i++)
+                if (cc->root_id[i] == id)
+                        return (int)i;
+        return -1;
+}
+
+/* A change leaves the queue. */
+static void counted_out(struct catalog_changes *cc, const struct change *c) {
+        cc->n--;
+        cc->n_archived -= c->kind == CHANGE_ARCHIVED;
+        if (c->owner >= 0)
+                cc->share[c->owner]--;
 }
 
 static void change_free(struct change *c) {
@@ -137,9 +153,7 @@ static void note(struct tiered_fs *fs, const struct change_dir *d, bool created,
 
 /* On the loop, in the order heard. */
 static void change_apply(struct catalog_changes *cc, struct change *c) {
-        cc->n--;
-        cc->n_archived -= c->kind == CHANGE_ARCHIVED;
-        cc->n_removals -= removed(c) != NULL;
+        counted_out(cc, c);
         switch (c->kind) {
         case CHANGE_ARCHIVED:
                 catalog_note_entry(c->tn, TAKE_PTR(c->p));
@@ -188,6 +202,13 @@ static char *dir_link(int root_fd, struct file_handle *fh) {
 static void resolve_work(void *userdata) {
         struct change_batch *b = userdata;
         struct change *c = b->first;
+
+#ifdef TIERD_TEST_HOOKS
+        /* Test builds: a slow batch, for changes to pile up behind it. */
+        const char *pause = getenv("TIERD_TEST_CATALOG_PAUSE_MS");
+        if (pause)
+                usleep((useconds_t)atoi(pause) * 1000);
+#endif
         for (size_t i = 0; i < b->n; i++, c = c->next)
                 for (size_t k = 0; k < ARRAY_SIZE(c->at); k++)
                         if (c->at[k].fh)
@@ -213,23 +234,31 @@ static void on_resolved(void *userdata) {
         catalog_changes_advance(cc);
 }
 
-/* Every catalog of the filesystem gets a snapshot instead of the changes
- * waiting (dropped), and releases nothing until it is in the store. */
-void catalog_changes_spill(struct catalog_changes *cc, const char *why) {
+/* The catalog of tenant owner (-1: every catalog of the filesystem) gets
+ * a snapshot instead of its changes waiting (dropped), and releases
+ * nothing until it is in the store. */
+static void spill_owner(struct catalog_changes *cc, int owner, const char *why) {
         struct tiered_fs *fs = cc->fs;
 
         for (size_t i = 0; i < fs->t->n_tenants; i++)
-                if (fs->t->tenants[i].fs == fs)
+                if (fs->t->tenants[i].fs == fs && (owner < 0 || (size_t)owner == i))
                         catalog_note_spilled(&fs->t->tenants[i], why);
-        for (struct change *c = cc->head; c; c = c->next) {
-                cc->n--;
-                cc->n_archived -= c->kind == CHANGE_ARCHIVED;
-                cc->n_removals -= removed(c) != NULL;
+        for (struct change **at = &cc->head; *at;) {
+                struct change *c = *at;
+                if (owner >= 0 && c->owner != owner) {
+                        at = &c->next;
+                        continue;
+                }
+                *at = c->next;
+                counted_out(cc, c);
+                change_free(c);
         }
-        changes_free_list(TAKE_PTR(cc->head), SIZE_MAX);
-        cc->tail = &cc->head;
+        for (cc->tail = &cc->head; *cc->tail; cc->tail = &(*cc->tail)->next)
+                ;
         fs->renames++;
 }
+
+void catalog_changes_spill(struct catalog_changes *cc, const char *why) { spill_owner(cc, -1, why); }
 
 /* The waiting changes' first BATCH_MAX directories to a thread, their
  * list detached before it starts. */
@@ -275,14 +304,25 @@ void catalog_changes_advance(struct catalog_changes *cc) {
         }
 }
 
-size_t catalog_changes_room(const struct catalog_changes *cc) { return CHANGES_MAX - MIN(cc->n, (size_t)CHANGES_MAX); }
-
 static void changes_append(struct catalog_changes *cc, struct change *c) {
         *cc->tail = c;
         cc->tail = &c->next;
         cc->n++;
         cc->n_archived += c->kind == CHANGE_ARCHIVED;
-        cc->n_removals += removed(c) != NULL;
+        if (c->owner >= 0)
+                cc->share[c->owner]++;
+}
+
+/* Room for one more of owner's: made by dropping its changes waiting
+ * (every tenant's, when all changes are full or its tenant is not known),
+ * and its catalog gets a snapshot instead. So a tenant's storm of changes
+ * costs its own catalog, not another's, where its subvolume tells whose
+ * a change is (btrfs); on xfs and ext4 every catalog of the filesystem. */
+static bool room_for(struct catalog_changes *cc, int owner) {
+        if (cc->n < CHANGES_MAX && (owner < 0 || cc->share[owner] < SHARE_MAX))
+                return true;
+        spill_owner(cc, cc->n < CHANGES_MAX ? owner : -1, "more changes were heard than wait to be read");
+        return cc->n < CHANGES_MAX && (owner < 0 || cc->share[owner] < SHARE_MAX);
 }
 
 #define ALIGNED(n) (((n) + 7) & ~(size_t)7)
@@ -298,16 +338,19 @@ static void copy_dir(struct change_dir *to, const struct dfid_name *from, char *
         to->fh = memcpy(*data, from->fh, fh_len);
         *data += ALIGNED(fh_len);
         to->name = memcpy(*data, from->name, name_len + 1);
-        to->hash = name_hash(from->name, name_len);
         *data += ALIGNED(name_len + 1);
 }
 
 int catalog_changes_add(struct catalog_changes *cc, enum change_kind kind, bool dir, const struct dfid_name *a,
                         const struct dfid_name *b) {
+        int owner = owner_of(cc, a->fh ?: b->fh);
+        if (!room_for(cc, owner))
+                return 0; /* dropped: a snapshot has it */
         struct change *c = calloc(1, sizeof(*c) + dir_bytes(a) + dir_bytes(b));
         if (!c)
                 return -ENOMEM;
         char *data = c->data;
+        c->owner = owner;
         c->kind = kind;
         c->dir = dir;
         copy_dir(&c->at[0], a, &data);
@@ -320,14 +363,16 @@ bool catalogwatch_defer(struct tenant *tn, struct catalog_pending *p) {
         struct catalog_changes *cc = tn->fs->catalog_changes;
         struct change *c;
 
+        int owner = (int)(tn - tn->t->tenants);
+
         if (!cc || !cc->n)
                 return false; /* nothing heard waits: the caller queues it now */
-        if (cc->n >= CHANGES_MAX || !(c = calloc(1, sizeof(*c)))) {
+        if (!room_for(cc, owner) || !(c = calloc(1, sizeof(*c)))) {
                 catalog_pending_free_list(p);
                 catalog_note_spilled(tn, "more files archived wait behind changes heard than may");
                 return true;
         }
-        *c = (struct change){ .kind = CHANGE_ARCHIVED, .tn = tn, .p = p };
+        *c = (struct change){ .kind = CHANGE_ARCHIVED, .owner = owner, .tn = tn, .p = p };
         changes_append(cc, c);
         return true;
 }
@@ -353,35 +398,37 @@ bool catalogwatch_holds(const struct tiered_fs *fs, dev_t dev, ino_t ino) {
         return false;
 }
 
-bool catalogwatch_may_remove(const struct tiered_fs *fs, const char *rel) {
-        const struct catalog_changes *cc = fs->catalog_changes;
-        uint64_t names[CATALOG_DEPTH_MAX + 1];
-        const struct change *lists[2];
-        size_t n[2] = { 0, SIZE_MAX }, k = 0;
-
-        if (!cc || !cc->n_removals)
-                return false;
-        for (const char *p = rel; *p && k < ARRAY_SIZE(names); p += *p == '/') {
-                size_t len = strcspn(p, "/");
-                names[k++] = name_hash(p, len);
-                p += len;
+/* Each tenant's subvolume id, when its directory is a btrfs subvolume's
+ * root no other tenant shares. */
+static void root_ids(struct catalog_changes *cc) {
+        struct tierd *t = cc->fs->t;
+        for (size_t i = 0; i < t->n_tenants; i++) {
+                union file_handle_buf h = { .fh.handle_bytes = MAX_HANDLE_SZ };
+                struct stat st;
+                int mount_id;
+                if (t->tenants[i].fs == cc->fs && fstat(t->tenants[i].subvol_fd, &st) == 0 &&
+                    st.st_ino == 256 /* BTRFS_FIRST_FREE_OBJECTID: a subvolume's root */ &&
+                    name_to_handle_at(t->tenants[i].subvol_fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) == 0)
+                        cc->root_id[i] = handle_root_id(&h.fh);
         }
-        lists[0] = batch_first(cc, &n[0]);
-        lists[1] = cc->head;
-        for (size_t l = 0; l < 2; l++)
-                for (const struct change *c = lists[l]; c && n[l]--; c = c->next) {
-                        const struct change_dir *d = removed(c);
-                        for (size_t i = 0; d && i < k; i++)
-                                if (d->hash == names[i])
-                                        return true;
-                }
-        return false;
+        for (size_t i = 0; i < t->n_tenants; i++)
+                for (size_t k = i + 1; cc->root_id[i] && k < t->n_tenants; k++)
+                        if (cc->root_id[k] == cc->root_id[i])
+                                cc->root_id[i] = cc->root_id[k] = 0;
 }
 
 struct catalog_changes *catalog_changes_new(struct tiered_fs *fs) {
         struct catalog_changes *cc = calloc(1, sizeof(*cc));
-        if (cc)
-                *cc = (struct catalog_changes){ .fs = fs, .tail = &cc->head };
+        size_t n = fs->t->n_tenants ?: 1;
+        if (!cc || !(cc->share = calloc(n, sizeof(*cc->share))) || !(cc->root_id = calloc(n, sizeof(*cc->root_id)))) {
+                if (cc)
+                        free(cc->share);
+                free(cc);
+                return NULL;
+        }
+        cc->fs = fs;
+        cc->tail = &cc->head;
+        root_ids(cc);
         return cc;
 }
 
@@ -391,5 +438,7 @@ void catalog_changes_free(struct catalog_changes *cc) {
         if (cc->thread)
                 offthread_abandon(cc->thread, batch_release);
         changes_free_list(cc->head, SIZE_MAX);
+        free(cc->share);
+        free(cc->root_id);
         free(cc);
 }

@@ -29,10 +29,9 @@ struct dfid_name {
 struct catalog_changes *catalog_changes_new(struct tiered_fs *fs);
 /* A batch on its thread is left to end, unheard. */
 void catalog_changes_free(struct catalog_changes *cc);
-/* Room for this many more. */
-size_t catalog_changes_room(const struct catalog_changes *cc);
 /* Queued (a and b copied): created, deleted and replaced name a; renamed,
- * a the new entry and b the old. 0, or -ENOMEM. */
+ * a the new entry and b the old. 0 (or dropped for want of room, and its
+ * tenant's catalog spilled), or -ENOMEM. */
 int catalog_changes_add(struct catalog_changes *cc, enum change_kind kind, bool dir, const struct dfid_name *a,
                         const struct dfid_name *b);
 /* Applies what it can and gives the rest to a thread, if none runs. */

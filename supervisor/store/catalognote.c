@@ -132,7 +132,7 @@ void catalog_note_archived(struct tenant *tn, int fd, const char *rel, const str
                 catalog_writer_continue(c);
                 return;
         }
-        /* Behind what was heard before it and is not applied yet. */
+        /* Behind what was heard before it (read now) and is not applied yet. */
         catalogwatch_read(tn->fs);
         if (catalogwatch_defer(tn, p))
                 return;
@@ -211,8 +211,7 @@ static bool pending_has(const struct catalog_pending *p, const struct stat *st) 
 
 #define NAME_UNFIT "its path is longer or deeper than a catalog keeps (4096 bytes, 256 directories)"
 
-/* Can the catalog hold the file's name at all, and is none of its path
- * being deleted or renamed? NULL, or why not. */
+/* Can the catalog hold the file's name at all? NULL, or why not. */
 static const char *name_unfit(struct tenant *tn, int fd) {
         _cleanup_free_ char *rel = NULL;
         size_t depth = 0;
@@ -222,12 +221,7 @@ static const char *name_unfit(struct tenant *tn, int fd) {
                 return NAME_UNFIT;
         for (const char *p = rel; (p = strchr(p, '/')); p++)
                 depth++;
-        if (depth > CATALOG_DEPTH_MAX)
-                return NAME_UNFIT;
-        /* Applied after its entry, it would leave a journal naming it nowhere. */
-        if (catalogwatch_may_remove(tn->fs, rel))
-                return "a delete or rename heard on its path is not in the catalog yet: try again in a moment";
-        return NULL;
+        return depth <= CATALOG_DEPTH_MAX ? NULL : NAME_UNFIT;
 }
 
 bool catalog_file_durable(struct tenant *tn, int fd, const char **why) {

@@ -29,7 +29,6 @@ static bool fs_has_catalog(const struct tiered_fs *fs) {
         return false;
 }
 
-#define READ_MIN 4096 /* more than the largest event: two handles and two names */
 #define READ_MAX 65536
 
 /* The event's records: the entry (create, delete), or the old and the new
@@ -58,7 +57,7 @@ static void parse_records(const struct fanotify_event_metadata *md, struct dfid_
 static void catalog_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
         struct catalog_changes *cc = fs->catalog_changes;
         struct dfid_name entry = {}, from = {}, to = {}, none = {};
-        int r;
+        int r = 0;
 
         if (md->mask & (FAN_Q_OVERFLOW | FAN_RENAME))
                 fs->renames++; /* whoever did it, wherever: a walk in progress may have missed something */
@@ -72,40 +71,31 @@ static void catalog_event(struct tiered_fs *fs, const struct fanotify_event_meta
                 return;
         parse_records(md, &entry, &from, &to);
         bool dir = md->mask & FAN_ONDIR;
-        if (md->mask & FAN_RENAME)
-                r = to.fh || from.fh ? catalog_changes_add(cc, CHANGE_RENAMED, dir, &to, &from) : 0;
-        else if (!entry.fh)
-                r = 0;
-        else if ((md->mask & (FAN_CREATE | FAN_DELETE)) == (FAN_CREATE | FAN_DELETE))
-                /* Merged by the kernel (same directory, name and child): which came first is lost. */
-                r = catalog_changes_add(cc, CHANGE_REPLACED, dir, &entry, &none);
-        else if (md->mask & (FAN_CREATE | FAN_DELETE))
-                r = catalog_changes_add(cc, md->mask & FAN_DELETE ? CHANGE_DELETED : CHANGE_CREATED, dir, &entry, &none);
-        else
-                r = 0;
+        if ((md->mask & FAN_RENAME) && (to.fh || from.fh))
+                r = catalog_changes_add(cc, CHANGE_RENAMED, dir, &to, &from);
+        else if (!(md->mask & FAN_RENAME) && entry.fh && (md->mask & (FAN_CREATE | FAN_DELETE)))
+                /* Both: merged by the kernel (same directory, name and
+                 * child), and which came first is lost. */
+                r = catalog_changes_add(cc,
+                                        !(md->mask & FAN_CREATE)   ? CHANGE_DELETED
+                                        : !(md->mask & FAN_DELETE) ? CHANGE_CREATED
+                                                                   : CHANGE_REPLACED,
+                                        dir, &entry, &none);
         if (r < 0)
                 catalog_changes_spill(cc, "no memory for a change heard");
 }
 
 /* Reads at most 16 times a turn, as any notification group (a steady
- * writer cannot keep the loop here), as many events as the changes have
- * room for. The kernel's queue is unlimited, and memory tierd's: with the
- * changes full, what is read is dropped and the catalogs get a snapshot
- * instead. Returns whether more may be queued. */
+ * writer cannot keep the loop here); the kernel's queue is unlimited, and
+ * memory tierd's: every event read is queued or dropped (its tenant's
+ * catalog spilled, catalogchanges.c). Returns whether more may be queued. */
 static bool changes_read(struct tiered_fs *fs) {
         char buf[READ_MAX] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
-        struct catalog_changes *cc = fs->catalog_changes;
 
         for (int rounds = 0; rounds < 16; rounds++) {
-                size_t room = catalog_changes_room(cc) * FAN_EVENT_METADATA_LEN;
-                bool full = room < READ_MIN;
-                ssize_t n = read(fs->catalog_fd, buf, full ? sizeof(buf) : MIN(room, sizeof(buf)));
+                ssize_t n = read(fs->catalog_fd, buf, sizeof(buf));
                 if (n <= 0)
                         return false;
-                if (full) {
-                        catalog_changes_spill(cc, "more changes were heard than wait to be read");
-                        continue;
-                }
                 for (const struct fanotify_event_metadata *md = (const void *)buf; FAN_EVENT_OK(md, n);
                      md = FAN_EVENT_NEXT(md, n))
                         if (md->vers == FANOTIFY_METADATA_VERSION)
@@ -148,14 +138,15 @@ int catalogwatch_open(struct tiered_fs *fs) {
 /* What is queued in the kernel is read first, so a change heard before an
  * archive is queued before its entry (catalogwatch_defer). */
 void catalogwatch_read(struct tiered_fs *fs) {
-        if (fs->catalog_fd >= 0 && fs->catalog_changes && changes_read(fs))
+        if (fs->catalog_fd < 0 || !fs->catalog_changes)
+                return;
+        if (changes_read(fs))
                 fs->renames++; /* 16 reads and still more: a rename may be among them */
+        catalog_changes_advance(fs->catalog_changes);
 }
 
 uint64_t catalogwatch_renames(struct tiered_fs *fs) {
         catalogwatch_read(fs);
-        if (fs->catalog_changes)
-                catalog_changes_advance(fs->catalog_changes);
         return fs->renames;
 }
 

@@ -26,8 +26,6 @@ struct catalog_pending;
 bool catalogwatch_defer(struct tenant *tn, struct catalog_pending *p);
 /* A file archived (dev, ino) waits behind such changes. */
 bool catalogwatch_holds(const struct tiered_fs *fs, dev_t dev, ino_t ino);
-/* A delete or rename of a name on rel's path (rel beneath its tenant's
- * subvolume) waits to be applied. */
-bool catalogwatch_may_remove(const struct tiered_fs *fs, const char *rel);
-/* Reads what the kernel queued so far (bounded: 16 reads). */
+/* Reads what the kernel queued so far (bounded: 16 reads), and applies
+ * or hands to a thread what it can. */
 void catalogwatch_read(struct tiered_fs *fs);
