@@ -55,24 +55,25 @@ static int file_ref_set(struct file_ref *ret, struct tenant *tn, const char *rel
         return 0;
 }
 
-/* rel beneath the tenant's subvolume, walked from the kernel's lookup
- * cache only (RESOLVE_CACHED: a level not in it is -EAGAIN, never a
- * lookup on the event loop; pathwarm.c walks it on a thread): no symlink,
- * '..' or mount leads outside. */
-static long open_beneath(const struct file_ref *f, int flags) {
+int file_open_beneath(int subvol_fd, const char *rel, int flags, bool cached) {
         struct open_how how = {
                 /* openat2 refuses O_PATH with flags it would ignore. */
                 .flags = (uint64_t)flags | O_CLOEXEC | O_NOFOLLOW | (flags & O_PATH ? 0 : O_NONBLOCK | O_NOCTTY),
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV | RESOLVE_CACHED,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV | (cached ? RESOLVE_CACHED : 0),
         };
-        return syscall(SYS_openat2, f->tn->subvol_fd, f->rel, &how, sizeof(how));
+        return (int)syscall(SYS_openat2, subvol_fd, rel, &how, sizeof(how));
+}
+
+/* On the loop: from the lookup cache only. */
+static int open_beneath(const struct file_ref *f, int flags) {
+        return file_open_beneath(f->tn->subvol_fd, f->rel, flags, true);
 }
 
 int file_ref_cached(const struct file_ref *f) {
-        long fd = open_beneath(f, O_PATH);
+        int fd = open_beneath(f, O_PATH);
         if (fd < 0)
                 return -errno;
-        close((int)fd);
+        close(fd);
         return 0;
 }
 
@@ -192,8 +193,7 @@ int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *messag
                 /* The caller's open file holds its dentry and every parent's:
                  * the walk is cached (a level that is not is never looked
                  * up on the loop). */
-                struct file_ref f = { .tn = tn, .rel = (char *)rel };
-                _cleanup_close_ int again = (int)open_beneath(&f, O_PATH);
+                _cleanup_close_ int again = file_open_beneath(tn->subvol_fd, rel, O_PATH, true);
                 bool cached = !(again < 0 && errno == EAGAIN);
                 if (cached && (again < 0 || fstat(again, &sst) < 0 || sst.st_ino != st.st_ino || sst.st_dev != st.st_dev))
                         continue;

@@ -16,11 +16,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -89,16 +87,14 @@ static void warm_jobs_free(struct warm_job *j) {
 static void warm_work(void *userdata) {
         struct pathwarm *w = userdata;
         for (struct warm_job *j = w->running; j; j = j->next) {
-                struct open_how how = { .flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
-                                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
                 struct stat st;
-                long fd = syscall(SYS_openat2, w->subvol_fd, j->rel, &how, sizeof(how));
-                if (fd < 0 || fstat((int)fd, &st) < 0)
+                int fd = file_open_beneath(w->subvol_fd, j->rel, O_PATH, false);
+                if (fd < 0 || fstat(fd, &st) < 0)
                         j->result.error = -errno;
                 else
                         j->result = (struct path_check){ .dev = st.st_dev, .ino = st.st_ino, .regular = S_ISREG(st.st_mode) };
                 if (fd >= 0)
-                        close((int)fd);
+                        close(fd);
         }
 }
 

@@ -119,11 +119,13 @@ if [ -z "$bad" ]; then echo "ok - event path: the catalog's directories are open
 else echo "not ok - event path: a directory opened by handle on the event loop (catalogchanges.c: resolve_work):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 4f. And a path a caller or a job named is walked on the loop from the
 # kernel's lookup cache only: every openat2 resolve in fileref.c has
-# RESOLVE_CACHED (a level missing there is a lookup in the filesystem;
-# pathwarm.c walks it on a thread); pathwarm.c's own walk is its thread's.
+# RESOLVE_CACHED (a level missing there is a lookup in the filesystem),
+# and file_open_beneath is called uncached (false) only by pathwarm.c's
+# warm_work, its thread's work.
 bad=$( (grep -n '\.resolve *=' supervisor/files/fileref.c | grep -v RESOLVE_CACHED
 	awk '/^[^ \t#\/*}{][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
-	     /SYS_openat2/ && fn != "warm_work" { print FILENAME ":" FNR ": in " fn "(): " $0 }' supervisor/files/pathwarm.c) |
+	     /file_open_beneath\(/ && $0 !~ /true\)/ && $0 !~ /^[a-z].*\) \{$/ && !(FILENAME ~ /pathwarm\.c$/ && fn == "warm_work") {
+		print FILENAME ":" FNR ": in " fn "(): " $0 }' $(ls supervisor/*.c supervisor/*/*.c dbus/*.c)) |
 	grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
 if [ -z "$bad" ]; then echo "ok - event path: a named path is walked from the lookup cache only (RESOLVE_CACHED), else on a thread"
 else echo "not ok - event path: a path walked on the loop past the lookup cache (add RESOLVE_CACHED; pathwarm.c):"; echo "$bad" | sed 's/^/# /'; status=1; fi
