@@ -51,6 +51,10 @@ struct catalog {
         uint32_t epoch;              /* ours, once ready */
         uint64_t next_seq;           /* the next journal object's number */
         bool busy;                   /* a request of the writer is in flight */
+        /* A journal object read back after a put the store said exists
+         * (catalogjournal.c), on a thread: with this key, found so. */
+        struct catalog_key read_back_key;
+        enum { CATALOG_READ_BACK_OTHER, CATALOG_READ_BACK_OURS, CATALOG_READ_BACK_NEWER } read_back;
         bool stopping;               /* catalog_stop() while busy: freed when it ends */
         bool first_snapshot_done;    /* every file archived before this run is in the store */
         bool snapshot_due;

@@ -39,6 +39,12 @@
  * lease, then writes a snapshot of the tree, in the background. */
 int catalog_start(struct tenant *tn);
 void catalog_stop(struct tenant *tn);
+/* tierd stops: an import reads no more of the catalog, and one making its
+ * tree stops between two files; its mark stays, and the next start
+ * imports again. */
+void catalog_import_stop(struct tenant *tn);
+/* An import of the tenant has not ended yet: a stop waits for it. */
+bool catalog_import_pending(const struct tenant *tn);
 
 /* An archive recorded the stub s on the file open as fd, rel beneath the
  * subvolume: its entry goes out with the next journal object. */
@@ -90,3 +96,6 @@ int catalog_import(struct tenant *tn, uint64_t at_usec, uint64_t flags,
  * holder on another node) must not make setuid files here. */
 #define CATALOG_IMPORT_KEEP_SETUID UINT64_C(1)
 #define CATALOG_IMPORT_FLAGS CATALOG_IMPORT_KEEP_SETUID
+/* tierd's own, never a caller's: an import that did not end, again at a
+ * start (its directories there already are its own, half made). */
+#define CATALOG_IMPORT_RESUMED (UINT64_C(1) << 63)

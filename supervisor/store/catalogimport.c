@@ -3,19 +3,20 @@
  * tierctl tenant import: the tree a catalog holds, made again here as
  * released stubs. Reads the leases (to know which journal objects count),
  * the list of snapshots, the snapshot to start from and the journal after
- * it; takes the lease; then makes the tree. Each file restores on its
- * first read, as anywhere else.
+ * it (each object decrypted and read on a thread: a snapshot may be a
+ * GiB); then catalogmake.c takes the lease and makes the tree. Each file
+ * restores on its first read, as anywhere else.
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "catalog-internal.h"
-#include "catalogtree.h"
+#include "catalogimport-internal.h"
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
@@ -32,37 +33,15 @@
 #define IMPORT_TOO_BIG "larger than an import takes (at most 8,388,608 entries, 1 GiB of names and 1,048,576 " \
                        "journal objects)"
 
-struct catalog_import {
-        struct catalog *c;
-        uint64_t at_usec;
-        uint64_t flags; /* CATALOG_IMPORT_* */
-        void (*done)(void *userdata, int error, const char *message);
-        void (*progress)(void *userdata, const char *phase, uint64_t done, uint64_t total);
-        /* catalog_read_tree: the tree read is handed over, nothing made. */
-        void (*tree_read)(void *userdata, int error, const char *message, const struct catalog_entries *tree);
-        void *userdata;
-        bool running;
-        uint64_t *epoch_start; /* epoch k starts at journal number epoch_start[k - 1] */
-        uint32_t n_epochs;
-        uint64_t seq; /* the next journal object to read */
-        uint64_t snapshot_seq, journals_applied;
-        uint32_t snapshot_epoch; /* 0: no snapshot, the journal from 1 */
-        uint32_t index_epoch;    /* the list of snapshots read next */
-        bool past_at; /* journal objects from here on are read only to find the last */
-        char *lease_text; /* the lease object this import writes */
-        struct catalog_entries all; /* in the order written; limits: IMPORT_*_MAX */
-};
-
-static void import_free(struct catalog_import *imp) {
+void catalog_import_free(struct catalog_import *imp) {
+        explicit_bzero(&imp->key, sizeof(imp->key));
         free(imp->epoch_start);
         free(imp->lease_text);
         catalog_entries_done(&imp->all);
         free(imp);
 }
 
-/* The import's answer; the writer does not go on here (see import_fail). */
-static void import_finish(struct catalog *c, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void import_finish(struct catalog *c, int error, const char *fmt, ...) {
+void catalog_import_finish(struct catalog *c, int error, const char *fmt, ...) {
         struct catalog_import *imp = c->import;
         char msg[512];
         va_list ap;
@@ -75,15 +54,13 @@ static void import_finish(struct catalog *c, int error, const char *fmt, ...) {
                 imp->tree_read(imp->userdata, error, msg, NULL);
         else
                 imp->done(imp->userdata, error, msg);
-        import_free(imp);
+        catalog_import_free(imp);
+        tierd_check_idle(c->tn->t); /* a stop waits for an import's end */
 }
-
-/* Nothing was made: the writer goes on as before the import. */
-#define import_fail(c, ...) (import_finish((c), __VA_ARGS__), catalog_writer_continue(c))
 
 void catalog_import_abort(struct catalog *c) {
         if (c->import)
-                import_finish(c, -ECANCELED, "tierd stopped, or the tenant's catalog was turned off");
+                catalog_import_finish(c, -ECANCELED, "tierd stopped, or the tenant's catalog was turned off");
 }
 
 /* The lease that wrote journal number seq. */
@@ -99,6 +76,8 @@ static int keep_entry(void *userdata, const struct catalog_entry *e) {
         struct catalog_import *imp = userdata;
         struct catalog_entry copy = *e;
 
+        if (atomic_load_explicit(&imp->stop, memory_order_relaxed))
+                return -ECANCELED; /* tierd stops */
         /* Deep copy: e is freed after the call. */
         copy.path = strndup(e->path, e->path_len);
         copy.target = e->target ? strndup(e->target, e->target_len) : NULL;
@@ -125,199 +104,46 @@ static const char *read_error(int r, const char *why) {
 
 static void import_step(struct catalog *c);
 
-static void on_lease_read_back(void *userdata, int error, const char *data, size_t len);
-static void make_tree(struct catalog *c, int error);
 
-static void on_lease_taken(void *userdata, int error) {
-        struct catalog *c = userdata;
-
-        if (!catalog_request_ended(c))
-                return;
-        uint32_t epoch = c->import->n_epochs + 1;
-        if (error == -EEXIST) { /* ours, if a worker died after writing it? */
-                char key[STUB_KEY_MAX];
-                catalog_epoch_key(epoch, key);
-                c->busy = true;
-                int r = store_get(c->tn, key, 4096, on_lease_read_back, c);
-                if (r < 0) {
-                        c->busy = false;
-                        import_fail(c, r, "cannot read the catalog's lease back: %s; nothing was made", strerror(-r));
-                }
-                return;
-        }
-        make_tree(c, error);
-}
-
-static void on_lease_read_back(void *userdata, int error, const char *data, size_t len) {
-        struct catalog *c = userdata;
-        if (!catalog_request_ended(c))
-                return;
-        struct catalog_import *imp = c->import;
-        bool ours = error == 0 && len == strlen(imp->lease_text) && memcmp(data, imp->lease_text, len) == 0;
-        make_tree(c, ours ? 0 : -EEXIST);
-}
-
-/* The tree, reduced from the entries read and made, on a thread of its
- * own (offthread.h): sorting and making 100,000 files take seconds, and
- * readers are answered meanwhile. While it runs the writer is busy, so
- * the catalog (and the import's entries) outlive it. */
-struct tree_job {
-        struct catalog *c;               /* not touched by the thread */
-        struct catalog_entries *all;     /* the import's entries: the reduce moves them out */
-        bool make;                       /* false: reduce only (catalog_read_tree) */
-        bool keep_setuid;
-        struct catalog_tree_maker maker;
-        struct catalog_entries tree;
-        struct catalog_made made;
-        uint64_t dropped;
-        int error;
-};
-
-static void tree_run(void *userdata) {
-        struct tree_job *j = userdata;
-        j->error = catalog_reduce(j->all, &j->tree);
-        if (j->error < 0 || !j->make)
-                return;
-        if (!j->keep_setuid)
-                j->dropped = catalog_drop_setuid(j->maker.tenant, &j->tree);
-        j->error = catalog_make_tree(&j->maker, &j->tree, &j->made);
-}
-
-static void tree_job_freep(struct tree_job **j) {
-        if (!*j)
-                return;
-        catalog_entries_done(&(*j)->tree);
-        free(*j);
-}
-
-static void tree_not_made(struct catalog *c, int error);
-
-static void on_tree_made(void *userdata) {
-        _cleanup_(tree_job_freep) struct tree_job *j = userdata;
-        struct catalog *c = j->c;
-        if (!catalog_request_ended(c))
-                return; /* stopped meanwhile: what was made stays, the mark makes the next start import again */
-        struct catalog_import *imp = c->import;
-        if (!j->make) { /* catalog_read_tree: the tree to the caller; the writer goes on */
-                if (j->error < 0) {
-                        import_fail(c, j->error, "out of memory");
-                        return;
-                }
-                c->import = NULL;
-                imp->tree_read(imp->userdata, 0, NULL, &j->tree);
-                import_free(imp);
-                catalog_writer_continue(c);
-                return;
-        }
-        uint32_t epoch = imp->n_epochs + 1;
-        uint64_t next_seq = imp->seq;
-        const struct catalog_made *made = &j->made;
-        if (j->error < 0) {
-                tree_not_made(c, j->error);
-                return;
-        }
-        catalog_import_unmark(c->tn);
-        import_finish(c, made->failed ? -EIO : 0,
-                      "%llu files (%llu bytes, released), %llu directories, %llu symlinks made from "
-                      "snapshot %llu and %llu journal objects; %llu there already, %llu failed (see the log); "
-                      "%llu setuid/setgid files made without those bits; lease epoch %u",
-                      (unsigned long long)made->files, (unsigned long long)made->bytes,
-                      (unsigned long long)made->dirs, (unsigned long long)made->symlinks,
-                      (unsigned long long)imp->snapshot_seq, (unsigned long long)imp->journals_applied,
-                      (unsigned long long)made->existing, (unsigned long long)made->failed,
-                      (unsigned long long)j->dropped, epoch);
-        /* This node writes the catalog from here on: a snapshot first. */
-        catalog_writer_resume(c, epoch, next_seq);
-}
-
-/* The lease is ours but the tree is not made: the catalog is not written
- * (a snapshot now would record a half-made tree as the latest), its mark
- * stays, and tierd imports again at its next start, or tierctl does. */
-static void tree_not_made(struct catalog *c, int error) {
-        import_finish(c, error, "cannot make the tree: %s; this node writes no catalog until an import succeeds "
-                                "(tierd imports again at its next start)", strerror(-error));
-        catalog_writer_fence(c, "an import could not make the tree");
-}
-
-static int tree_job_start(struct catalog *c, bool make) {
-        struct catalog_import *imp = c->import;
-        struct tree_job *j = calloc(1, sizeof(*j));
-        if (!j)
-                return -ENOMEM;
-        *j = (struct tree_job){ .c = c, .all = &imp->all, .make = make,
-                                .keep_setuid = imp->flags & CATALOG_IMPORT_KEEP_SETUID,
-                                .maker = { .root_fd = c->tn->subvol_fd, .chunk = c->tn->cfg->chunk } };
-        snprintf(j->maker.tenant, sizeof(j->maker.tenant), "%s", c->tn->cfg->name);
-        if (make && imp->progress)
-                imp->progress(imp->userdata, "making the tree", 0, imp->all.n);
-        c->busy = true;
-        int r = offthread_start(c->tn->t->event, &c->tn->subvol_fd, 1, tree_run, on_tree_made, j, NULL);
-        if (r < 0) {
-                c->busy = false;
-                free(j);
-        }
-        return r;
-}
-
-/* The lease is taken (error 0): the tree is made. */
-static void make_tree(struct catalog *c, int error) {
-        int r;
-
-        if (error == -EEXIST) {
-                import_fail(c, -EBUSY, "another node took the catalog's lease meanwhile; nothing was made, try again");
-                return;
-        }
-        if (error < 0) {
-                import_fail(c, error, "cannot take the catalog's lease: %s; nothing was made", strerror(-error));
-                return;
-        }
-        if ((r = tree_job_start(c, true)) < 0)
-                tree_not_made(c, r);
-}
-
-static void take_lease(struct catalog *c) {
-        struct catalog_import *imp = c->import;
-        char key[STUB_KEY_MAX];
-        int k = catalog_import_mark(c->tn, imp->at_usec);
-        if (k < 0) {
-                import_fail(c, k, "cannot write the import's mark in %s: %s; nothing was made", c->tn->t->state_dir,
-                            strerror(-k));
-                return;
-        }
-        free(imp->lease_text);
-        imp->lease_text = catalog_format_epoch(imp->n_epochs + 1, imp->seq, c->node);
-
-        catalog_epoch_key(imp->n_epochs + 1, key);
-        c->busy = true;
-        int r = imp->lease_text ? store_put(c->tn, key, imp->lease_text, strlen(imp->lease_text), true, on_lease_taken, c)
-                                : -ENOMEM;
-        if (r < 0) {
-                c->busy = false;
-                import_fail(c, r, "cannot take the catalog's lease: %s", strerror(-r));
-        }
-}
-
-/* catalog_read_tree: the catalog's tree as it is, to the caller; the
- * writer goes on. */
-static void hand_tree_over(struct catalog *c) {
-        int r = tree_job_start(c, false);
-        if (r < 0)
-                import_fail(c, r, "cannot read the tree: %s", strerror(-r));
-}
-
-static void on_journal(void *userdata, int error, const char *data, size_t len) {
-        struct catalog *c = userdata;
+/* On a thread: a journal object checked, then applied unless a fenced
+ * writer wrote it or it is past --at. */
+static void journal_work(void *userdata, const char *data, size_t len) {
+        struct catalog_import *imp = userdata;
         struct catalog_header h;
         const char *why = "";
 
+        /* Check it all before applying any of it. */
+        int r = catalog_decode(data, len, &imp->key, &h, NULL, NULL, &why);
+        if (r == 0 && (h.kind != CATALOG_JOURNAL || h.seq != imp->seq))
+                r = -EBADMSG, why = "its header names another object";
+        imp->read_corrupt = r < 0;
+        if (r == 0 && imp->at_usec && h.time_usec > imp->at_usec)
+                imp->past_at = true;
+        /* A fenced writer's object (its lease ended before this number) is
+         * not the catalog. */
+        if (r == 0 && !imp->past_at && h.epoch == epoch_of(imp, imp->seq)) {
+                r = catalog_decode(data, len, &imp->key, &h, keep_entry, imp, &why);
+                imp->journals_applied += r == 0;
+        }
+        imp->read_error = r;
+        imp->read_why = why;
+}
+
+static void on_journal(void *userdata, int error) {
+        struct catalog_import *imp = userdata;
+        struct catalog *c = imp->c;
+
         if (!catalog_request_ended(c))
                 return;
-        struct catalog_import *imp = c->import;
+        if (c->tn->t->stopping) {
+                import_stopped(c);
+                return;
+        }
         if (error == -ENOENT) { /* the end of the journal */
                 if (imp->tree_read)
-                        hand_tree_over(c);
+                        catalog_import_hand_over(c);
                 else
-                        take_lease(c);
+                        catalog_import_take_lease(c);
                 return;
         }
         if (error < 0) {
@@ -325,27 +151,15 @@ static void on_journal(void *userdata, int error, const char *data, size_t len) 
                               strerror(-error));
                 return;
         }
-        /* Check it all before applying any of it. */
-        int r = catalog_decode(data, len, &c->tn->catalog_key, &h, NULL, NULL, &why);
-        if (r == 0 && (h.kind != CATALOG_JOURNAL || h.seq != imp->seq))
-                r = -EBADMSG, why = "its header names another object";
-        if (r < 0) {
-                import_fail(c, r, "journal object %llu is corrupt (%s): nothing was made; --at a time before it "
-                              "imports what came before", (unsigned long long)imp->seq, why);
+        if (imp->read_error < 0 && imp->read_corrupt) {
+                import_fail(c, imp->read_error, "journal object %llu is corrupt (%s): nothing was made; --at a time "
+                              "before it imports what came before", (unsigned long long)imp->seq, imp->read_why);
                 return;
         }
-        if (imp->at_usec && h.time_usec > imp->at_usec)
-                imp->past_at = true;
-        /* A fenced writer's object (its lease ended before this number) is
-         * not the catalog. */
-        if (!imp->past_at && h.epoch == epoch_of(imp, imp->seq)) {
-                r = catalog_decode(data, len, &c->tn->catalog_key, &h, keep_entry, imp, &why);
-                if (r < 0) {
-                        import_fail(c, r, "cannot read journal object %llu: %s", (unsigned long long)imp->seq,
-                                      read_error(r, why));
-                        return;
-                }
-                imp->journals_applied++;
+        if (imp->read_error < 0) {
+                import_fail(c, imp->read_error, "cannot read journal object %llu: %s", (unsigned long long)imp->seq,
+                              read_error(imp->read_error, imp->read_why));
+                return;
         }
         if (++imp->seq - imp->snapshot_seq > IMPORT_JOURNALS_MAX) {
                 import_fail(c, -EFBIG, "the journal is %s: nothing was made", IMPORT_TOO_BIG);
@@ -354,27 +168,39 @@ static void on_journal(void *userdata, int error, const char *data, size_t len) 
         import_step(c);
 }
 
-static void on_snapshot(void *userdata, int error, const char *data, size_t len) {
-        struct catalog *c = userdata;
+/* On a thread: the snapshot checked, then kept whole. */
+static void snapshot_work(void *userdata, const char *data, size_t len) {
+        struct catalog_import *imp = userdata;
         struct catalog_header h;
         const char *why = "";
 
+        int r = catalog_decode(data, len, &imp->key, &h, NULL, NULL, &why);
+        if (r == 0 && (h.kind != CATALOG_SNAPSHOT || h.seq != imp->snapshot_seq || h.epoch != imp->snapshot_epoch))
+                r = -EBADMSG, why = "its header names another object";
+        if (r == 0)
+                r = catalog_decode(data, len, &imp->key, &h, keep_entry, imp, &why);
+        imp->read_error = r;
+        imp->read_why = why;
+}
+
+static void on_snapshot(void *userdata, int error) {
+        struct catalog_import *imp = userdata;
+        struct catalog *c = imp->c;
+
         if (!catalog_request_ended(c))
                 return;
-        struct catalog_import *imp = c->import;
+        if (c->tn->t->stopping) {
+                import_stopped(c);
+                return;
+        }
         if (error < 0) {
                 import_fail(c, error, "cannot read snapshot %llu: %s", (unsigned long long)imp->snapshot_seq,
                               strerror(-error));
                 return;
         }
-        int r = catalog_decode(data, len, &c->tn->catalog_key, &h, NULL, NULL, &why);
-        if (r == 0 && (h.kind != CATALOG_SNAPSHOT || h.seq != imp->snapshot_seq || h.epoch != imp->snapshot_epoch))
-                r = -EBADMSG, why = "its header names another object";
-        if (r == 0)
-                r = catalog_decode(data, len, &c->tn->catalog_key, &h, keep_entry, imp, &why);
-        if (r < 0) {
-                import_fail(c, r, "snapshot %llu is unreadable (%s): nothing was made",
-                              (unsigned long long)imp->snapshot_seq, read_error(r, why));
+        if (imp->read_error < 0) {
+                import_fail(c, imp->read_error, "snapshot %llu is unreadable (%s): nothing was made",
+                              (unsigned long long)imp->snapshot_seq, read_error(imp->read_error, imp->read_why));
                 return;
         }
         imp->seq = imp->snapshot_seq + 1;
@@ -426,7 +252,7 @@ static void on_index(void *userdata, int error, const char *data, size_t len) {
         char key[STUB_KEY_MAX];
         catalog_snapshot_key(imp->snapshot_seq, imp->snapshot_epoch, key);
         c->busy = true;
-        int r = store_get(c->tn, key, CATALOG_SNAPSHOT_MAX, on_snapshot, c);
+        int r = store_get_worked(c->tn, key, CATALOG_SNAPSHOT_MAX, snapshot_work, on_snapshot, imp);
         if (r < 0) {
                 c->busy = false;
                 import_fail(c, r, "cannot read a snapshot: %s", strerror(-r));
@@ -488,6 +314,10 @@ static void import_step(struct catalog *c) {
         char key[STUB_KEY_MAX];
         int r;
 
+        if (c->tn->t->stopping) {
+                import_stopped(c);
+                return;
+        }
         if (imp->progress)
                 imp->progress(imp->userdata, "reading the catalog", imp->journals_applied + !!imp->snapshot_epoch, 0);
         c->busy = true;
@@ -496,7 +326,7 @@ static void import_step(struct catalog *c) {
                 r = store_get(c->tn, key, 4096, on_epoch, c);
         } else {
                 catalog_journal_key(imp->seq, key);
-                r = store_get(c->tn, key, CATALOG_JOURNAL_MAX, on_journal, c);
+                r = store_get_worked(c->tn, key, CATALOG_JOURNAL_MAX, journal_work, on_journal, imp);
         }
         if (r < 0) {
                 c->busy = false;
@@ -524,6 +354,7 @@ static int import_begin(struct tenant *tn, const struct catalog_import *proto) {
                 return -ENOMEM;
         *imp = *proto;
         imp->c = c;
+        imp->key = tn->catalog_key;
         imp->all.limit = IMPORT_ENTRIES_MAX;
         imp->all.limit_bytes = IMPORT_BYTES_MAX;
         c->import = imp;
@@ -541,7 +372,7 @@ int catalog_read_tree(struct tenant *tn,
 int catalog_import(struct tenant *tn, uint64_t at_usec, uint64_t flags,
                    void (*done)(void *userdata, int error, const char *message),
                    void (*progress)(void *userdata, const char *phase, uint64_t done, uint64_t total), void *userdata) {
-        if (flags & ~CATALOG_IMPORT_FLAGS)
+        if (flags & ~(CATALOG_IMPORT_FLAGS | CATALOG_IMPORT_RESUMED))
                 return -EINVAL;
         if (tn->gc || tn->audit)
                 return -EBUSY; /* the tree it makes names objects a collection may be deleting */

@@ -80,18 +80,33 @@ static void on_fence_checked_after(void *userdata, int error, const char *data, 
 
 void catalog_check_fence_after_put(struct catalog *c) { check_fence(c, on_fence_checked_after); }
 
-static void on_journal_read_back(void *userdata, int error, const char *data, size_t len) {
+/* On a thread (store_get_worked): whose the journal object at our number
+ * is. It may be 64 MiB another node (or whoever writes the store) wrote,
+ * decrypted whole to be read. The loop leaves what this reads alone: the
+ * writer is busy. */
+static void read_back_work(void *userdata, const char *data, size_t len) {
         struct catalog *c = userdata;
         struct catalog_header h = {};
         const char *why;
 
+        if (len == c->sending_len && memcmp(data, c->sending_data, len) == 0)
+                c->read_back = CATALOG_READ_BACK_OURS;
+        else if (catalog_decode(data, len, &c->read_back_key, &h, NULL, NULL, &why) == 0 && h.epoch > c->epoch)
+                c->read_back = CATALOG_READ_BACK_NEWER;
+        else
+                c->read_back = CATALOG_READ_BACK_OTHER;
+}
+
+static void on_journal_read_back(void *userdata, int error) {
+        struct catalog *c = userdata;
+
         if (!catalog_request_ended(c))
                 return;
-        if (error == 0 && len == c->sending_len && memcmp(data, c->sending_data, len) == 0) {
+        if (error == 0 && c->read_back == CATALOG_READ_BACK_OURS) {
                 catalog_check_fence_after_put(c); /* ours: written before a worker died */
                 return;
         }
-        if (error == 0 && catalog_decode(data, len, &c->tn->catalog_key, &h, NULL, NULL, &why) == 0 && h.epoch > c->epoch) {
+        if (error == 0 && c->read_back == CATALOG_READ_BACK_NEWER) {
                 journal_requeue(c);
                 catalog_writer_fence(c, "another node took the catalog over (a newer lease wrote this journal number)");
                 return;
@@ -124,7 +139,8 @@ static void on_journal_put(void *userdata, int error) {
         if (error == -EEXIST) {
                 catalog_journal_key(c->next_seq, key);
                 c->busy = true;
-                int r = store_get(c->tn, key, CATALOG_JOURNAL_MAX, on_journal_read_back, c);
+                c->read_back_key = c->tn->catalog_key;
+                int r = store_get_worked(c->tn, key, CATALOG_JOURNAL_MAX, read_back_work, on_journal_read_back, c);
                 if (r < 0) {
                         c->busy = false;
                         journal_requeue(c);

@@ -87,5 +87,5 @@ int catalog_import_resume_if_marked(struct tenant *tn) {
         fclose(f);
         log_warning("tenant %s: an import did not finish (tierd stopped during it): importing again", tn->cfg->name);
         /* Without the flags it was asked with: setuid bits dropped, the safe side. */
-        return catalog_import(tn, at, 0, on_resumed_import, NULL, NULL);
+        return catalog_import(tn, at, CATALOG_IMPORT_RESUMED, on_resumed_import, NULL, NULL);
 }

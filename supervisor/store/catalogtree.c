@@ -398,15 +398,28 @@ static void finish_dir(const struct catalog_tree_maker *m, const struct catalog_
 int catalog_make_tree(const struct catalog_tree_maker *m, struct catalog_entries *l, struct catalog_made *made) {
         _cleanup_free_ char *parent_path = NULL;
         _cleanup_free_ bool *made_dir = calloc(l->n + 1, sizeof(bool));
+        bool stopped = false;
         int parent = -1;
 
         *made = (struct catalog_made){};
         if (!made_dir)
                 return -ENOMEM;
+#ifdef TIERD_TEST_HOOKS
+        /* Test builds: a slow import, for a stop to come while it makes the tree. */
+        const char *pause = getenv("TIERD_TEST_IMPORT_PAUSE_MS");
+#endif
         qsort(l->e, l->n, sizeof(l->e[0]), compare_paths);
         for (size_t i = 0; i < l->n; i++) {
                 const struct catalog_entry *e = &l->e[i];
                 const char *slash = strrchr(e->path, '/');
+                if (m->stop && atomic_load_explicit(m->stop, memory_order_relaxed)) {
+                        stopped = true; /* the directories made so far are finished all the same */
+                        break;
+                }
+#ifdef TIERD_TEST_HOOKS
+                if (pause)
+                        usleep((useconds_t)atoi(pause) * 1000);
+#endif
                 const char *dir = ".", *name = e->path;
                 _cleanup_free_ char *dir_copy = NULL;
                 int r;
@@ -432,8 +445,10 @@ int catalog_make_tree(const struct catalog_tree_maker *m, struct catalog_entries
                         r = make_symlink(parent, name, e);
                 else
                         r = make_file(m, parent, name, e);
-                if (r == -EEXIST)
+                if (r == -EEXIST) {
                         made->existing++;
+                        made_dir[i] = e->type == CATALOG_DIR && m->finish_existing;
+                }
                 else if (r < 0) {
                         made->failed++;
                         log_error_errno(r, "tenant %s: import: cannot make %s: %m", m->tenant, e->path);
@@ -451,7 +466,7 @@ int catalog_make_tree(const struct catalog_tree_maker *m, struct catalog_entries
         for (size_t i = l->n; i-- > 0;)
                 if (made_dir[i])
                         finish_dir(m, &l->e[i]);
-        return 0;
+        return stopped ? -ECANCELED : 0;
 }
 
 /* ---- the tree a catalog makes ---- */

@@ -7,6 +7,8 @@
  */
 #pragma once
 
+#include <stdatomic.h>
+
 #include <stddef.h>
 
 #include "catalog-format.h"
@@ -46,9 +48,12 @@ struct catalog_tree_maker {
         int root_fd;                  /* the subvolume through the private mount */
         char tenant[STUB_TENANT_MAX]; /* its name, in stubs and the log */
         uint64_t chunk;               /* for entries that name none */
+        const atomic_bool *stop;      /* set (by the loop): -ECANCELED before the next entry */
+        bool finish_existing;         /* directories there already get their owner, mode and mtime too */
 };
 /* Makes the entries (puts only, parents before children: sorted by path)
- * beneath root_fd; what exists already is left as it is. The files are
+ * beneath root_fd; what exists already is left as it is; -ECANCELED when
+ * told to stop (the directories made so far finished first). The files are
  * released stubs: the quota's file table learns of each when it is filled
  * (dispatch.c), as it holds nothing until then. */
 int catalog_make_tree(const struct catalog_tree_maker *m, struct catalog_entries *l, struct catalog_made *made);

@@ -53,6 +53,8 @@ struct gc_run {
         struct hashes archived; /* sorted: reported by archives since the start */
         struct proto_object *catalog; /* catalog objects to read */
         size_t n_catalog, next_catalog;
+        int read_error; /* the object read last, as the thread found it */
+        const char *read_why;
         uint64_t base_seq; /* the snapshot current when the retention period began; 0: none */
         bool have_base;
         struct proto_object *doomed;
@@ -119,11 +121,21 @@ static int mark_entry(void *userdata, const struct catalog_entry *e) {
 
 static void read_next_catalog_object(struct gc_run *g);
 
-static void on_catalog_object(void *userdata, int error, const char *data, size_t len) {
+/* On a thread (store_get_worked): an object of up to a GiB is parsed
+ * there, never on the loop. Unchecked: an object under an old catalog
+ * key, or from before keys, still names objects that must stay; a mark
+ * only keeps. */
+static void mark_object(void *userdata, const char *data, size_t len) {
         struct gc_run *g = userdata;
         struct catalog_header h;
+
+        g->read_why = "";
+        g->read_error = catalog_decode(data, len, &catalog_key_unchecked, &h, mark_entry, g, &g->read_why);
+}
+
+static void on_catalog_object(void *userdata, int error) {
+        struct gc_run *g = userdata;
         char key[STUB_KEY_MAX];
-        const char *why = "";
 
         if (!task_run_request_ended(&g->run))
                 return;
@@ -134,12 +146,9 @@ static void on_catalog_object(void *userdata, int error, const char *data, size_
                 task_run_finish(&g->run, error, "cannot read %s: %s; nothing was deleted", key, strerror(-error));
                 return;
         }
-        /* Unchecked: an object under an old catalog key, or from before
-         * keys, still names objects that must stay; a mark only keeps. */
-        int r = catalog_decode(data, len, &catalog_key_unchecked, &h, mark_entry, g, &why);
-        if (r < 0) {
-                task_run_finish(&g->run, r, "%s is %s: the objects it names cannot be known, nothing was deleted", key,
-                                        r == -EBADMSG ? why : strerror(-r));
+        if (g->read_error < 0) {
+                task_run_finish(&g->run, g->read_error, "%s is %s: the objects it names cannot be known, nothing was "
+                                "deleted", key, g->read_error == -EBADMSG ? g->read_why : strerror(-g->read_error));
                 return;
         }
         read_next_catalog_object(g);
@@ -153,7 +162,8 @@ static void read_next_catalog_object(struct gc_run *g) {
                 return;
         }
         object_key_format(&g->catalog[g->next_catalog++], key);
-        request_started(g, store_get(g->tn, key, GC_CATALOG_MAX, on_catalog_object, g), "read the catalog");
+        request_started(g, store_get_worked(g->tn, key, GC_CATALOG_MAX, mark_object, on_catalog_object, g),
+                        "read the catalog");
 }
 
 static int keep_catalog_object(struct gc_run *g, const struct proto_object *o) {

@@ -14,12 +14,16 @@
 #include "fdio.h"
 #include "log.h"
 #include "macro.h"
+#include "offthread.h"
 #include "workers.h"
 
 struct get {
         store_got_t done;
         store_listed_t listed; /* a listing's, instead of done */
+        store_work_t work;     /* store_get_worked's, instead of done */
+        void (*worked)(void *userdata, int error);
         void *userdata;
+        struct tenant *tn; /* store_get_worked's: its loop */
         int fd;
         size_t max;
 };
@@ -51,6 +55,57 @@ static int check_listing(const struct proto_object *o, size_t n, uint32_t kind) 
         return 0;
 }
 
+/* An object read, worked on a thread: the mapping lives until then. */
+struct worked {
+        store_work_t work;
+        void (*done)(void *userdata, int error);
+        void *userdata;
+        char *data; /* NULL: empty */
+        size_t len;
+};
+
+static void worked_run(void *userdata) {
+        struct worked *w = userdata;
+        w->work(w->userdata, w->data ?: "", w->len);
+}
+
+static void worked_done(void *userdata) {
+        struct worked *w = userdata;
+        if (w->data)
+                munmap(w->data, w->len);
+        w->done(w->userdata, 0);
+        free(w);
+}
+
+/* Objects this small are worked on the loop, at once: well under a
+ * millisecond, and a thread costs more than that to start (a journal
+ * object of a few entries; an import may read a million). */
+#define WORK_INLINE_MAX (64u << 10)
+
+/* Takes data's mapping: unmapped once worked. */
+static void work_on_thread(struct tenant *tn, struct get *g, char *data, size_t len) {
+        struct worked *w = malloc(sizeof(*w));
+        int r = -ENOMEM;
+
+        if (len <= WORK_INLINE_MAX) {
+                free(w);
+                g->work(g->userdata, data ?: "", len);
+                if (data)
+                        munmap(data, len);
+                g->worked(g->userdata, 0);
+                return;
+        }
+        if (w) {
+                *w = (struct worked){ .work = g->work, .done = g->worked, .userdata = g->userdata, .data = data, .len = len };
+                if ((r = offthread_start(tn->t->event, NULL, 0, worked_run, worked_done, w, NULL)) >= 0)
+                        return;
+                free(w);
+        }
+        if (data)
+                munmap(data, len);
+        g->worked(g->userdata, r);
+}
+
 static void on_got(struct request *req, const struct proto_reply *rep) {
         struct get *g = req->userdata;
         bool size_only = req->msg.flags & PROTO_GET_SIZE_ONLY;
@@ -66,6 +121,10 @@ static void on_got(struct request *req, const struct proto_reply *rep) {
                                                              (uint32_t)req->msg.offset) < 0))))
                         r = -EBADMSG;
                 g->listed(g->userdata, r, r == 0 ? (const struct proto_object *)data : NULL, r == 0 ? n : 0);
+        } else if (g->work && r < 0)
+                g->worked(g->userdata, r);
+        else if (g->work) {
+                work_on_thread(g->tn, g, TAKE_PTR(data), rep->bytes);
         } else if (size_only)
                 g->done(g->userdata, r, NULL, r == 0 ? rep->bytes : 0);
         else
@@ -107,6 +166,12 @@ static int get(struct tenant *tn, enum proto_type type, const char *key, uint64_
 
 int store_get(struct tenant *tn, const char *key, size_t max, store_got_t done, void *userdata) {
         return get(tn, PROTO_GET, key, 0, max, 0, &(struct get){ .done = done, .userdata = userdata });
+}
+
+int store_get_worked(struct tenant *tn, const char *key, size_t max, store_work_t work,
+                     void (*done)(void *userdata, int error), void *userdata) {
+        return get(tn, PROTO_GET, key, 0, max, 0,
+                   &(struct get){ .work = work, .worked = done, .userdata = userdata, .tn = tn });
 }
 
 int store_head(struct tenant *tn, const char *key, store_got_t done, void *userdata) {

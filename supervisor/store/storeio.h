@@ -16,6 +16,17 @@
 typedef void (*store_got_t)(void *userdata, int error, const char *data, size_t len);
 int store_get(struct tenant *tn, const char *key, size_t max, store_got_t done, void *userdata);
 
+/* The same, for objects too large to read on the event loop (a catalog
+ * snapshot may be a GiB, and reading one decrypts it): work(userdata,
+ * data, len) runs over the whole object on a thread of its own
+ * (offthread.h: it touches nothing but userdata's own results; an object
+ * of at most 64 KiB is worked on the loop, at once), then done(userdata,
+ * 0) on the loop; or done(userdata, -errno) when the object could not be
+ * read, work not run. */
+typedef void (*store_work_t)(void *userdata, const char *data, size_t len);
+int store_get_worked(struct tenant *tn, const char *key, size_t max, store_work_t work,
+                     void (*done)(void *userdata, int error), void *userdata);
+
 /* Is key there? done(userdata, 0, NULL, its size) or -ENOENT. */
 int store_head(struct tenant *tn, const char *key, store_got_t done, void *userdata);
 

@@ -89,7 +89,7 @@ check "tierctl tenant import" "$TIERCTL" tenant import alpha --from "file://$STO
 consistent() {
 	local f h last=0 older=0 bad=0
 	while read -r f; do
-		if ! h=$(sha256sum <"$VB/$f" 2>/dev/null | cut -d' ' -f1) || [ -z "$h" ]; then
+		if ! h=$(sha256sum <"${CV:-$VB}/$f" 2>/dev/null | cut -d' ' -f1) || [ -z "$h" ]; then
 			echo "# $f: cannot be read on B"; bad=$((bad + 1)); continue
 		fi
 		if [ "$h" = "$(tail -n 1 "$TL_DIR/versions/$f")" ]; then last=$((last + 1))
@@ -103,11 +103,83 @@ check "every file on B reads back as one of the versions it had" consistent
 last_round() {
 	local f
 	for f in "${last[@]}"; do
-		[ "$(sha256sum <"$VB/$f" | cut -d' ' -f1)" = "$(tail -n 1 "$TL_DIR/versions/$f")" ] || { echo "# $f"; return 1; }
+		[ "$(sha256sum <"${CV:-$VB}/$f" | cut -d' ' -f1)" = "$(tail -n 1 "$TL_DIR/versions/$f")" ] || { echo "# $f"; return 1; }
 	done
 }
 check "... and the last round's 20 files as last written" last_round
 check "... and B has no file A never had" bash -c "
 	[ \$(find '$FSB/alpha' -type f | wc -l) -eq $N ]"
 check "SIGTERM: tierd B exits 0" tl_tierd_stop
+
+# A stop while an import makes its tree, on a node of its own (a new
+# subvolume, a state directory of its own). A test build makes one entry
+# each 200 ms (over 40 s for the tree: longer than the 30 s a stop waits
+# for fills). tierd stops between two entries, finishes the directories
+# made, and tells the import's caller; the next start imports again (the
+# import's mark), and the tree is whole.
+node() { # NAME: a node importing alpha into $FSB/NAME, its view views/NAME
+	tl_subvol btrfs "$FSB/$1"
+	mkdir -p "$TL_DIR/state-$1"
+	policy "$TL_DIR/$1.json" "$FSB/$1" "$TL_DIR/views/$1"
+}
+files_in() { find "$FSB/$1" -type f | wc -l; }
+dirs_755() { # NAME [DIR...]: 755 as in A (default: all three)
+	local n=$1 d
+	shift
+	[ $# -gt 0 ] || set -- d1 d1/d2 d3
+	for d in "$@"; do
+		[ "$(stat -c %a "$FSB/$n/$d")" = 755 ] || { echo "# $d: $(stat -c %a "$FSB/$n/$d")"; return 1; }
+	done
+}
+all_made() { # NAME: once the import said it is done
+	for _ in $(seq 1200); do
+		[ "$(grep -c "made from snapshot" "$TL_TIERD_LOG")" -gt "$imports" ] && break
+		sleep 0.1
+	done
+	[ "$(files_in "$1")" -eq "$N" ]
+}
+restart() { TL_TIERD_ARGS="--no-holder --state-dir $TL_DIR/state-$1" tl_tierd_start "$TL_DIR/$1.json"; }
+slow_start() { # NAME
+	TL_TIERD_ARGS="--no-holder --state-dir $TL_DIR/state-$1" TIERD_TEST_IMPORT_PAUSE_MS=200 BUILD=$BUILD/testhooks \
+		tl_tierd_start "$TL_DIR/$1.json" || not_ok "tierd $1 (test build) starts"
+	"$TIERCTL" tenant import alpha --from "file://$STORE" >"$TL_DIR/import-$1.out" 2>&1 &
+	importer=$!
+	for _ in $(seq 600); do [ "$(files_in "$1")" -gt 0 ] && break; sleep 0.1; done
+}
+node c
+slow_start c
+kill -INT "$TL_TIERD_PID"
+check "SIGINT while an import makes its tree: tierd exits within 15 s" tl_tierd_exits 15
+made=$(files_in c)
+check "... the tree half made ($made of $N files)" test "$made" -gt 0 -a "$made" -lt "$N"
+check "... the log says the import stopped" grep -q "cannot make the tree: Operation canceled" "$TL_TIERD_LOG"
+irc=0
+timeout 10 tail --pid="$importer" -f /dev/null && wait "$importer" || irc=$?
+check "... tierctl tenant import fails (exit $irc), saying the next start imports again" \
+	bash -c "[ $irc -ne 0 ] && [ $irc -ne 124 ] && grep -q 'imports again at its next start' '$TL_DIR/import-c.out'"
+check "... the directories made (those of the first files) finished all the same: 755, not the 700 they are made with" dirs_755 c d1 d1/d2
+imports=$(grep -c "made from snapshot" "$TL_TIERD_LOG")
+check "tierd c starts again" restart c
+check "... and imports again: all $N files made" all_made c
+CV=$TL_DIR/views/c
+check "... every file reads back as one of the versions it had" consistent
+unset CV
+check "... its directories with their own mode (755)" dirs_755 c
+check "SIGTERM: tierd c exits 0" tl_tierd_stop
+
+# The same cut by SIGKILL: nothing finishes the directories made; the next
+# start imports again and gives the directories there already (its own,
+# 700) their modes too.
+node d
+slow_start d
+kill -KILL "$TL_TIERD_PID"
+wait "$TL_TIERD_PID" 2>/dev/null
+TL_TIERD_PID=
+wait "$importer" 2>/dev/null
+check "SIGKILL while an import makes its tree: d1/d2 left 700" test "$(stat -c %a "$FSB/d/d1/d2")" = 700
+imports=$(grep -c "made from snapshot" "$TL_TIERD_LOG")
+check "tierd d starts again" restart d
+check "... and imports again: all $N files made" all_made d
+check "... its directories with their own mode (755)" dirs_755 d
+check "SIGTERM: tierd d exits 0" tl_tierd_stop
 tl_summary

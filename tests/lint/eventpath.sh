@@ -16,6 +16,8 @@
 # 4d. nor name a file through btrfs's tree (inopath.h; namer.h, on threads);
 # 4e. nor open a directory by handle (its reconnect is a lookup a level);
 # 4f. nor walk a named path past the kernel's lookup cache (RESOLVE_CACHED);
+# 4g. nor decrypt or parse a catalog object read from the store (a
+#    snapshot may be a GiB: store_get_worked, on a thread);
 # 5. a log line (written from anywhere, the event path too) never waits
 #    for journald: the journal sink sends with MSG_DONTWAIT only, and no
 #    sd_journal_* call (which blocks while journald is behind) is made;
@@ -129,6 +131,17 @@ bad=$( (grep -n '\.resolve *=' supervisor/files/fileref.c | grep -v RESOLVE_CACH
 	grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
 if [ -z "$bad" ]; then echo "ok - event path: a named path is walked from the lookup cache only (RESOLVE_CACHED), else on a thread"
 else echo "not ok - event path: a path walked on the loop past the lookup cache (add RESOLVE_CACHED; pathwarm.c):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 4g. A catalog object read from the store (a snapshot may be a GiB, and
+# reading it decrypts it whole) is decoded on a thread: catalog_decode is
+# called only in the work functions store_get_worked runs (*_work,
+# gc.c's mark_object): on a thread, or on the loop for an object of at
+# most 64 KiB (storeio.c: WORK_INLINE_MAX).
+bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
+	/^[^ \t#\/*}{][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	/(^|[^a-z_])catalog_decode\(/ && $0 !~ /^[a-z].*\) \{$/ && fn !~ /_work$/ && fn != "mark_object" {
+		print FILENAME ":" FNR ": in " fn "(): " $0 }' $(ls supervisor/*.c supervisor/*/*.c dbus/*.c))
+if [ -z "$bad" ]; then echo "ok - event path: catalog objects read from the store are decoded on threads only"
+else echo "not ok - event path: a catalog object decoded on the event loop (store_get_worked):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 5. The journal sink: every send non-blocking, no sd_journal_*.
 bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
 	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c supervisor/*/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
