@@ -67,6 +67,7 @@ struct tiered_fs {
         int tree_fd;  /* tierd's private mount: a detached clone (O_PATH) */
         int root_fd;  /* a directory fd on its root, the mount fd for handles */
         int fill_tree_fd, fill_root_fd; /* the fill mount: another such clone, for fill fds only */
+        uint64_t atime_attr; /* the mount's own atime mode (MOUNT_ATTR_*): the clones are noatime, views keep it */
         int watch_fd; /* FAN_MODIFY through the fill mount: events/fillwatch.c */
         sd_event_source *watch_src;
         int pre_fd;   /* pre-content group: FAN_PRE_ACCESS | FAN_OPEN_PERM */

@@ -19,6 +19,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <signal.h>
 #include <unistd.h>
@@ -439,9 +440,15 @@ static int clone_mount(struct tiered_fs *fs, const char *what) {
                                          : open_tree(AT_FDCWD, fs->mountpoint, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
         if (fd < 0)
                 return log_error_errno(errno, "open_tree %s (%s): %m", fs->mountpoint, what);
-        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        /* noatime: what tierd reads is no tenant's use of a file, and a
+         * walk on the loop is from the lookup cache only (RESOLVE_CACHED),
+         * which cannot follow a symlink whose atime is due (every time on
+         * a strictatime mount): it would never pass one. */
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOATIME,
+                                   .attr_clr = MOUNT_ATTR__ATIME };
         if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
-                return log_error_errno(errno, "mount_setattr nosuid,nodev on the %s of %s: %m", what, fs->mountpoint);
+                return log_error_errno(errno, "mount_setattr nosuid,nodev,noatime on the %s of %s: %m", what,
+                                       fs->mountpoint);
         return TAKE_FD(fd);
 }
 
@@ -456,6 +463,12 @@ static int open_private_mount(struct tiered_fs *fs) {
                              : statx(AT_FDCWD, fs->mountpoint, 0, STATX_MNT_ID, &stx)) < 0)
                 return log_error_errno(errno, "statx %s: %m", fs->mountpoint);
         fs->mnt_id = stx.stx_mnt_id;
+        struct statvfs sv;
+        if ((fs->mnt_fd >= 0 ? fstatvfs(fs->mnt_fd, &sv) : statvfs(fs->mountpoint, &sv)) < 0)
+                return log_error_errno(errno, "statvfs %s: %m", fs->mountpoint);
+        fs->atime_attr = sv.f_flag & ST_NOATIME    ? MOUNT_ATTR_NOATIME
+                         : sv.f_flag & ST_RELATIME ? MOUNT_ATTR_RELATIME
+                                                   : MOUNT_ATTR_STRICTATIME;
         /* Detached, so no other process can reach them. */
         int r = clone_mount(fs, "private mount");
         if (r < 0)

@@ -219,7 +219,8 @@ static int container_identify(struct container *c, const char **why) {
 static int container_place_view(struct container *c, const char **why) {
         struct tenant *tn = c->tenant;
         char p[64];
-        struct nsmount_options o = { .read_only = c->read_only, .userns_fd = -1 };
+        /* The filesystem's own atime mode: tierd's mount, cloned here, is noatime. */
+        struct nsmount_options o = { .read_only = c->read_only, .userns_fd = -1, .atime = tn->fs->atime_attr };
 
         /* A user-namespace container sees owners through its mapping: an
          * idmapped clone shows them as they are on disk. */

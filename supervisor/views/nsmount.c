@@ -43,7 +43,8 @@ int nsmount_clone(int source_fd, const char *name, const struct nsmount_options 
         /* Private: a clone of a shared mount would join its peer group, and
          * mounts made in the container would appear on the host (and the
          * host's in the container). */
-        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, .propagation = MS_PRIVATE };
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | o->atime,
+                                   .attr_clr = MOUNT_ATTR__ATIME, .propagation = MS_PRIVATE };
         struct statx stx;
 
         /* Not AT_RECURSIVE: mounts the admin placed under the subvolume

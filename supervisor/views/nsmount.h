@@ -13,6 +13,7 @@
 struct nsmount_options {
         bool read_only;
         int userns_fd; /* >= 0: an idmapped clone, owners as that user namespace sees them */
+        uint64_t atime;  /* MOUNT_ATTR_RELATIME, _NOATIME or _STRICTATIME: the source's may differ */
 };
 
 /* A detached, private clone of the mount at source_fd (not its
