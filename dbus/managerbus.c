@@ -85,27 +85,18 @@ static int read_files(sd_bus_message *m, struct tierd *t, struct file_ref **ret,
  * checks, a job, its path in the reply, then the job runs. */
 static int method_file_job(sd_bus_message *m, struct tierd *t, const char *operation, file_job_t fn,
                            sd_bus_error *error) {
-        struct batch *b = NULL;
-        char path[64];
         struct file_ref *refs = NULL;
         size_t n = 0;
         int r;
 
-        if ((r = bus_check_admin(t, m, error)) < 0)
+        if ((r = bus_file_job_allowed(m, t, error)) < 0)
                 return r;
-        if (t->stopping)
-                return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
         if ((r = read_files(m, t, &refs, &n, error)) < 0)
                 return r;
-        r = batch_start_files(t, operation, fn, refs, n, &b);
+        r = bus_file_job_reply(m, t, operation, fn, refs, n);
         for (size_t i = 0; i < n; i++)
                 file_ref_done(&refs[i]);
         free(refs);
-        if (r < 0)
-                return r;
-        job_bus_path(b->id, path);
-        r = sd_bus_reply_method_return(m, "o", path);
-        batch_run(t);
         return r;
 }
 

@@ -48,12 +48,15 @@ static void strv_free(char **v) {
 static void paths_call_free(struct paths_call *c) {
         for (size_t i = 0; c->refs && i < c->n; i++)
                 file_ref_done(&c->refs[i]);
+        for (size_t i = 0; c->checks && i < c->n; i++)
+                free(c->checks[i].status_msg);
         free(c->refs);
         free(c->checks);
         strv_free(c->paths);
-        if (c->m)
-                c->t->path_calls--;
+        bool counted = c->m; /* paths_call_start counted it */
         sd_bus_message_unref(c->m);
+        if (counted && --c->t->path_calls == 0)
+                tierd_check_idle(c->t); /* a stop waits for the calls' answers */
         free(c);
 }
 
@@ -123,8 +126,7 @@ static int path_checked(struct paths_call *c, size_t i, char msg[512]) {
 
 static void on_job_paths_walked(void *userdata) {
         _cleanup_(paths_call_freep) struct paths_call *c = userdata;
-        struct batch *b = NULL;
-        char msg[512], path[64];
+        char msg[512];
         int r;
 
         for (size_t i = 0; i < c->n; i++)
@@ -137,13 +139,8 @@ static void on_job_paths_walked(void *userdata) {
                 (void)sd_bus_reply_method_errorf(c->m, ERROR_SHUTTING_DOWN, "tierd is shutting down");
                 return;
         }
-        if ((r = batch_start_files(c->t, c->operation, c->fn, c->refs, c->n, &b)) < 0) {
+        if ((r = bus_file_job_reply(c->m, c->t, c->operation, c->fn, c->refs, c->n)) < 0)
                 (void)sd_bus_reply_method_errnof(c->m, r, "cannot start the job: %m");
-                return;
-        }
-        job_bus_path(b->id, path);
-        (void)sd_bus_reply_method_return(c->m, "o", path);
-        batch_run(c->t);
 }
 
 int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation, file_job_t fn, sd_bus_error *error) {
@@ -151,10 +148,8 @@ int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation,
         char msg[512] = "";
         int r;
 
-        if ((r = bus_check_admin(t, m, error)) < 0)
+        if ((r = bus_file_job_allowed(m, t, error)) < 0)
                 return r;
-        if (t->stopping)
-                return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
         if ((r = paths_call_new(m, t, &c, error)) < 0)
                 return r;
         if (!c)
@@ -175,18 +170,36 @@ int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation,
         return paths_call_start(c, m, on_job_paths_walked);
 }
 
+static int bus_append_status(sd_bus_message *reply, const char *name, const char *msg, const struct file_status *st);
+
+/* Path i's status, read by the thread that walked it: the loop reads
+ * no stub of a file a caller named (a cold one waits for the disk). */
+static int append_checked_status(sd_bus_message *reply, struct paths_call *c, size_t i) {
+        struct path_check *k = &c->checks[i];
+        struct file_ref *f = &c->refs[i];
+        struct file_status st = { .tenant = "", .state = "" };
+        char msg[512] = "";
+        int r;
+
+        if (!f->tn) { /* named no tenant's file: said again why */
+                struct file_ref unnamed = {};
+                (void)file_ref_name(c->t, c->paths[i], &unnamed, msg, sizeof(msg));
+                file_ref_done(&unnamed);
+        } else if ((r = path_checked(c, i, msg)) >= 0 && k->status_error >= 0) {
+                st = k->status;
+                st.tenant = f->tn->cfg->name;
+        } else if (r >= 0)
+                snprintf(msg, sizeof(msg), "%s", k->status_msg ?: "out of memory");
+        return bus_append_status(reply, f->name ?: c->paths[i], msg, &st);
+}
+
 static void on_status_paths_walked(void *userdata) {
         _cleanup_(paths_call_freep) struct paths_call *c = userdata;
         sd_bus_message *reply = NULL;
         int r = bus_array_reply_open(c->m, "(ssssttb)", &reply);
 
-        for (size_t i = 0; r >= 0 && i < c->n; i++) {
-                char msg[512] = "";
-                struct file_ref unnamed = {};
-                int k = c->refs[i].tn ? path_checked(c, i, msg) : file_ref_name(c->t, c->paths[i], &unnamed, msg, sizeof(msg));
-                r = bus_append_file_status(reply, c->t, c->paths[i], k, &c->refs[i], msg);
-                file_ref_done(&unnamed);
-        }
+        for (size_t i = 0; r >= 0 && i < c->n; i++)
+                r = append_checked_status(reply, c, i);
         if (reply)
                 r = bus_array_reply_send(reply, r);
         if (r < 0)
@@ -219,8 +232,32 @@ int path_bus_method_file_status(sd_bus_message *m, void *userdata, sd_bus_error 
         for (size_t i = 0; i < c->n; i++) {
                 char msg[512];
                 (void)file_ref_name(t, c->paths[i], &c->refs[i], msg, sizeof(msg));
+                c->checks[i].want_status = true;
         }
         return paths_call_start(c, m, on_status_paths_walked);
+}
+
+int bus_file_job_allowed(sd_bus_message *m, struct tierd *t, sd_bus_error *error) {
+        int r = bus_check_admin(t, m, error);
+        if (r < 0)
+                return r;
+        if (t->stopping)
+                return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
+        return 0;
+}
+
+int bus_file_job_reply(sd_bus_message *m, struct tierd *t, const char *operation, file_job_t fn,
+                       struct file_ref *refs, size_t n) {
+        struct batch *b = NULL;
+        char path[64];
+        int r = batch_start_files(t, operation, fn, refs, n, &b);
+
+        if (r < 0)
+                return r;
+        job_bus_path(b->id, path);
+        (void)sd_bus_reply_method_return(m, "o", path); /* a caller gone: the job goes on */
+        batch_run(t);
+        return 1;
 }
 
 int bus_array_reply_open(sd_bus_message *call, const char *contents, sd_bus_message **reply) {
@@ -237,14 +274,18 @@ int bus_array_reply_send(sd_bus_message *reply, int r) {
         return r < 0 ? r : 1;
 }
 
+static int bus_append_status(sd_bus_message *reply, const char *name, const char *msg, const struct file_status *st) {
+        _cleanup_free_ char *safe = utf8_escape(msg);
+        if (!safe)
+                return -ENOMEM;
+        return sd_bus_message_append(reply, "(ssssttb)", name, safe, st->tenant, st->state, st->size, st->resident,
+                                     (int)st->pinned);
+}
+
 int bus_append_file_status(sd_bus_message *reply, struct tierd *t, const char *name, int ref_error,
                            const struct file_ref *f, char msg[512]) {
         struct file_status st = { .tenant = "", .state = "" };
         if (ref_error == 0)
                 job_file_status(t, f, &st, msg, 512);
-        _cleanup_free_ char *safe = utf8_escape(msg);
-        if (!safe)
-                return -ENOMEM;
-        return sd_bus_message_append(reply, "(ssssttb)", f->name ?: name, safe, st.tenant, st.state, st.size,
-                                     st.resident, (int)st.pinned);
+        return bus_append_status(reply, f->name ?: name, msg, &st);
 }

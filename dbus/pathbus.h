@@ -20,6 +20,14 @@ int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation,
 /* FileStatus, by path: for root and the admin group only. */
 int path_bus_method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *error);
 
+/* Who may start a file job, and when (root or the admin group, tierd
+ * not stopping): 0, or error set. */
+int bus_file_job_allowed(sd_bus_message *m, struct tierd *t, sd_bus_error *error);
+/* A job of refs' files, its path in the reply to m, then it runs: 1, or
+ * -errno (nothing started, nothing replied). */
+int bus_file_job_reply(sd_bus_message *m, struct tierd *t, const char *operation, file_job_t fn,
+                       struct file_ref *refs, size_t n);
+
 /* A reply that is one array: opened here, filled by the caller (r carries
  * the first error), then closed and sent, and unreferenced either way. */
 int bus_array_reply_open(sd_bus_message *call, const char *contents, sd_bus_message **reply);

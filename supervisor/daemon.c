@@ -35,6 +35,7 @@
 #include "setup.h"
 #include "fsgroup.h"
 #include "audit.h"
+#include "awsfetch.h"
 #include "gc.h"
 #include "handover.h"
 #include "holder-proto.h"
@@ -76,13 +77,15 @@ struct tenant *tierd_find_tenant(struct tierd *t, const char *name) {
 }
 
 /* Nothing left that a stop should let finish: fills, tierd's own requests
- * to the workers, the telling of jobs' ends, and trace saves (between two of their requests one may
- * be merging on a thread, or waiting for the name's lock). */
+ * to the workers, the telling of jobs' ends, D-Bus calls by path whose
+ * walks are not over (each is answered: a job's with ShuttingDown),
+ * imports (each ends at its next step, told), and trace saves (between two of their requests one may be merging on a
+ * thread, or waiting for the name's lock). */
 static bool tierd_idle(struct tierd *t) {
-        if (!dispatch_idle(t) || !batch_ends_told(t))
+        if (!dispatch_idle(t) || !batch_ends_told(t) || t->path_calls > 0)
                 return false;
         for (size_t i = 0; i < t->n_tenants; i++)
-                if (!worker_idle(&t->tenants[i].worker) || t->tenants[i].saving)
+                if (!worker_idle(&t->tenants[i].worker) || t->tenants[i].saving || catalog_import_pending(&t->tenants[i]))
                         return false;
         return containers_idle(t);
 }
@@ -142,6 +145,8 @@ static int on_terminate(sd_event_source *s, const struct signalfd_siginfo *si, v
                 trace_saves_stop(&t->tenants[i]); /* and runs waiting for another node's save */
                 gc_stop(&t->tenants[i]);    /* a collection or an audit deletes and reads no more: */
                 audit_stop(&t->tenants[i]); /* their callers are told now, the bus still up */
+                catalog_import_stop(&t->tenants[i]); /* an import's tree made no further */
+                pathwarm_stop(&t->tenants[i]);       /* and callers' paths walked no further */
                 dispatch_quota_retry(&t->tenants[i]); /* readers restore_rate parked go now */
         }
         sd_event_add_time_relative(t->event, &t->stop_src, CLOCK_MONOTONIC, STOP_TIMEOUT_USEC, 0, on_stop_timeout, t);
@@ -442,6 +447,10 @@ int tierd_main(int argc, char **argv, const struct tierd_face *face) {
                 return EXIT_FAILURE;
         }
         signal(SIGPIPE, SIG_IGN);
+        /* After the handover (it may open a file, which must not take a
+         * number an event of the predecessor's keeps), before any thread. */
+        if (awsfetch_init() < 0)
+                log_error("cannot set up libcurl: AWS credentials cannot be fetched");
         /* A lease break sends its holder SIGIO, fatal by default: tierd
          * never opens a file it leases, but must not die if it ever did. */
         signal(SIGIO, SIG_IGN);

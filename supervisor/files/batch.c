@@ -110,6 +110,20 @@ static void batch_item_done(void *userdata, int error, const char *message) {
         batch_run(t);
 }
 
+/* The job's fn, called at once, or after a thread walked the file's path
+ * (file_job_when_cached): a file whose job was canceled meanwhile is not
+ * started. */
+static int batch_item_start(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
+        struct batch_item *it = userdata;
+        struct batch *b = batch_find(t, it->batch_id);
+
+        if (!b || b->canceled) {
+                done(userdata, -ECANCELED, "canceled while its path was walked: not touched");
+                return 0;
+        }
+        return b->fn(t, f, done, userdata);
+}
+
 static void batch_start_next(struct batch *b) {
         struct tierd *t = b->t;
         size_t i = b->started++;
@@ -125,7 +139,7 @@ static void batch_start_next(struct batch *b) {
         b->refs[i] = (struct file_ref){};
         b->running++;
         t->batch_files_running++;
-        int r = file_job_when_cached(t, &it->ref, b->fn, batch_item_done, it);
+        int r = file_job_when_cached(t, &it->ref, batch_item_start, batch_item_done, it);
         if (r < 0)
                 batch_item_done(it, r, NULL);
 }

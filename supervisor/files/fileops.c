@@ -317,22 +317,14 @@ int job_unpin(struct tierd *t, const struct file_ref *f, job_done_t done, void *
         return 0;
 }
 
-int job_file_status(struct tierd *t, const struct file_ref *f, struct file_status *fst, char *message, size_t size) {
+int file_status_fd(int fd, const char *name, struct file_status *fst, char *message, size_t size) {
         _cleanup_(stub_done) struct stub s = {};
-        _cleanup_close_ int fd = -1;
-        const char *err = "", *path = f->name;
+        const char *err = "";
         struct stat st;
         int r;
-        (void)t;
 
-        /* O_PATH: nothing is opened (the status of a file never runs a
-         * driver's open or breaks a lease); the stub is read through it. */
-        r = file_ref_open(f, O_PATH, &fd, message, size);
-        if (r < 0)
-                return r;
         if (fstat(fd, &st) < 0)
-                return file_job_say(message, size, -errno, "%s: %m", path);
-        fst->tenant = f->tn->cfg->name;
+                return file_job_say(message, size, -errno, "%s: %m", name);
         fst->pinned = stub_pinned_fd(fd) > 0;
         r = stub_read_fd(fd, &s, &err);
         if (r == -ENODATA) {
@@ -341,10 +333,23 @@ int job_file_status(struct tierd *t, const struct file_ref *f, struct file_statu
                 return 0;
         }
         if (r < 0)
-                return file_job_say(message, size, r == -EINVAL ? -EBADMSG : r, "%s: bad stub: %s", path,
-                           r == -EINVAL ? err : strerror(-r));
+                return file_job_say(message, size, r == -EINVAL ? -EBADMSG : r, "%s: bad stub: %s", name,
+                                    r == -EINVAL ? err : strerror(-r));
         fst->state = stub_state_to_string(s.state);
         fst->size = s.state == STUB_DIRTY ? (uint64_t)st.st_size : s.size;
         fst->resident = s.state == STUB_DIRTY ? fst->size : stub_resident_bytes(&s);
         return 0;
+}
+
+int job_file_status(struct tierd *t, const struct file_ref *f, struct file_status *fst, char *message, size_t size) {
+        _cleanup_close_ int fd = -1;
+        (void)t;
+
+        /* O_PATH: nothing is opened (the status of a file never runs a
+         * driver's open or breaks a lease); the stub is read through it. */
+        int r = file_ref_open(f, O_PATH, &fd, message, size);
+        if (r < 0)
+                return r;
+        fst->tenant = f->tn->cfg->name;
+        return file_status_fd(fd, f->name, fst, message, size);
 }

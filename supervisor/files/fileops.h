@@ -50,12 +50,30 @@ int file_job_when_cached(struct tierd *t, const struct file_ref *f, file_job_t f
 /* Brings f's path into the lookup cache on a thread, for a caller who
  * will ask again (at most 64 a tenant wait so). */
 void file_ref_warm(struct tierd *t, const struct file_ref *f);
+struct file_status {
+        const char *tenant;
+        const char *state; /* "resident" when never archived */
+        uint64_t size, resident;
+        bool pinned;
+};
+/* The status of the file open as fd (O_PATH will do; name for messages),
+ * but its tenant: 0, or -errno and message why. Reads its stub: on a
+ * thread when a caller named many (pathwarm_check's want_status). */
+int file_status_fd(int fd, const char *name, struct file_status *st, char *message, size_t size);
+
 /* A named path walked on a thread: what opening it said, and what it is. */
 struct path_check {
         int error; /* 0, or -errno: file_ref_open_error() says it */
         dev_t dev;
         ino_t ino;
         bool regular;
+        /* Set by the caller: the thread reads a regular file's status too
+         * (all but its tenant), or says why not in status_error and
+         * status_msg (malloc'd: the caller frees it). */
+        bool want_status;
+        int status_error;
+        char *status_msg;
+        struct file_status status;
 };
 /* Walks each of refs' paths on a thread (the loop walks no path a caller
  * names past the lookup cache), into checks[i]; then done(userdata) on
@@ -65,6 +83,9 @@ int pathwarm_check(struct tierd *t, const struct file_ref *refs, struct path_che
                    void (*done)(void *userdata), void *userdata);
 /* -errno (what opening f said) as a job's error, and message why. */
 int file_ref_open_error(const struct file_ref *f, int error, char *message, size_t size);
+/* tierd stops: paths not walked yet are not (their callers hear
+ * -ECANCELED), so a stop never waits for a caller's 100,000 walks. */
+void pathwarm_stop(struct tenant *tn);
 /* At the tenant's end: jobs waiting for their paths are dropped. */
 void pathwarm_free(struct tenant *tn);
 
@@ -88,11 +109,5 @@ int job_release_fd(struct tenant *tn, int fd, const char *name, char *message, s
 int job_pin(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 int job_unpin(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 
-struct file_status {
-        const char *tenant;
-        const char *state; /* "resident" when never archived */
-        uint64_t size, resident;
-        bool pinned;
-};
 int job_file_status(struct tierd *t, const struct file_ref *f, struct file_status *st, char *message, size_t size);
 

@@ -204,8 +204,7 @@ int file_ref_from_fd(struct tierd *t, int fd, struct file_ref *ret, char *messag
                         return r;
                 ret->dev = st.st_dev, ret->ino = st.st_ino;
                 if (!cached)
-                        return file_job_say(message, size, -EAGAIN, "%s: its directories are not in the kernel's "
-                                                                    "lookup cache now: try again", ret->name);
+                        return file_ref_open_error(ret, -EAGAIN, message, size);
                 return 0;
         }
         return file_job_say(message, size, -EXDEV, "not in any tenant's subvolume");

@@ -234,3 +234,7 @@ void awsfetch_run(const struct aws_plan *pl, struct aws_result *res) {
         explicit_bzero(a, sizeof(*a));
         free(a);
 }
+
+int awsfetch_init(void) {
+        return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -EIO;
+}

@@ -33,3 +33,6 @@ struct aws_result {
 };
 
 void awsfetch_run(const struct aws_plan *pl, struct aws_result *res);
+/* libcurl's global set-up, once, before any thread may fetch: its lazy
+ * one in curl_easy_init is not safe with two threads at once. 0 or -EIO. */
+int awsfetch_init(void);

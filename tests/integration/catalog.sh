@@ -290,5 +290,33 @@ if [ "$KIND" = file ]; then
 	check "... c1's change made meanwhile reaches c1's journal" c1_journal
 	check "... and c1's catalog did not spill" bash -c "! grep 'tenant c1: catalog:.*dropped' '$TL_TIERD_LOG'"
 	check "SIGTERM: exits 0" tl_tierd_stop
+
+	# CancelJob stops a job whose file waits for its path's walk on a
+	# thread (a test build: every job's path is walked there, in 3 s, as
+	# a cold tree on a slow disk would be): the file is left untouched.
+	# strictatime: the loop's walk (RESOLVE_CACHED) cannot follow a
+	# symlink whose atime is due, as it is 3 s after the thread's walk.
+	mount -o remount,strictatime "$FSA" || not_ok "remount A strictatime"
+	walk_slowly() { TIERD_TEST_PATHWARM_PAUSE_MS=3000 BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/c.json"; }
+	check "a tierd whose jobs' path walks take 3 s (test build)" walk_slowly
+	W=$TL_DIR/views/c1/walked
+	mkdir -p "$W" && head -c 5000 /dev/urandom >"$W/f"
+	J=$(busctl --system call org.tierd1 /org/tierd1 org.tierd1.Manager ArchivePaths as 1 "$W/f" | sed -n 's/^o "\(.*\)"$/\1/p')
+	jstate() { busctl --system get-property org.tierd1 "$J" org.tierd1.Job State 2>/dev/null; }
+	running() { for _ in $(seq 40); do [ "$(jstate)" = 's "running"' ] && return 0; sleep 0.05; done; return 1; }
+	check "ArchivePaths: its job runs (its file's path walked)" running
+	check "... CancelJob" busctl --system call org.tierd1 /org/tierd1 org.tierd1.Manager CancelJob o "$J"
+	gone() { for _ in $(seq 100); do [ -z "$(jstate)" ] && return 0; sleep 0.1; done; return 1; }
+	check "... the job ends once the walk is over" gone
+	check "... and the file was not archived (no stub)" bash -c "! getfattr -n security.tierd '$W/f' >/dev/null 2>&1"
+	check "... the log says it was canceled" grep -q "(archive): 1 files, 1 failed, canceled" "$TL_TIERD_LOG"
+	# tierd's own mount is noatime: the symlink passed again 3 s after
+	# the thread's walk (strictatime: its atime due) is passed on the loop.
+	ln -s walked "$TL_DIR/views/c1/via"
+	J=$(busctl --system call org.tierd1 /org/tierd1 org.tierd1.Manager ArchivePaths as 1 "$TL_DIR/views/c1/via/f" | sed -n 's/^o "\(.*\)"$/\1/p')
+	check "ArchivePaths through a symlink (strictatime), its job 3 s after the walk: the job ends" gone
+	archived_w() { [ "$("$BUILD/tierctl" status --json "$W/f" | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p')" = archived ]; }
+	check "... and the file is archived" archived_w
+	check "SIGTERM: exits 0" tl_tierd_stop
 fi
 tl_summary
