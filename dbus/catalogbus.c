@@ -192,8 +192,9 @@ static int import_call(sd_bus_message *m, struct tierd *t, bool detached, sd_bus
         struct task_call *c = task_call_new(t, tn, m, ERROR_IMPORT_FAILED, "import", detached);
         if (!c)
                 return -ENOMEM;
-        /* First: the import may end before catalog_import returns. It
-         * cannot be stopped half way. */
+        /* First: the import may end before catalog_import returns. No
+         * caller can stop it half way (CancelJob); a stop of tierd ends
+         * it, and the next start imports again. */
         uint32_t job = c->job = batch_task_start(t, "import", NULL, c);
         if (detached && !job) { /* its end could not be told */
                 task_call_free(c);

@@ -129,16 +129,17 @@ static void on_job_paths_walked(void *userdata) {
         char msg[512];
         int r;
 
+        /* First: a stop cancels the walks it finds waiting. */
+        if (c->t->stopping) {
+                (void)sd_bus_reply_method_errorf(c->m, ERROR_SHUTTING_DOWN, "tierd is shutting down");
+                return;
+        }
         for (size_t i = 0; i < c->n; i++)
                 if ((r = path_checked(c, i, msg)) < 0) {
                         _cleanup_free_ char *safe = utf8_escape(msg); /* cut mid-character? */
                         (void)sd_bus_reply_method_errorf(c->m, bus_job_error_name(r), "%s", safe ?: "");
                         return;
                 }
-        if (c->t->stopping) {
-                (void)sd_bus_reply_method_errorf(c->m, ERROR_SHUTTING_DOWN, "tierd is shutting down");
-                return;
-        }
         if ((r = bus_file_job_reply(c->m, c->t, c->operation, c->fn, c->refs, c->n)) < 0)
                 (void)sd_bus_reply_method_errnof(c->m, r, "cannot start the job: %m");
 }
@@ -216,6 +217,8 @@ int path_bus_method_file_status(sd_bus_message *m, void *userdata, sd_bus_error 
         struct paths_call *c = NULL;
         int r;
 
+        if (t->stopping) /* its walks would not be made */
+                return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
         if ((r = paths_call_new(m, t, &c, error)) < 0)
                 return r;
         if (!c)

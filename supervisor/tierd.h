@@ -262,6 +262,7 @@ struct tierd {
         uint32_t last_batch_id;
         unsigned batch_files_running;
         unsigned path_calls; /* D-Bus calls by path waiting for their walks: dbus/pathbus.c */
+        unsigned imports_detached; /* catalogs turned off by a reload, an import's request still in flight */
         sd_event_source *batches_src;
         bool batches_pumping;
         const struct tierd_face *face; /* dbus/'s, once the bus is open; else NULL */

@@ -190,7 +190,7 @@ static void warm_start(struct pathwarm *w) {
 static struct pathwarm *pathwarm_of(struct tenant *tn) {
         struct pathwarm *w = tn->pathwarm;
         if (!w && (w = tn->pathwarm = calloc(1, sizeof(*w))))
-                *w = (struct pathwarm){ .tn = tn, .tail = &w->waiting };
+                *w = (struct pathwarm){ .tn = tn, .tail = &w->waiting, .stop = tn->t->stopping };
         return w;
 }
 

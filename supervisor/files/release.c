@@ -211,6 +211,28 @@ struct release_job {
 
 static void release_attempt(void *userdata);
 
+static int release_resume(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata) {
+        (void)t, (void)f, (void)done;
+        release_attempt(userdata);
+        return 0;
+}
+
+static void release_walk_failed(void *userdata, int error, const char *msg) {
+        struct release_job *j = userdata;
+        j->done(j->userdata, error, msg);
+        free(j);
+}
+
+/* Back after a wait (the store, the catalog, a check, fills): the file's
+ * path may have left the lookup cache meanwhile, and the loop walks none
+ * past it; a thread walks it first then (file_job_when_cached). */
+static void release_again(void *userdata) {
+        struct release_job *j = userdata;
+        int r = file_job_when_cached(j->t, j->f, release_resume, release_walk_failed, j);
+        if (r < 0)
+                release_walk_failed(j, r, NULL);
+}
+
 static void release_checked(void *userdata, int error, const char *msg) {
         struct release_job *j = userdata;
         if (error < 0) {
@@ -221,7 +243,7 @@ static void release_checked(void *userdata, int error, const char *msg) {
                 return;
         }
         j->checked = true;
-        release_attempt(j);
+        release_again(j);
 }
 
 /* 1: the check was started (release_checked goes on); 0: nothing to check
@@ -256,7 +278,7 @@ static void release_attempt(void *userdata) {
         }
         r = release_now(j->f, msg, sizeof(msg), &busy);
         /* Its catalog entry goes out within a second or two: then again. */
-        if (r == -EINPROGRESS && catalog_when_written(j->f->tn, release_attempt, j) == 0)
+        if (r == -EINPROGRESS && catalog_when_written(j->f->tn, release_again, j) == 0)
                 return;
         if (r == -EINPROGRESS)
                 r = -EBUSY;
@@ -265,7 +287,7 @@ static void release_attempt(void *userdata) {
         if (r == -EAGAIN && ++j->tries < 100) {
                 _cleanup_close_ int fd = -1;
                 if (file_ref_open(j->f, O_RDONLY, &fd, msg, sizeof(msg)) == 0 &&
-                    content_when_checked(j->f->tn, fd, release_attempt, NULL, j) == 0)
+                    content_when_checked(j->f->tn, fd, release_again, NULL, j) == 0)
                         return;
         }
 
@@ -274,7 +296,7 @@ static void release_attempt(void *userdata) {
         if (busy && ++j->tries < 100) {
                 _cleanup_close_ int fd = -1;
                 if (file_ref_open(j->f, O_RDONLY, &fd, msg, sizeof(msg)) == 0 &&
-                    dispatch_when_idle(j->t, j->f->tn->fs, fd, release_attempt, j) == 0)
+                    dispatch_when_idle(j->t, j->f->tn->fs, fd, release_again, j) == 0)
                         return;
         }
         if (busy)

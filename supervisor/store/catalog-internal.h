@@ -56,6 +56,7 @@ struct catalog {
         struct catalog_key read_back_key;
         enum { CATALOG_READ_BACK_OTHER, CATALOG_READ_BACK_OURS, CATALOG_READ_BACK_NEWER } read_back;
         bool stopping;               /* catalog_stop() while busy: freed when it ends */
+        bool counted_detached;       /* stopping with an import: in t->imports_detached */
         bool first_snapshot_done;    /* every file archived before this run is in the store */
         bool snapshot_due;
         bool unrecorded;             /* an entry could not be made: nothing is released until a clean snapshot */
@@ -133,6 +134,9 @@ void catalog_writer_fence(struct catalog *c, const char *why);
 /* The writer is idle: an import waiting for that starts now. */
 void catalog_import_run(struct catalog *c);
 void catalog_import_abort(struct catalog *c);
+/* The import ends at its next step (catalog_import_stop's, for a catalog
+ * a reload turned off too). */
+void catalog_import_stop_catalog(struct catalog *c);
 /* At start: an import tierd did not finish is done again. */
 int catalog_import_resume_if_marked(struct tenant *tn);
 

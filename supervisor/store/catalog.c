@@ -144,6 +144,8 @@ static void catalog_free(struct catalog *c) {
         sd_event_source_unref(c->timer);
         json_object_put(c->index);
         catalog_import_abort(c);
+        if (c->counted_detached)
+                c->tn->t->imports_detached--;
         struct catalog_waiter *w = c->waiters;
         free(c);
         call_waiters(w); /* nobody waits for a catalog that went */
@@ -408,7 +410,14 @@ void catalog_stop(struct tenant *tn) {
         if (!c)
                 return;
         tn->catalog = NULL;
-        /* Entries not written are found again by the next snapshot. */
+        /* Entries not written are found again by the next snapshot. An
+         * import ends at its next step, and a stop of tierd waits for it
+         * (catalog_import_pending). */
+        catalog_import_stop_catalog(c);
+        if (c->busy && c->import) {
+                c->counted_detached = true;
+                tn->t->imports_detached++;
+        }
         if (c->busy)
                 c->stopping = true; /* freed when its request ends */
         else

@@ -53,8 +53,8 @@ void catalog_import_finish(struct catalog *c, int error, const char *fmt, ...) _
 /* tierd stops: the import ends, and the writer does not go on (should a
  * mark be there, the next start imports again). */
 #define import_stopped(c) \
-        catalog_import_finish((c), -ECANCELED, "tierd stopped; an import that had begun making the tree makes it " \
-                                               "again at the next start")
+        catalog_import_finish((c), -ECANCELED, "tierd stopped, or the tenant's catalog was turned off; an import " \
+                                               "that had begun making the tree makes it again at tierd's next start")
 void catalog_import_free(struct catalog_import *imp);
 
 /* The catalog is read (catalogmake.c): the lease taken, then the tree made. */

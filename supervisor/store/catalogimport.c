@@ -72,6 +72,13 @@ static uint32_t epoch_of(const struct catalog_import *imp, uint64_t seq) {
         return e;
 }
 
+/* The first pass over an object (its check): a stop ends it too. */
+static int check_entry(void *userdata, const struct catalog_entry *e) {
+        struct catalog_import *imp = userdata;
+        (void)e;
+        return atomic_load_explicit(&imp->stop, memory_order_relaxed) ? -ECANCELED : 0;
+}
+
 static int keep_entry(void *userdata, const struct catalog_entry *e) {
         struct catalog_import *imp = userdata;
         struct catalog_entry copy = *e;
@@ -113,7 +120,7 @@ static void journal_work(void *userdata, const char *data, size_t len) {
         const char *why = "";
 
         /* Check it all before applying any of it. */
-        int r = catalog_decode(data, len, &imp->key, &h, NULL, NULL, &why);
+        int r = catalog_decode(data, len, &imp->key, &h, check_entry, imp, &why);
         if (r == 0 && (h.kind != CATALOG_JOURNAL || h.seq != imp->seq))
                 r = -EBADMSG, why = "its header names another object";
         imp->read_corrupt = r < 0;
@@ -174,7 +181,7 @@ static void snapshot_work(void *userdata, const char *data, size_t len) {
         struct catalog_header h;
         const char *why = "";
 
-        int r = catalog_decode(data, len, &imp->key, &h, NULL, NULL, &why);
+        int r = catalog_decode(data, len, &imp->key, &h, check_entry, imp, &why);
         if (r == 0 && (h.kind != CATALOG_SNAPSHOT || h.seq != imp->snapshot_seq || h.epoch != imp->snapshot_epoch))
                 r = -EBADMSG, why = "its header names another object";
         if (r == 0)
@@ -209,22 +216,15 @@ static void on_snapshot(void *userdata, int error) {
 
 static void read_index(struct catalog *c);
 
-/* Each epoch's list of snapshots in turn; the latest snapshot written at or
+/* On a thread: each epoch's list of snapshots in turn; the latest written at or
  * before at_usec (0: the latest) wins, a later epoch's on a tie. A fenced
  * writer's snapshot past its epoch's end does not count. */
-static void on_index(void *userdata, int error, const char *data, size_t len) {
-        struct catalog *c = userdata;
-
-        if (!catalog_request_ended(c))
-                return;
-        struct catalog_import *imp = c->import;
+static void index_work(void *userdata, const char *data, size_t len) {
+        struct catalog_import *imp = userdata;
         uint32_t k = imp->index_epoch;
-        if (error < 0 && error != -ENOENT) {
-                import_fail(c, error, "cannot read the list of snapshots of epoch %u: %s", k, strerror(-error));
-                return;
-        }
         uint64_t end = k < imp->n_epochs ? imp->epoch_start[k] - 1 : UINT64_MAX; /* epoch k's last number */
-        json_object *o = error == 0 ? catalog_parse_json(data, len) : NULL;
+        json_object *o = catalog_parse_json(data, len); /* up to 4 MiB: on a thread */
+
         for (size_t i = 0; o && json_object_is_type(o, json_type_array) && i < json_object_array_length(o); i++) {
                 json_object *x = json_object_array_get_idx(o, i), *s, *t;
                 if (!json_object_object_get_ex(x, "seq", &s) || !json_object_object_get_ex(x, "time", &t))
@@ -238,6 +238,23 @@ static void on_index(void *userdata, int error, const char *data, size_t len) {
                 }
         }
         json_object_put(o);
+}
+
+static void on_index(void *userdata, int error) {
+        struct catalog_import *imp = userdata;
+        struct catalog *c = imp->c;
+        uint32_t k = imp->index_epoch;
+
+        if (!catalog_request_ended(c))
+                return;
+        if (c->tn->t->stopping) {
+                import_stopped(c);
+                return;
+        }
+        if (error < 0 && error != -ENOENT) {
+                import_fail(c, error, "cannot read the list of snapshots of epoch %u: %s", k, strerror(-error));
+                return;
+        }
         if (k < imp->n_epochs) {
                 imp->index_epoch++;
                 read_index(c);
@@ -263,7 +280,7 @@ static void read_index(struct catalog *c) {
         char key[STUB_KEY_MAX];
         catalog_index_key(c->import->index_epoch, key);
         c->busy = true;
-        int r = store_get(c->tn, key, CATALOG_INDEX_MAX, on_index, c);
+        int r = store_get_worked(c->tn, key, CATALOG_INDEX_MAX, index_work, on_index, c->import);
         if (r < 0) {
                 c->busy = false;
                 import_fail(c, r, "cannot read the list of snapshots: %s", strerror(-r));

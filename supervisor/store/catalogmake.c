@@ -102,6 +102,7 @@ static void on_tree_made(void *userdata) {
                 imp->tree_read(imp->userdata, 0, NULL, &j->tree);
                 catalog_import_free(imp);
                 catalog_writer_continue(c);
+                tierd_check_idle(c->tn->t); /* a stop waits for an import's end */
                 return;
         }
         uint32_t epoch = imp->n_epochs + 1;
@@ -158,21 +159,26 @@ static int tree_job_start(struct catalog *c, bool make) {
         return 0;
 }
 
-void catalog_import_stop(struct tenant *tn) {
-        struct catalog_import *imp = tn->catalog ? tn->catalog->import : NULL;
+void catalog_import_stop_catalog(struct catalog *c) {
+        struct catalog_import *imp = c->import;
         if (!imp)
                 return;
         if (!imp->running) { /* waiting for the writer's request (or its backoff): nothing of it in flight */
-                import_stopped(tn->catalog);
+                import_stopped(c);
                 return;
         }
-        atomic_store(&imp->stop, true); /* a snapshot read on a thread ends at its next entry */
+        atomic_store(&imp->stop, true); /* a catalog object read on a thread ends at its next entry */
         if (imp->making)
                 atomic_store(&imp->making->stop, true);
 }
 
+void catalog_import_stop(struct tenant *tn) {
+        if (tn->catalog)
+                catalog_import_stop_catalog(tn->catalog);
+}
+
 bool catalog_import_pending(const struct tenant *tn) {
-        return tn->catalog && tn->catalog->import;
+        return (tn->catalog && tn->catalog->import) || tn->t->imports_detached > 0;
 }
 
 /* The lease is taken (error 0): the tree is made. */

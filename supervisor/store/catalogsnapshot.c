@@ -153,7 +153,14 @@ static void on_snapshot_put(void *userdata, int error) {
         put_index(p);
 }
 
-static void on_index_read(void *userdata, int error, const char *data, size_t len) {
+/* On a thread: up to 4 MiB of JSON. The writer is busy meanwhile: the
+ * loop leaves c->index alone. */
+static void index_read_work(void *userdata, const char *data, size_t len) {
+        struct catalog *c = userdata;
+        c->index = catalog_parse_json(data, len);
+}
+
+static void on_index_read(void *userdata, int error) {
         struct catalog *c = userdata;
         if (!catalog_request_ended(c))
                 return;
@@ -161,7 +168,7 @@ static void on_index_read(void *userdata, int error, const char *data, size_t le
                 catalog_retry_later(c, error, "cannot read the list of snapshots");
                 return;
         }
-        json_object *o = error == 0 ? catalog_parse_json(data, len) : NULL;
+        json_object *o = TAKE_PTR(c->index);
         if (!o || !json_object_is_type(o, json_type_array)) {
                 if (error == 0)
                         log_warning("tenant %s: catalog: the list of snapshots is corrupt: written anew",
@@ -251,8 +258,8 @@ void catalog_write_snapshot(struct catalog *c) {
         if (!c->index) { /* this epoch's, read once: each snapshot adds to it */
                 catalog_index_key(c->epoch, key);
                 c->busy = true;
-                catalog_request_started(c, store_get(c->tn, key, CATALOG_INDEX_MAX, on_index_read, c),
-                                "cannot read the list of snapshots");
+                int r = store_get_worked(c->tn, key, CATALOG_INDEX_MAX, index_read_work, on_index_read, c);
+                catalog_request_started(c, r, "cannot read the list of snapshots");
                 return;
         }
         if (!(w = calloc(1, sizeof(*w)))) {

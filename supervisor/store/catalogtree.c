@@ -364,6 +364,14 @@ static int make_dir(int parent, const char *name) {
         return 0;
 }
 
+/* A directory as make_dir leaves it (root's, 0700): one an import cut
+ * short made, which no tenant process could have. */
+static bool half_made_dir(int parent, const char *name) {
+        struct stat st;
+        return fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+               (st.st_mode & 07777) == 0700;
+}
+
 static int make_symlink(int parent, const char *name, const struct catalog_entry *e) {
         struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = e->mtime_sec, .tv_nsec = e->mtime_nsec } };
         struct stat st;
@@ -447,7 +455,7 @@ int catalog_make_tree(const struct catalog_tree_maker *m, struct catalog_entries
                         r = make_file(m, parent, name, e);
                 if (r == -EEXIST) {
                         made->existing++;
-                        made_dir[i] = e->type == CATALOG_DIR && m->finish_existing;
+                        made_dir[i] = e->type == CATALOG_DIR && m->finish_existing && half_made_dir(parent, name);
                 }
                 else if (r < 0) {
                         made->failed++;

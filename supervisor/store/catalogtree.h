@@ -49,7 +49,7 @@ struct catalog_tree_maker {
         char tenant[STUB_TENANT_MAX]; /* its name, in stubs and the log */
         uint64_t chunk;               /* for entries that name none */
         const atomic_bool *stop;      /* set (by the loop): -ECANCELED before the next entry */
-        bool finish_existing;         /* directories there already get their owner, mode and mtime too */
+        bool finish_existing;         /* directories there already as make_dir leaves them (root's, 0700) are finished too */
 };
 /* Makes the entries (puts only, parents before children: sorted by path)
  * beneath root_fd; what exists already is left as it is; -ECANCELED when

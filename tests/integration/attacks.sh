@@ -289,8 +289,9 @@ status_cold() { # FileStatus of the deep file and of a missing one, dentries dro
 check "... FileStatus of it and of a missing file beside it, dentries dropped: released, and no such file" status_cold
 check "... and it reads back right" cmp "$VDEEP" "$TL_DIR/deep.orig"
 rm -rf "$SA/deep"
-# Through a symlink inside the tenant, on this strictatime mount: each
-# job's walks pass it, again and again.
+# Through a symlink inside the tenant, on this strictatime mount: the
+# loop's walks from the lookup cache pass it (catalog.sh makes sure its
+# atime is due by then; here it rarely is).
 mkdir -p "$SA/real" && head -c 30000 /dev/urandom >"$SA/real/f" && cp "$SA/real/f" "$TL_DIR/via.orig" && ln -s real "$SA/via"
 via_job() { # METHOD STATE
 	local j

@@ -168,8 +168,8 @@ check "... its directories with their own mode (755)" dirs_755 c
 check "SIGTERM: tierd c exits 0" tl_tierd_stop
 
 # The same cut by SIGKILL: nothing finishes the directories made; the next
-# start imports again and gives the directories there already (its own,
-# 700) their modes too.
+# start imports again and gives the directories it finds as it makes them
+# (root's, 0700) their owners and modes too.
 node d
 slow_start d
 kill -KILL "$TL_TIERD_PID"
@@ -177,9 +177,13 @@ wait "$TL_TIERD_PID" 2>/dev/null
 TL_TIERD_PID=
 wait "$importer" 2>/dev/null
 check "SIGKILL while an import makes its tree: d1/d2 left 700" test "$(stat -c %a "$FSB/d/d1/d2")" = 700
+# A directory the import had not made yet, made meanwhile by a tenant's
+# user: not the import's, left as it is (only root's 0700 ones are).
+install -d -o 65534 -g 65534 -m 755 "$FSB/d/d3"
 imports=$(grep -c "made from snapshot" "$TL_TIERD_LOG")
 check "tierd d starts again" restart d
 check "... and imports again: all $N files made" all_made d
 check "... its directories with their own mode (755)" dirs_755 d
+check "... and d3, a tenant user's, still that user's" test "$(stat -c %u "$FSB/d/d3")" = 65534
 check "SIGTERM: tierd d exits 0" tl_tierd_stop
 tl_summary
