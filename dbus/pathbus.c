@@ -180,7 +180,7 @@ static int append_checked_status(sd_bus_message *reply, struct paths_call *c, si
         struct file_ref *f = &c->refs[i];
         struct file_status st = { .tenant = "", .state = "" };
         char msg[512] = "";
-        int r;
+        int r = 0;
 
         if (!f->tn) { /* named no tenant's file: said again why */
                 struct file_ref unnamed = {};

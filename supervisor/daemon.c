@@ -79,8 +79,9 @@ struct tenant *tierd_find_tenant(struct tierd *t, const char *name) {
 /* Nothing left that a stop should let finish: fills, tierd's own requests
  * to the workers, the telling of jobs' ends, D-Bus calls by path whose
  * walks are not over (each is answered: a job's with ShuttingDown),
- * imports (each ends at its next step, told), and trace saves (between two of their requests one may be merging on a
- * thread, or waiting for the name's lock). */
+ * imports (each ends at its next step, told), and trace saves (between
+ * two of their requests one may be merging on a thread, or waiting for
+ * the name's lock). */
 static bool tierd_idle(struct tierd *t) {
         if (!dispatch_idle(t) || !batch_ends_told(t) || t->path_calls > 0)
                 return false;

@@ -138,7 +138,6 @@ static void warm_work(void *userdata) {
 
 static void warm_start(struct pathwarm *w);
 
-
 /* On the loop, in the order they came: a job whose path the thread could
  * not open fails with what the open said (a bind mount or a '..' crossed
  * is -EXDEV there, where the cached walk can only say -EAGAIN); the

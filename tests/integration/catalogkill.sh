@@ -175,6 +175,8 @@ slow_start d
 kill -KILL "$TL_TIERD_PID"
 wait "$TL_TIERD_PID" 2>/dev/null
 TL_TIERD_PID=
+check "... tierctl tenant import ends once tierd is killed (not a hang)" timeout 10 tail --pid="$importer" -f /dev/null
+kill "$importer" 2>/dev/null
 wait "$importer" 2>/dev/null
 check "SIGKILL while an import makes its tree: d1/d2 left 700" test "$(stat -c %a "$FSB/d/d1/d2")" = 700
 # A directory the import had not made yet, made meanwhile by a tenant's
