@@ -13,7 +13,13 @@
  * so the catalog hears a delete and a create of a name before the archive
  * that came after them (and the file is not released until its entry is
  * written). Bounded: CHANGES_MAX waiting, SHARE_MAX of one tenant's
- * (room_for).
+ * (room_for), and SHARE_MAX whose tenant is not known yet.
+ *
+ * Whose a change is, is told on the loop from the directory's handle:
+ * its btrfs subvolume, a tenant's root, or what the loop saw of that
+ * directory before (catalogowner.c): made or moved by a change heard, or
+ * named by a thread since. A change in a directory not seen since start
+ * counts as no one's until a thread names it.
  */
 #include "catalogchanges.h"
 
@@ -27,6 +33,7 @@
 
 #include "catalog-internal.h"
 #include "catalog.h"
+#include "catalogowner.h"
 #include "catalogtree.h"
 #include "catalogwatch.h"
 #include "handle.h"
@@ -42,6 +49,7 @@
 struct change_dir {
         struct file_handle *fh; /* in the change's own allocation; NULL: none */
         const char *name;
+        int owner;   /* its tenant's index, as told when heard; -1: not known */
         char *where; /* the directory's /proc link, read on the thread; NULL: none (gone) */
 };
 
@@ -68,8 +76,10 @@ struct catalog_changes {
         struct change *head, **tail; /* waiting for a batch */
         size_t n;                    /* queued and not applied, the running batch's too */
         size_t n_archived;           /* of them, files archived */
-        size_t *share;               /* of them, each tenant's (by index; owner -1 in none) */
+        size_t *share;               /* of them, each tenant's (by index), then those of no one known */
         uint64_t *root_id;           /* each tenant's btrfs subvolume (0: none, or shared with another) */
+        union file_handle_buf *root; /* each tenant's directory (handle_bytes 0: none) */
+        struct catalog_owners *owners;
         struct change_batch *running;
         struct offthread *thread;
 };
@@ -90,23 +100,29 @@ static uint64_t handle_root_id(const struct file_handle *fh) {
         return id;
 }
 
-/* The tenant whose subvolume the directory is in, told on the loop from
- * its handle alone (btrfs; a tenant with a subvolume to itself): its
- * index, or -1. */
+/* The tenant the directory is in, told on the loop from its handle alone:
+ * its btrfs subvolume (a tenant with a subvolume to itself), a tenant's
+ * root, or where the loop last saw it. Its index, or -1. */
 static int owner_of(const struct catalog_changes *cc, const struct file_handle *fh) {
         uint64_t id = fh ? handle_root_id(fh) : 0;
         for (size_t i = 0; id && i < cc->fs->t->n_tenants; i++)
                 if (cc->root_id[i] == id)
                         return (int)i;
-        return -1;
+        for (size_t i = 0; fh && i < cc->fs->t->n_tenants; i++)
+                if (cc->root[i].fh.handle_bytes && file_handle_equal(&cc->root[i].fh, fh))
+                        return (int)i;
+        return fh ? catalog_owners_get(cc->owners, fh) : -1;
+}
+
+static size_t *share_of(const struct catalog_changes *cc, int owner) {
+        return &cc->share[owner >= 0 ? (size_t)owner : cc->fs->t->n_tenants];
 }
 
 /* A change leaves the queue. */
 static void counted_out(struct catalog_changes *cc, const struct change *c) {
         cc->n--;
         cc->n_archived -= c->kind == CHANGE_ARCHIVED;
-        if (c->owner >= 0)
-                cc->share[c->owner]--;
+        (*share_of(cc, c->owner))--;
 }
 
 static void change_free(struct change *c) {
@@ -142,13 +158,38 @@ static struct tenant *entry_of(struct tiered_fs *fs, const struct change_dir *d,
         return NULL;
 }
 
-static void note(struct tiered_fs *fs, const struct change_dir *d, bool created, bool dir) {
+/* Where a thread found the directory: whose it is (or no one's) from now
+ * on. The index of the tenant it is in, -1: none, -2: not known (gone). */
+static int learned(struct catalog_changes *cc, const struct change_dir *d, const struct tenant *tn) {
+        if (!d->fh || !d->where)
+                return -2;
+        int owner = tn ? (int)(tn - cc->fs->t->tenants) : -1;
+        if (catalog_owners_set(cc->owners, d->fh, owner) < 0)
+                (void)catalog_owners_set(cc->owners, d->fh, -1);
+        return owner;
+}
+
+static int note(struct catalog_changes *cc, const struct change_dir *d, bool created, bool dir) {
         _cleanup_free_ char *rel = NULL;
-        struct tenant *tn = entry_of(fs, d, &rel);
+        struct tenant *tn = entry_of(cc->fs, d, &rel);
+        int owner = learned(cc, d, tn);
         if (tn && created)
                 catalog_note_created(tn, rel);
         else if (tn)
                 catalog_note_deleted(tn, rel, dir);
+        return owner;
+}
+
+/* A directory moved from one tenant's tree to another's (only through a
+ * mount that sees both: each tenant's view is a mount of its own, and a
+ * rename across mounts fails) takes along directories the loop saw as
+ * the first's: all it saw is forgotten. Each side as a thread found it,
+ * or, if gone meanwhile, as told when heard. */
+static void moved(struct catalog_changes *cc, const struct change *c, int to, int from) {
+        to = to == -2 && c->at[0].owner >= 0 ? c->at[0].owner : to;
+        from = from == -2 && c->at[1].owner >= 0 ? c->at[1].owner : from;
+        if (c->dir && to != from && to != -2 && from != -2)
+                catalog_owners_clear(cc->owners);
 }
 
 /* On the loop, in the order heard. */
@@ -163,17 +204,16 @@ static void change_apply(struct catalog_changes *cc, struct change *c) {
                  * old one goes: in that order, every prefix of the journal
                  * names each file under one name at least (a delete of a
                  * directory hides what was recorded beneath it before). */
-                note(cc->fs, &c->at[0], true, c->dir);
-                note(cc->fs, &c->at[1], false, c->dir);
+                moved(cc, c, note(cc, &c->at[0], true, c->dir), note(cc, &c->at[1], false, c->dir));
                 break;
         case CHANGE_REPLACED:
                 /* Whichever came first: the delete, then what is there now. */
-                note(cc->fs, &c->at[0], false, c->dir);
-                note(cc->fs, &c->at[0], true, c->dir);
+                note(cc, &c->at[0], false, c->dir);
+                note(cc, &c->at[0], true, c->dir);
                 break;
         case CHANGE_DELETED:
         case CHANGE_CREATED:
-                note(cc->fs, &c->at[0], c->kind == CHANGE_CREATED, c->dir);
+                note(cc, &c->at[0], c->kind == CHANGE_CREATED, c->dir);
                 break;
         }
 }
@@ -221,6 +261,21 @@ static void batch_release(void *userdata) {
         free(b);
 }
 
+/* Changes waiting as no one's whose directories the batch just named
+ * now count as their tenants'. */
+static void reattribute(struct catalog_changes *cc) {
+        if (!*share_of(cc, -1))
+                return;
+        for (struct change *c = cc->head; c; c = c->next) {
+                int owner = c->owner < 0 ? owner_of(cc, c->at[0].fh ?: c->at[1].fh) : -1;
+                if (owner < 0)
+                        continue;
+                (*share_of(cc, -1))--;
+                (*share_of(cc, owner))++;
+                c->owner = owner;
+        }
+}
+
 static void on_resolved(void *userdata) {
         struct change_batch *b = userdata;
         struct catalog_changes *cc = b->cc;
@@ -231,6 +286,7 @@ static void on_resolved(void *userdata) {
         for (size_t i = 0; i < b->n; i++, c = c->next)
                 change_apply(cc, c);
         batch_release(b);
+        reattribute(cc);
         catalog_changes_advance(cc);
 }
 
@@ -309,20 +365,30 @@ static void changes_append(struct catalog_changes *cc, struct change *c) {
         cc->tail = &c->next;
         cc->n++;
         cc->n_archived += c->kind == CHANGE_ARCHIVED;
-        if (c->owner >= 0)
-                cc->share[c->owner]++;
+        (*share_of(cc, c->owner))++;
 }
 
 /* Room for one more of owner's: made by dropping its changes waiting
- * (every tenant's, when all changes are full or its tenant is not known),
- * and its catalog gets a snapshot instead. So a tenant's storm of changes
- * costs its own catalog, not another's, where its subvolume tells whose
- * a change is (btrfs); on xfs and ext4 every catalog of the filesystem. */
+ * (every tenant's, when all changes are full or those of no one known
+ * are), and its catalog gets a snapshot instead. So a tenant's storm of
+ * changes costs its own catalog, not another's, as long as the loop can
+ * tell whose they are (owner_of). */
 static bool room_for(struct catalog_changes *cc, int owner) {
-        if (cc->n < CHANGES_MAX && (owner < 0 || cc->share[owner] < SHARE_MAX))
+        if (cc->n < CHANGES_MAX && *share_of(cc, owner) < SHARE_MAX)
                 return true;
         spill_owner(cc, cc->n < CHANGES_MAX ? owner : -1, "more changes were heard than wait to be read");
-        return cc->n < CHANGES_MAX && (owner < 0 || cc->share[owner] < SHARE_MAX);
+        return cc->n < CHANGES_MAX && *share_of(cc, owner) < SHARE_MAX;
+}
+
+/* A directory made, moved or deleted (child: its handle) is told apart
+ * on the loop from now on as its new parent's (to) is, or forgotten. A
+ * move between two tenants known on the loop forgets all (moved). */
+static void heard_dir(struct catalog_changes *cc, enum change_kind kind, const struct change_dir *to,
+                      const struct change_dir *from, const struct file_handle *child) {
+        if (kind == CHANGE_RENAMED && to->owner >= 0 && from->owner >= 0 && to->owner != from->owner)
+                catalog_owners_clear(cc->owners);
+        if (catalog_owners_set(cc->owners, child, kind == CHANGE_DELETED ? -1 : to->owner) < 0)
+                (void)catalog_owners_set(cc->owners, child, -1);
 }
 
 #define ALIGNED(n) (((n) + 7) & ~(size_t)7)
@@ -342,8 +408,11 @@ static void copy_dir(struct change_dir *to, const struct dfid_name *from, char *
 }
 
 int catalog_changes_add(struct catalog_changes *cc, enum change_kind kind, bool dir, const struct dfid_name *a,
-                        const struct dfid_name *b) {
-        int owner = owner_of(cc, a->fh ?: b->fh);
+                        const struct dfid_name *b, const struct file_handle *child) {
+        struct change_dir at[2] = { { .owner = owner_of(cc, a->fh) }, { .owner = owner_of(cc, b->fh) } };
+        int owner = a->fh ? at[0].owner : at[1].owner;
+        if (dir && child)
+                heard_dir(cc, kind, &at[0], &at[1], child);
         if (!room_for(cc, owner))
                 return 0; /* dropped: a snapshot has it */
         struct change *c = calloc(1, sizeof(*c) + dir_bytes(a) + dir_bytes(b));
@@ -355,6 +424,8 @@ int catalog_changes_add(struct catalog_changes *cc, enum change_kind kind, bool 
         c->dir = dir;
         copy_dir(&c->at[0], a, &data);
         copy_dir(&c->at[1], b, &data);
+        c->at[0].owner = at[0].owner;
+        c->at[1].owner = at[1].owner;
         changes_append(cc, c);
         return 0;
 }
@@ -398,32 +469,39 @@ bool catalogwatch_holds(const struct tiered_fs *fs, dev_t dev, ino_t ino) {
         return false;
 }
 
-/* Each tenant's subvolume id, when its directory is a btrfs subvolume's
- * root no other tenant shares. */
+/* Each tenant's directory's handle, and its subvolume id when it is a
+ * btrfs subvolume's root; neither where another tenant shares it. */
 static void root_ids(struct catalog_changes *cc) {
         struct tierd *t = cc->fs->t;
         for (size_t i = 0; i < t->n_tenants; i++) {
-                union file_handle_buf h = { .fh.handle_bytes = MAX_HANDLE_SZ };
+                union file_handle_buf *h = &cc->root[i];
                 struct stat st;
                 int mount_id;
-                if (t->tenants[i].fs == cc->fs && fstat(t->tenants[i].subvol_fd, &st) == 0 &&
-                    st.st_ino == 256 /* BTRFS_FIRST_FREE_OBJECTID: a subvolume's root */ &&
-                    name_to_handle_at(t->tenants[i].subvol_fd, "", &h.fh, &mount_id, AT_EMPTY_PATH) == 0)
-                        cc->root_id[i] = handle_root_id(&h.fh);
+                h->fh.handle_bytes = MAX_HANDLE_SZ;
+                if (t->tenants[i].fs != cc->fs || fstat(t->tenants[i].subvol_fd, &st) < 0 ||
+                    name_to_handle_at(t->tenants[i].subvol_fd, "", &h->fh, &mount_id, AT_EMPTY_PATH) < 0) {
+                        h->fh.handle_bytes = 0;
+                        continue;
+                }
+                if (st.st_ino == 256 /* BTRFS_FIRST_FREE_OBJECTID: a subvolume's root */)
+                        cc->root_id[i] = handle_root_id(&h->fh);
         }
         for (size_t i = 0; i < t->n_tenants; i++)
-                for (size_t k = i + 1; cc->root_id[i] && k < t->n_tenants; k++)
-                        if (cc->root_id[k] == cc->root_id[i])
+                for (size_t k = i + 1; k < t->n_tenants; k++) {
+                        if (cc->root_id[i] && cc->root_id[k] == cc->root_id[i])
                                 cc->root_id[i] = cc->root_id[k] = 0;
+                        if (cc->root[i].fh.handle_bytes && file_handle_equal(&cc->root[i].fh, &cc->root[k].fh))
+                                cc->root[i].fh.handle_bytes = cc->root[k].fh.handle_bytes = 0;
+                }
 }
 
 struct catalog_changes *catalog_changes_new(struct tiered_fs *fs) {
         struct catalog_changes *cc = calloc(1, sizeof(*cc));
-        size_t n = fs->t->n_tenants ?: 1;
-        if (!cc || !(cc->share = calloc(n, sizeof(*cc->share))) || !(cc->root_id = calloc(n, sizeof(*cc->root_id)))) {
-                if (cc)
-                        free(cc->share);
-                free(cc);
+        size_t n = fs->t->n_tenants;
+        if (!cc || !(cc->share = calloc(n + 1, sizeof(*cc->share))) ||
+            !(cc->root_id = calloc(n ?: 1, sizeof(*cc->root_id))) || !(cc->root = calloc(n ?: 1, sizeof(*cc->root))) ||
+            !(cc->owners = catalog_owners_new(n))) {
+                catalog_changes_free(cc);
                 return NULL;
         }
         cc->fs = fs;
@@ -438,7 +516,9 @@ void catalog_changes_free(struct catalog_changes *cc) {
         if (cc->thread)
                 offthread_abandon(cc->thread, batch_release);
         changes_free_list(cc->head, SIZE_MAX);
+        catalog_owners_free(cc->owners);
         free(cc->share);
         free(cc->root_id);
+        free(cc->root);
         free(cc);
 }

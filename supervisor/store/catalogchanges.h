@@ -30,10 +30,11 @@ struct catalog_changes *catalog_changes_new(struct tiered_fs *fs);
 /* A batch on its thread is left to end, unheard. */
 void catalog_changes_free(struct catalog_changes *cc);
 /* Queued (a and b copied): created, deleted and replaced name a; renamed,
- * a the new entry and b the old. 0 (or dropped for want of room, and its
- * tenant's catalog spilled), or -ENOMEM. */
+ * a the new entry and b the old; child: the entry's own handle, if told.
+ * 0 (or dropped for want of room, and its tenant's catalog spilled), or
+ * -ENOMEM. */
 int catalog_changes_add(struct catalog_changes *cc, enum change_kind kind, bool dir, const struct dfid_name *a,
-                        const struct dfid_name *b);
+                        const struct dfid_name *b, const struct file_handle *child);
 /* Applies what it can and gives the rest to a thread, if none runs. */
 void catalog_changes_advance(struct catalog_changes *cc);
 /* The changes waiting are dropped (not a running batch's): every catalog

@@ -32,9 +32,9 @@ static bool fs_has_catalog(const struct tiered_fs *fs) {
 #define READ_MAX 65536
 
 /* The event's records: the entry (create, delete), or the old and the new
- * entry (rename). */
+ * entry (rename); and the entry's own handle (child). */
 static void parse_records(const struct fanotify_event_metadata *md, struct dfid_name *entry, struct dfid_name *from,
-                          struct dfid_name *to) {
+                          struct dfid_name *to, const struct file_handle **child) {
         const char *p = (const char *)md + md->metadata_len, *end = (const char *)md + md->event_len;
         while (p + sizeof(struct fanotify_event_info_header) <= end) {
                 const struct fanotify_event_info_fid *fid = (const void *)p;
@@ -42,6 +42,8 @@ static void parse_records(const struct fanotify_event_metadata *md, struct dfid_
                         return;
                 const struct file_handle *fh = (const struct file_handle *)fid->handle;
                 const char *name = (const char *)fh->f_handle + fh->handle_bytes;
+                if (fid->hdr.info_type == FAN_EVENT_INFO_TYPE_FID && name <= p + fid->hdr.len)
+                        *child = fh;
                 bool named = name < p + fid->hdr.len && memchr(name, 0, (size_t)(p + fid->hdr.len - name));
                 struct dfid_name *out = fid->hdr.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME       ? entry
                                         : fid->hdr.info_type == FAN_EVENT_INFO_TYPE_OLD_DFID_NAME ? from
@@ -57,6 +59,7 @@ static void parse_records(const struct fanotify_event_metadata *md, struct dfid_
 static void catalog_event(struct tiered_fs *fs, const struct fanotify_event_metadata *md) {
         struct catalog_changes *cc = fs->catalog_changes;
         struct dfid_name entry = {}, from = {}, to = {}, none = {};
+        const struct file_handle *child = NULL;
         int r = 0;
 
         if (md->mask & (FAN_Q_OVERFLOW | FAN_RENAME))
@@ -69,10 +72,10 @@ static void catalog_event(struct tiered_fs *fs, const struct fanotify_event_meta
         /* tierd's own (an import making the tree): the catalog has it. */
         if (md->pid == getpid())
                 return;
-        parse_records(md, &entry, &from, &to);
+        parse_records(md, &entry, &from, &to, &child);
         bool dir = md->mask & FAN_ONDIR;
         if ((md->mask & FAN_RENAME) && (to.fh || from.fh))
-                r = catalog_changes_add(cc, CHANGE_RENAMED, dir, &to, &from);
+                r = catalog_changes_add(cc, CHANGE_RENAMED, dir, &to, &from, child);
         else if (!(md->mask & FAN_RENAME) && entry.fh && (md->mask & (FAN_CREATE | FAN_DELETE)))
                 /* Both: merged by the kernel (same directory, name and
                  * child), and which came first is lost. */
@@ -80,7 +83,7 @@ static void catalog_event(struct tiered_fs *fs, const struct fanotify_event_meta
                                         !(md->mask & FAN_CREATE)   ? CHANGE_DELETED
                                         : !(md->mask & FAN_DELETE) ? CHANGE_CREATED
                                                                    : CHANGE_REPLACED,
-                                        dir, &entry, &none);
+                                        dir, &entry, &none, child);
         if (r < 0)
                 catalog_changes_spill(cc, "no memory for a change heard");
 }

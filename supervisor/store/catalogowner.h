@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Whose a directory is, by its file handle, as far as tierd has seen:
+ * the catalog's watch hears a change as a directory's handle and a name,
+ * and only a thread may open that handle (a dropped dentry is found again
+ * through its parents, catalogchanges.c). So the loop tells whose a change
+ * is from what it saw before: each tenant's root, the directories a
+ * tenant was heard to make or move, and those a thread named since.
+ * Bounded: at most OWNER_MAX directories a tenant, the least recently
+ * heard of forgotten first, so a tenant's many directories push out only
+ * its own.
+ */
+#pragma once
+
+#include <fcntl.h>
+#include <stddef.h>
+
+#define OWNER_MAX 8192 /* directories remembered, each tenant */
+
+struct catalog_owners;
+
+struct catalog_owners *catalog_owners_new(size_t n_tenants);
+void catalog_owners_free(struct catalog_owners *o);
+/* The tenant (its index) fh was last seen in, or -1: not known. */
+int catalog_owners_get(struct catalog_owners *o, const struct file_handle *fh);
+/* fh is tenant's (-1: forgotten); 0, or -ENOMEM (then not known). */
+int catalog_owners_set(struct catalog_owners *o, const struct file_handle *fh, int tenant);
+/* Everything forgotten: a directory moved between tenants takes its
+ * whole subtree along, and which directories are beneath it is not known. */
+void catalog_owners_clear(struct catalog_owners *o);
+size_t catalog_owners_count(const struct catalog_owners *o, int tenant);
