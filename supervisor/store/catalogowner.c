@@ -47,7 +47,7 @@ struct catalog_owners *catalog_owners_new(size_t n_tenants) {
         /* A bucket for every two directories at most. */
         while (n < 1u << 20 && n < n_tenants * OWNER_MAX / 2)
                 n <<= 1;
-        if (!o || !(o->buckets = calloc(n, sizeof(*o->buckets))) ||
+        if (!o || !(o->buckets = calloc(n, sizeof(struct owned *))) ||
             !(o->lists = calloc(n_tenants ?: 1, sizeof(*o->lists)))) {
                 if (o)
                         free(o->buckets);
@@ -85,6 +85,8 @@ static void list_first(struct catalog_owners *o, struct owned *e) {
 
 static void drop(struct catalog_owners *o, struct owned **at) {
         struct owned *e = *at;
+        if (!e)
+                return;
         *at = e->chain;
         unlist(o, e);
         free(e);
