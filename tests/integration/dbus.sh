@@ -70,6 +70,14 @@ check "... and tierd stays up" kill -0 "$TL_TIERD_PID"
 check "FileStatus and ArchivePaths of an empty array (once a crash): an empty answer, InvalidArguments" bash -c "
 	$BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager FileStatus as 0 | grep -qx 'a(ssssttb) 0' &&
 	! $BUSCTL call org.tierd1 /org/tierd1 org.tierd1.Manager ArchivePaths as 0 2>/dev/null && kill -0 $TL_TIERD_PID"
+# The most paths a call may name, 100,000, are read and answered (their
+# array read in time linear in its length: sd-bus's own reader held the
+# loop 1.6 s for these); one more is refused, and nothing is walked.
+check "FileStatus of 100,000 paths: 100,000 answers" \
+	test "$("$BUILD/tests/bus-many-paths" 100000 "$TL_DIR/views/alpha/nope")" = 100000
+check "... of 100,001: org.tierd1.Error.InvalidArguments" \
+	test "$("$BUILD/tests/bus-many-paths" 100001 "$TL_DIR/views/alpha/nope")" = org.tierd1.Error.InvalidArguments
+check "... of one relative path: the same" test "$("$BUILD/tests/bus-many-paths" 1 relative)" = org.tierd1.Error.InvalidArguments
 check "a wrong argument type: org.freedesktop.DBus.Error.InvalidArgs" \
 	test "$(dbus_err $SEND /org/tierd1 org.tierd1.Manager.GetTenant int32:7)" = org.freedesktop.DBus.Error.InvalidArgs
 check "a relative path: org.tierd1.Error.InvalidArguments" \
