@@ -25,6 +25,8 @@
  * bounded (each call's paths are). */
 #define PATH_CALLS_MAX 8
 #define ERROR_TRY_AGAIN "org.tierd1.Error.TryAgain"
+/* FileStatus's answers added to its reply in one turn of the loop. */
+#define REPLY_SLICE 4096
 
 struct paths_call {
         sd_bus_message *m;
@@ -35,6 +37,9 @@ struct paths_call {
         size_t n;
         struct file_ref *refs; /* refs[i].tn NULL: paths[i] names no tenant's file */
         struct path_check *checks;
+        sd_bus_message *reply; /* FileStatus's, made REPLY_SLICE answers a turn */
+        size_t replied;
+        sd_event_source *slice_src;
 };
 
 static void strv_free(char **v) {
@@ -53,6 +58,8 @@ static void paths_call_free(struct paths_call *c) {
         free(c->refs);
         free(c->checks);
         strv_free(c->paths);
+        sd_bus_message_unref(c->reply);
+        sd_event_source_disable_unref(c->slice_src);
         bool counted = c->m; /* paths_call_start counted it */
         sd_bus_message_unref(c->m);
         if (counted && --c->t->path_calls == 0)
@@ -235,17 +242,33 @@ static int append_checked_status(sd_bus_message *reply, struct paths_call *c, si
         return bus_append_status(reply, f->name ?: c->paths[i], msg, &st);
 }
 
-static void on_status_paths_walked(void *userdata) {
-        _cleanup_(paths_call_freep) struct paths_call *c = userdata;
-        sd_bus_message *reply = NULL;
-        int r = bus_array_reply_open(c->m, "(ssssttb)", &reply);
+/* REPLY_SLICE more answers; the reply is sent after the last. */
+static int on_status_slice(sd_event_source *s, void *userdata) {
+        struct paths_call *c = userdata;
+        size_t end = c->n - c->replied > REPLY_SLICE ? c->replied + REPLY_SLICE : c->n;
+        int r = 0;
+        (void)s;
 
-        for (size_t i = 0; r >= 0 && i < c->n; i++)
-                r = append_checked_status(reply, c, i);
-        if (reply)
-                r = bus_array_reply_send(reply, r);
-        if (r < 0)
+        for (; r >= 0 && c->replied < end; c->replied++)
+                r = append_checked_status(c->reply, c, c->replied);
+        if (r >= 0 && c->replied < c->n && (r = tierd_defer_once(c->t->event, &c->slice_src, on_status_slice, c)) >= 0)
+                return 0;
+        if ((r = bus_array_reply_send(TAKE_PTR(c->reply), r)) < 0)
                 (void)sd_bus_reply_method_errnof(c->m, r, "cannot answer: %m");
+        paths_call_free(c);
+        return 0;
+}
+
+static void on_status_paths_walked(void *userdata) {
+        struct paths_call *c = userdata;
+        int r = bus_array_reply_open(c->m, "(ssssttb)", &c->reply);
+
+        if (r >= 0)
+                r = tierd_defer_once(c->t->event, &c->slice_src, on_status_slice, c);
+        if (r < 0) {
+                (void)sd_bus_reply_method_errnof(c->m, r, "cannot answer: %m");
+                paths_call_free(c);
+        }
 }
 
 /* By path: for root and the admin group only. Anyone else would learn,

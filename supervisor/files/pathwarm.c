@@ -54,6 +54,7 @@ struct warm_job {
 };
 
 #define WARM_ONLY_MAX 64 /* paths brought in for a caller who asks again (file_ref_warm) */
+#define WARM_RUN_MAX 4096 /* paths a thread walks, for the loop to take back in one turn */
 
 struct pathwarm {
         struct tenant *tn;
@@ -171,10 +172,15 @@ static void warm_done(void *userdata) {
 }
 
 static void warm_start(struct pathwarm *w) {
+        struct warm_job **cut = &w->waiting;
+
         if (w->running || !w->waiting)
                 return;
+        for (size_t n = 0; *cut && n < WARM_RUN_MAX; n++)
+                cut = &(*cut)->next;
         w->running = TAKE_PTR(w->waiting);
-        w->tail = &w->waiting;
+        if (!(w->waiting = TAKE_PTR(*cut)))
+                w->tail = &w->waiting;
         w->subvol_fd = w->tn->subvol_fd;
         int r = offthread_start(w->tn->t->event, &w->subvol_fd, 1, warm_work, warm_done, w, &w->thread);
         if (r < 0) {
