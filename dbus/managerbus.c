@@ -15,6 +15,7 @@
 #include "containerbus.h"
 #include "jobbus.h"
 #include "pathbus.h"
+#include "statusbus.h"
 #include "fileops.h"
 #include "tally.h"
 #include "usage.h"
@@ -129,35 +130,6 @@ static int method_cancel_job(sd_bus_message *m, void *userdata, sd_bus_error *er
         if (r < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_NOT_CANCELABLE, "job %s cannot be canceled", path);
         return sd_bus_reply_method_return(m, "");
-}
-
-/* By fd: open to everyone, as an fd is proof the caller reached the file
- * (an O_PATH one is enough). Nothing is opened by path. */
-static int method_file_status_fds(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        struct tierd *t = userdata;
-        sd_bus_message *reply = NULL;
-        int r, fd, n = 0;
-        (void)error;
-
-        r = sd_bus_message_enter_container(m, 'a', "h");
-        if (r >= 0)
-                r = bus_array_reply_open(m, "(ssssttb)", &reply);
-        while (r >= 0 && (r = sd_bus_message_read(m, "h", &fd)) > 0) {
-                _cleanup_(file_ref_done) struct file_ref f = {};
-                char msg[512] = "", name[32];
-                if (++n > MAX_PATHS) {
-                        r = -E2BIG;
-                        break;
-                }
-                snprintf(name, sizeof(name), "file #%d", n - 1);
-                int k = file_ref_from_fd(t, fd, &f, msg, sizeof(msg));
-                if (k == -EAGAIN) /* not walked here: a thread brings it in for the next call */
-                        file_ref_warm(t, &f);
-                r = bus_append_file_status(reply, t, name, k, &f, msg);
-        }
-        if (!reply)
-                return r;
-        return bus_array_reply_send(reply, r);
 }
 
 /* One tenant's status as a{sv}: keys may be added, and clients skip what
@@ -331,7 +303,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("FileStatus", SD_BUS_ARGS("as", paths), SD_BUS_RESULT("a(ssssttb)", files),
                                 path_bus_method_file_status, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("FileStatusFds", SD_BUS_ARGS("ah", files), SD_BUS_RESULT("a(ssssttb)", files),
-                                method_file_status_fds, SD_BUS_VTABLE_UNPRIVILEGED),
+                                status_bus_method_file_status_fds, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("TenantStatus", SD_BUS_NO_ARGS, SD_BUS_RESULT("aa{sv}", tenants),
                                 method_tenant_status, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Ping", SD_BUS_NO_ARGS, SD_BUS_RESULT("u", tenants), method_ping,

@@ -219,8 +219,6 @@ int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation,
         return paths_call_start(c, m, on_job_paths_walked);
 }
 
-static int bus_append_status(sd_bus_message *reply, const char *name, const char *msg, const struct file_status *st);
-
 /* Path i's status, read by the thread that walked it: the loop reads
  * no stub of a file a caller named (a cold one waits for the disk). */
 static int append_checked_status(sd_bus_message *reply, struct paths_call *c, size_t i) {
@@ -341,18 +339,10 @@ int bus_array_reply_send(sd_bus_message *reply, int r) {
         return r < 0 ? r : 1;
 }
 
-static int bus_append_status(sd_bus_message *reply, const char *name, const char *msg, const struct file_status *st) {
+int bus_append_status(sd_bus_message *reply, const char *name, const char *msg, const struct file_status *st) {
         _cleanup_free_ char *safe = utf8_escape(msg);
         if (!safe)
                 return -ENOMEM;
         return sd_bus_message_append(reply, "(ssssttb)", name, safe, st->tenant, st->state, st->size, st->resident,
                                      (int)st->pinned);
-}
-
-int bus_append_file_status(sd_bus_message *reply, struct tierd *t, const char *name, int ref_error,
-                           const struct file_ref *f, char msg[512]) {
-        struct file_status st = { .tenant = "", .state = "" };
-        if (ref_error == 0)
-                job_file_status(t, f, &st, msg, 512);
-        return bus_append_status(reply, f->name ?: name, msg, &st);
 }

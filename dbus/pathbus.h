@@ -32,7 +32,6 @@ int bus_file_job_reply(sd_bus_message *m, struct tierd *t, const char *operation
  * the first error), then closed and sent, and unreferenced either way. */
 int bus_array_reply_open(sd_bus_message *call, const char *contents, sd_bus_message **reply);
 int bus_array_reply_send(sd_bus_message *reply, int r);
-/* One file's status into a reply; an error (ref_error, msg) goes in its
- * message field. */
-int bus_append_file_status(sd_bus_message *reply, struct tierd *t, const char *name, int ref_error,
-                           const struct file_ref *f, char msg[512]);
+/* One file's status into a reply (a(ssssttb)): name, msg (an error, or
+ * ""), then st's fields. */
+int bus_append_status(sd_bus_message *reply, const char *name, const char *msg, const struct file_status *st);

@@ -83,7 +83,7 @@ struct tenant *tierd_find_tenant(struct tierd *t, const char *name) {
  * two of their requests one may be merging on a thread, or waiting for
  * the name's lock). */
 static bool tierd_idle(struct tierd *t) {
-        if (!dispatch_idle(t) || !batch_ends_told(t) || t->path_calls > 0)
+        if (!dispatch_idle(t) || !batch_ends_told(t) || t->path_calls > 0 || t->status_calls > 0)
                 return false;
         for (size_t i = 0; i < t->n_tenants; i++)
                 if (!worker_idle(&t->tenants[i].worker) || t->tenants[i].saving || catalog_import_pending(&t->tenants[i]))

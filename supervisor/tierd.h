@@ -261,7 +261,8 @@ struct tierd {
         struct batch *batches; /* in the order they run: batch.c */
         uint32_t last_batch_id;
         unsigned batch_files_running;
-        unsigned path_calls; /* D-Bus calls by path waiting for their walks: dbus/pathbus.c */
+        unsigned path_calls;   /* D-Bus calls by path waiting for their walks: dbus/pathbus.c */
+        unsigned status_calls; /* FileStatusFds calls waiting for their stubs' reads: dbus/statusbus.c */
         unsigned imports_detached; /* catalogs turned off by a reload, an import's request still in flight */
         sd_event_source *batches_src;
         bool batches_pumping;

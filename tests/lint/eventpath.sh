@@ -18,6 +18,8 @@
 # 4f. nor walk a named path past the kernel's lookup cache (RESOLVE_CACHED);
 # 4g. nor decrypt or parse a catalog object read from the store (a
 #    snapshot may be a GiB, a list of snapshots 4 MiB: store_get_worked);
+# 4h. nor read the stub of a file a D-Bus caller named (a lookup in the
+#    filesystem's tree: the caller picks cold ones);
 # 5. a log line (written from anywhere, the event path too) never waits
 #    for journald: the journal sink sends with MSG_DONTWAIT only, and no
 #    sd_journal_* call (which blocks while journald is behind) is made;
@@ -144,6 +146,16 @@ bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
 		print FILENAME ":" FNR ": in " fn "(): " $0 }' $(ls supervisor/*.c supervisor/*/*.c dbus/*.c))
 if [ -z "$bad" ]; then echo "ok - event path: catalog objects read from the store are decoded on threads only"
 else echo "not ok - event path: a catalog object decoded on the event loop (store_get_worked):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 4h. The D-Bus faces read no stub on the loop: a status's read
+# (file_status_fd, job_file_status, stub_read*) is made in a thread's
+# work function only (*_work: statusbus.c's status_work; FileStatus by
+# path reads in pathwarm.c's warm_work).
+bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
+	/^[^ \t#\/*}{][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	/(^|[^a-z_])(file_status_fd|job_file_status|stub_read[a-z_]*|stub_pinned[a-z_]*)\(/ && $0 !~ /^[a-z].*\) \{$/ && fn !~ /_work$/ {
+		print FILENAME ":" FNR ": in " fn "(): " $0 }' dbus/*.c)
+if [ -z "$bad" ]; then echo "ok - event path: the D-Bus faces read callers' stubs on threads only"
+else echo "not ok - event path: a caller's stub read on the event loop (statusbus.c: status_work):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 5. The journal sink: every send non-blocking, no sd_journal_*.
 bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
 	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c supervisor/*/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
