@@ -5,7 +5,9 @@
  * the event loop: a directory on the way that is not in the kernel's
  * lookup cache costs a lookup in the filesystem, as many as the tenant
  * made levels. The call is answered once every path was walked; it
- * keeps its message (sd_bus_message_ref) meanwhile.
+ * keeps its message (sd_bus_message_ref) meanwhile. What the loop does
+ * for each path (name it, queue its walk, answer for it) is done
+ * SLICE paths a turn: a call may name 100,000.
  */
 #include "pathbus.h"
 
@@ -25,30 +27,26 @@
  * bounded (each call's paths are). */
 #define PATH_CALLS_MAX 8
 #define ERROR_TRY_AGAIN "org.tierd1.Error.TryAgain"
-/* FileStatus's answers added to its reply in one turn of the loop. */
-#define REPLY_SLICE 4096
+/* Paths named, queued or answered for in one turn of the loop. */
+#define SLICE 4096
 
 struct paths_call {
         sd_bus_message *m;
         struct tierd *t;
         const char *operation;
         file_job_t fn; /* NULL: FileStatus */
-        char **paths;
+        const char **paths; /* in m */
         size_t n;
         struct file_ref *refs; /* refs[i].tn NULL: paths[i] names no tenant's file */
         struct path_check *checks;
-        sd_bus_message *reply; /* FileStatus's, made REPLY_SLICE answers a turn */
+        size_t named, queued;
+        size_t chunks;                   /* pathwarm_check runs not ended, and 1 until all are queued */
+        void (*walked)(void *userdata);  /* once all are */
+        sd_event_source *prepare_src;    /* naming and queueing, SLICE a turn */
+        sd_bus_message *reply;           /* FileStatus's, made SLICE answers a turn */
         size_t replied;
         sd_event_source *slice_src;
 };
-
-static void strv_free(char **v) {
-        if (!v)
-                return;
-        for (size_t i = 0; v[i]; i++)
-                free(v[i]);
-        free(v);
-}
 
 static void paths_call_free(struct paths_call *c) {
         for (size_t i = 0; c->refs && i < c->n; i++)
@@ -57,9 +55,10 @@ static void paths_call_free(struct paths_call *c) {
                 free(c->checks[i].status_msg);
         free(c->refs);
         free(c->checks);
-        strv_free(c->paths);
+        free(c->paths);
         sd_bus_message_unref(c->reply);
         sd_event_source_disable_unref(c->slice_src);
+        sd_event_source_disable_unref(c->prepare_src);
         bool counted = c->m; /* paths_call_start counted it */
         sd_bus_message_unref(c->m);
         if (counted && --c->t->path_calls == 0)
@@ -72,11 +71,12 @@ static void paths_call_freep(struct paths_call **c) {
                 paths_call_free(*c);
 }
 
-/* The call's array of strings, in time linear in their number
- * (sd_bus_message_read_strv measures its array anew for each string it
- * adds: 100,000 paths held the loop 1.6 s). More than max: -E2BIG. */
-static int read_strings(sd_bus_message *m, size_t max, char ***ret, size_t *ret_n) {
-        char **v = NULL;
+/* The call's array of strings (in m: valid while it is), in time linear
+ * in their number (sd_bus_message_read_strv measures its array anew for
+ * each string it adds: 100,000 paths held the loop 1.6 s). More than
+ * max: -E2BIG. */
+static int read_strings(sd_bus_message *m, size_t max, const char ***ret, size_t *ret_n) {
+        const char **v = NULL;
         size_t n = 0, size = 0;
         const char *s;
         int r;
@@ -90,25 +90,22 @@ static int read_strings(sd_bus_message *m, size_t max, char ***ret, size_t *ret_
                 }
                 if (n + 1 >= size) {
                         size_t want = size ? size * 2 : 16;
-                        char **grown = reallocarray(v, want, sizeof(char *));
+                        const char **grown = reallocarray(v, want, sizeof(char *));
                         if (!grown) {
                                 r = -ENOMEM;
                                 break;
                         }
                         v = grown, size = want;
                 }
-                if (!(v[n] = strdup(s))) {
-                        r = -ENOMEM;
-                        break;
-                }
-                v[++n] = NULL;
+                v[n++] = s;
+                v[n] = NULL;
         }
         if (r >= 0)
                 r = sd_bus_message_exit_container(m);
         if (r >= 0 && !v && !(v = calloc(1, sizeof(char *))))
                 r = -ENOMEM;
         if (r < 0) {
-                strv_free(v);
+                free(v);
                 return r;
         }
         *ret = v;
@@ -143,12 +140,81 @@ static int paths_call_new(sd_bus_message *m, struct tierd *t, struct paths_call 
         return 0;
 }
 
-/* Every path to a thread; done(c) on the loop once all are walked, then
- * c is freed. 1: the call is answered later. */
-static int paths_call_start(struct paths_call *c, sd_bus_message *m, void (*done)(void *userdata)) {
+/* Path i named. One that names no tenant's file fails a job's call
+ * (answered here, c freed: -1), nothing walked; a status says why. */
+static int name_path(struct paths_call *c, size_t i) {
+        char msg[512] = "";
+        int r = file_ref_name(c->t, c->paths[i], &c->refs[i], msg, sizeof(msg));
+
+        if (!c->fn)
+                c->checks[i].want_status = true;
+        if (r >= 0 || !c->fn)
+                return 0;
+        _cleanup_free_ char *safe = utf8_escape(msg);
+        (void)sd_bus_reply_method_errorf(c->m, bus_job_error_name(r), "%s", safe ?: "");
+        paths_call_free(c);
+        return -1;
+}
+
+static void chunk_walked(void *userdata) {
+        struct paths_call *c = userdata;
+        if (--c->chunks == 0)
+                c->walked(c); /* frees c */
+}
+
+/* SLICE paths' walks to the thread. Those it cannot queue say so. */
+static void queue_slice(struct paths_call *c) {
+        size_t k = c->n - c->queued > SLICE ? SLICE : c->n - c->queued;
+
+        c->chunks++;
+        if (pathwarm_check(c->t, c->refs + c->queued, c->checks + c->queued, k, chunk_walked, c) < 0) {
+                c->chunks--;
+                for (size_t i = c->queued; i < c->queued + k; i++)
+                        c->checks[i] = (struct path_check){ .error = -ENOMEM };
+        }
+        c->queued += k;
+}
+
+/* A turn's slice: every path named first (a job's call fails before
+ * anything is walked), then queued; once all are, the last walk's end
+ * (or this, if they ended already) calls c->walked. */
+static int on_prepare_slice(sd_event_source *s, void *userdata) {
+        struct paths_call *c = userdata;
+        int r = 0;
+        (void)s;
+
+        if (c->named < c->n) {
+                if (c->t->stopping) { /* its walks would not be made */
+                        (void)sd_bus_reply_method_errorf(c->m, ERROR_SHUTTING_DOWN, "tierd is shutting down");
+                        paths_call_free(c);
+                        return 0;
+                }
+                for (size_t end = c->n - c->named > SLICE ? c->named + SLICE : c->n; c->named < end; c->named++)
+                        if (name_path(c, c->named) < 0)
+                                return 0;
+        } else
+                queue_slice(c);
+        if (c->queued < c->n && (r = tierd_defer_once(c->t->event, &c->prepare_src, on_prepare_slice, c)) >= 0)
+                return 0;
+        if (c->queued == 0 && c->n > 0) { /* nothing queued yet */
+                (void)sd_bus_reply_method_errnof(c->m, r, "cannot walk the paths: %m");
+                paths_call_free(c);
+                return 0;
+        }
+        for (; c->queued < c->n; c->queued++) /* the loop cannot come back: these are not walked */
+                c->checks[c->queued] = (struct path_check){ .error = -ENOMEM };
+        chunk_walked(c); /* all queued: the hold goes */
+        return 0;
+}
+
+/* Every path named and walked, a slice a turn; walked(c) on the loop once
+ * all are, which answers and frees c. 1: the call is answered later. */
+static int paths_call_start(struct paths_call *c, sd_bus_message *m, void (*walked)(void *userdata)) {
         c->m = sd_bus_message_ref(m);
         c->t->path_calls++;
-        int r = pathwarm_check(c->t, c->refs, c->checks, c->n, done, c);
+        c->walked = walked;
+        c->chunks = 1;
+        int r = tierd_defer_once(c->t->event, &c->prepare_src, on_prepare_slice, c);
         if (r < 0) {
                 paths_call_free(c);
                 return r;
@@ -194,7 +260,6 @@ static void on_job_paths_walked(void *userdata) {
 
 int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation, file_job_t fn, sd_bus_error *error) {
         struct paths_call *c = NULL;
-        char msg[512] = "";
         int r;
 
         if ((r = bus_file_job_allowed(m, t, error)) < 0)
@@ -209,13 +274,6 @@ int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation,
                 paths_call_free(c);
                 return sd_bus_error_set(error, ERROR_INVALID_ARGS, "no files given");
         }
-        /* Named wrong (no tenant's): said at once, nothing walked. */
-        for (size_t i = 0; i < c->n; i++)
-                if ((r = file_ref_name(t, c->paths[i], &c->refs[i], msg, sizeof(msg))) < 0) {
-                        _cleanup_free_ char *safe = utf8_escape(msg);
-                        paths_call_free(c);
-                        return sd_bus_error_setf(error, bus_job_error_name(r), "%s", safe ?: "");
-                }
         return paths_call_start(c, m, on_job_paths_walked);
 }
 
@@ -240,10 +298,10 @@ static int append_checked_status(sd_bus_message *reply, struct paths_call *c, si
         return bus_append_status(reply, f->name ?: c->paths[i], msg, &st);
 }
 
-/* REPLY_SLICE more answers; the reply is sent after the last. */
+/* SLICE more answers; the reply is sent after the last. */
 static int on_status_slice(sd_event_source *s, void *userdata) {
         struct paths_call *c = userdata;
-        size_t end = c->n - c->replied > REPLY_SLICE ? c->replied + REPLY_SLICE : c->n;
+        size_t end = c->n - c->replied > SLICE ? c->replied + SLICE : c->n;
         int r = 0;
         (void)s;
 
@@ -281,24 +339,17 @@ int path_bus_method_file_status(sd_bus_message *m, void *userdata, sd_bus_error 
 
         if (t->stopping) /* its walks would not be made */
                 return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
+        r = bus_check_admin(t, m, &denied);
+        sd_bus_error_free(&denied);
+        if (r < 0)
+                return sd_bus_error_set(error, ERROR_ACCESS_DENIED,
+                                        "FileStatus by path is for root and the admin group: pass the files "
+                                        "themselves (FileStatusFds), as tierctl status does");
         if ((r = paths_call_new(m, t, &c, error)) < 0)
                 return r;
         if (!c)
                 return -ENOMEM;
-        r = bus_check_admin(t, m, &denied);
-        sd_bus_error_free(&denied);
-        if (r < 0) {
-                paths_call_free(c);
-                return sd_bus_error_set(error, ERROR_ACCESS_DENIED,
-                                        "FileStatus by path is for root and the admin group: pass the files "
-                                        "themselves (FileStatusFds), as tierctl status does");
-        }
         /* A path that names no tenant's file is answered for with its error. */
-        for (size_t i = 0; i < c->n; i++) {
-                char msg[512];
-                (void)file_ref_name(t, c->paths[i], &c->refs[i], msg, sizeof(msg));
-                c->checks[i].want_status = true;
-        }
         return paths_call_start(c, m, on_status_paths_walked);
 }
 
