@@ -94,8 +94,8 @@ static int open_files(int n, char **in, int **ret_fds, char ***ret_names, int *r
         return failed;
 }
 
-static int call_with_fds(sd_bus *bus, const char *method, const int *fds, int n, sd_bus_message **reply,
-                         sd_bus_error *e) {
+static int call_once_with_fds(sd_bus *bus, const char *method, const int *fds, int n, sd_bus_message **reply,
+                              sd_bus_error *e) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_MANAGER, method);
         if (r >= 0)
@@ -107,6 +107,22 @@ static int call_with_fds(sd_bus *bus, const char *method, const int *fds, int n,
         if (r >= 0)
                 r = sd_bus_call(bus, m, CALL_TIMEOUT_USEC, e, reply);
         return r;
+}
+
+/* tierd reads at most a few such calls' files at once, and says TryAgain
+ * to more: asked again, 20 ms later, doubling up to 1 s, for 30 s. */
+static int call_with_fds(sd_bus *bus, const char *method, const int *fds, int n, sd_bus_message **reply,
+                         sd_bus_error *e) {
+        useconds_t wait = 20000, waited = 0;
+        for (;;) {
+                int r = call_once_with_fds(bus, method, fds, n, reply, e);
+                if (r >= 0 || !sd_bus_error_has_name(e, "org.tierd1.Error.TryAgain") || waited >= 30000000)
+                        return r;
+                sd_bus_error_free(e);
+                usleep(wait);
+                waited += wait;
+                wait = wait < 500000 ? wait * 2 : 1000000;
+        }
 }
 
 /* One reply's files, names[0..n) as the caller named them: a table line

@@ -32,7 +32,7 @@ struct fd_status {
         int fd;    /* the caller's, in the message */
         int error; /* file_ref_from_fd's, then the stub read's: msg says it */
         char *msg;
-        const char *tenant;
+        const struct tenant *tn; /* its name read when answering: a reload frees the policy's strings */
         struct file_status st;
 };
 
@@ -94,7 +94,7 @@ static void status_done(void *userdata) {
                 char name[32];
                 snprintf(name, sizeof(name), "file #%zu", i);
                 if (s->error >= 0)
-                        s->st.tenant = s->tenant;
+                        s->st.tenant = s->tn->cfg->name;
                 r = bus_append_status(reply, name, s->error < 0 ? s->msg ?: "out of memory" : "",
                                       s->error < 0 ? &none : &s->st);
         }
@@ -129,7 +129,7 @@ static int read_fds(sd_bus_message *m, struct status_call *c, sd_bus_error *erro
                 if (k < 0)
                         item_say(s, k, msg);
                 else
-                        s->tenant = f.tn->cfg->name;
+                        s->tn = f.tn;
         }
         return r < 0 ? r : sd_bus_message_exit_container(m);
 }

@@ -184,8 +184,14 @@ static void warm_start(struct pathwarm *w) {
         w->subvol_fd = w->tn->subvol_fd;
         int r = offthread_start(w->tn->t->event, &w->subvol_fd, 1, warm_work, warm_done, w, &w->thread);
         if (r < 0) {
-                /* Nothing was walked: each says so. */
+                /* Nothing was walked: each says so, those waiting behind
+                 * too (in the order they came, at once). */
                 log_error_errno(r, "tenant %s: cannot read paths on a thread: %m", w->tn->cfg->name);
+                struct warm_job **end = &w->running;
+                while (*end)
+                        end = &(*end)->next;
+                *end = TAKE_PTR(w->waiting);
+                w->tail = &w->waiting;
                 for (struct warm_job *j = w->running; j; j = j->next)
                         j->result.error = -EAGAIN;
                 warm_done(w);

@@ -78,8 +78,7 @@ struct catalog_changes {
         size_t n_archived;           /* of them, files archived */
         size_t *share;               /* of them, each tenant's (by index), then those of no one known */
         uint64_t *root_id;           /* each tenant's btrfs subvolume (0: none, or shared with another) */
-        union file_handle_buf *root; /* each tenant's directory (handle_bytes 0: none) */
-        struct catalog_owners *owners;
+        struct catalog_owners *owners; /* each tenant's root (pinned) and directories seen */
         struct change_batch *running;
         struct offthread *thread;
 };
@@ -101,15 +100,12 @@ static uint64_t handle_root_id(const struct file_handle *fh) {
 }
 
 /* The tenant the directory is in, told on the loop from its handle alone:
- * its btrfs subvolume (a tenant with a subvolume to itself), a tenant's
- * root, or where the loop last saw it. Its index, or -1. */
+ * its btrfs subvolume (a tenant with a subvolume to itself), or where the
+ * loop last saw it (a tenant's root: always). Its index, or -1. */
 static int owner_of(const struct catalog_changes *cc, const struct file_handle *fh) {
         uint64_t id = fh ? handle_root_id(fh) : 0;
         for (size_t i = 0; id && i < cc->fs->t->n_tenants; i++)
                 if (cc->root_id[i] == id)
-                        return (int)i;
-        for (size_t i = 0; fh && i < cc->fs->t->n_tenants; i++)
-                if (cc->root[i].fh.handle_bytes && file_handle_equal(&cc->root[i].fh, fh))
                         return (int)i;
         return fh ? catalog_owners_get(cc->owners, fh) : -1;
 }
@@ -183,12 +179,13 @@ static int note(struct catalog_changes *cc, const struct change_dir *d, bool cre
 /* A directory moved from one tenant's tree to another's (only through a
  * mount that sees both: each tenant's view is a mount of its own, and a
  * rename across mounts fails) takes along directories the loop saw as
- * the first's: all it saw is forgotten. Each side as a thread found it,
- * or, if gone meanwhile, as told when heard. */
+ * the first's: all it saw is forgotten, and so it is when a side is not
+ * known (gone before a thread named it, and not known when heard). Each
+ * side as a thread found it, or, if gone meanwhile, as told when heard. */
 static void moved(struct catalog_changes *cc, const struct change *c, int to, int from) {
         to = to == -2 && c->at[0].owner >= 0 ? c->at[0].owner : to;
         from = from == -2 && c->at[1].owner >= 0 ? c->at[1].owner : from;
-        if (c->dir && to != from && to != -2 && from != -2)
+        if (c->dir && (to != from || to == -2))
                 catalog_owners_clear(cc->owners);
 }
 
@@ -299,6 +296,8 @@ static void spill_owner(struct catalog_changes *cc, int owner, const char *why) 
         for (size_t i = 0; i < fs->t->n_tenants; i++)
                 if (fs->t->tenants[i].fs == fs && (owner < 0 || (size_t)owner == i))
                         catalog_note_spilled(&fs->t->tenants[i], why);
+        if (owner < 0) /* changes lost, a move between tenants among them maybe */
+                catalog_owners_clear(cc->owners);
         for (struct change **at = &cc->head; *at;) {
                 struct change *c = *at;
                 if (owner >= 0 && c->owner != owner) {
@@ -410,11 +409,16 @@ static void copy_dir(struct change_dir *to, const struct dfid_name *from, char *
 int catalog_changes_add(struct catalog_changes *cc, enum change_kind kind, bool dir, const struct dfid_name *a,
                         const struct dfid_name *b, const struct file_handle *child) {
         struct change_dir at[2] = { { .owner = owner_of(cc, a->fh) }, { .owner = owner_of(cc, b->fh) } };
-        int owner = a->fh ? at[0].owner : at[1].owner;
+        /* A rename between two tenants (or either not known) is no one's:
+         * dropped, it spills every catalog, the one it left too. */
+        int owner = !a->fh ? at[1].owner : !b->fh || at[0].owner == at[1].owner ? at[0].owner : -1;
         if (dir && child)
                 heard_dir(cc, kind, &at[0], &at[1], child);
-        if (!room_for(cc, owner))
+        if (!room_for(cc, owner)) {
+                if (dir && kind == CHANGE_RENAMED && owner < 0) /* its move is never applied (moved) */
+                        catalog_owners_clear(cc->owners);
                 return 0; /* dropped: a snapshot has it */
+        }
         struct change *c = calloc(1, sizeof(*c) + dir_bytes(a) + dir_bytes(b));
         if (!c)
                 return -ENOMEM;
@@ -469,44 +473,62 @@ bool catalogwatch_holds(const struct tiered_fs *fs, dev_t dev, ino_t ino) {
         return false;
 }
 
-/* Each tenant's directory's handle, and its subvolume id when it is a
- * btrfs subvolume's root; neither where another tenant shares it. */
-static void root_ids(struct catalog_changes *cc) {
+/* Each tenant's directory's handle (pinned as its), and its subvolume id
+ * when it is a btrfs subvolume's root; neither where another tenant
+ * shares it. */
+static int root_ids(struct catalog_changes *cc) {
         struct tierd *t = cc->fs->t;
+        _cleanup_free_ union file_handle_buf *root = calloc(t->n_tenants ?: 1, sizeof(*root));
+        int r = 0;
+
+        if (!root)
+                return -ENOMEM;
         for (size_t i = 0; i < t->n_tenants; i++) {
-                union file_handle_buf *h = &cc->root[i];
                 struct stat st;
                 int mount_id;
-                h->fh.handle_bytes = MAX_HANDLE_SZ;
+                root[i].fh.handle_bytes = MAX_HANDLE_SZ;
                 if (t->tenants[i].fs != cc->fs || fstat(t->tenants[i].subvol_fd, &st) < 0 ||
-                    name_to_handle_at(t->tenants[i].subvol_fd, "", &h->fh, &mount_id, AT_EMPTY_PATH) < 0) {
-                        h->fh.handle_bytes = 0;
+                    name_to_handle_at(t->tenants[i].subvol_fd, "", &root[i].fh, &mount_id, AT_EMPTY_PATH) < 0) {
+                        root[i].fh.handle_bytes = 0;
                         continue;
                 }
                 if (st.st_ino == 256 /* BTRFS_FIRST_FREE_OBJECTID: a subvolume's root */)
-                        cc->root_id[i] = handle_root_id(&h->fh);
+                        cc->root_id[i] = handle_root_id(&root[i].fh);
         }
         for (size_t i = 0; i < t->n_tenants; i++)
                 for (size_t k = i + 1; k < t->n_tenants; k++) {
                         if (cc->root_id[i] && cc->root_id[k] == cc->root_id[i])
                                 cc->root_id[i] = cc->root_id[k] = 0;
-                        if (cc->root[i].fh.handle_bytes && file_handle_equal(&cc->root[i].fh, &cc->root[k].fh))
-                                cc->root[i].fh.handle_bytes = cc->root[k].fh.handle_bytes = 0;
+                        if (root[i].fh.handle_bytes && file_handle_equal(&root[i].fh, &root[k].fh))
+                                root[i].fh.handle_bytes = root[k].fh.handle_bytes = 0;
                 }
+        for (size_t i = 0; r >= 0 && i < t->n_tenants; i++)
+                if (root[i].fh.handle_bytes)
+                        r = catalog_owners_pin(cc->owners, &root[i].fh, (int)i);
+        return r;
+}
+
+static size_t tenants_here(const struct tiered_fs *fs) {
+        size_t n = 0;
+        for (size_t i = 0; i < fs->t->n_tenants; i++)
+                n += fs->t->tenants[i].fs == fs && fs->t->tenants[i].cfg->catalog;
+        return n;
 }
 
 struct catalog_changes *catalog_changes_new(struct tiered_fs *fs) {
         struct catalog_changes *cc = calloc(1, sizeof(*cc));
         size_t n = fs->t->n_tenants;
         if (!cc || !(cc->share = calloc(n + 1, sizeof(*cc->share))) ||
-            !(cc->root_id = calloc(n ?: 1, sizeof(*cc->root_id))) || !(cc->root = calloc(n ?: 1, sizeof(*cc->root))) ||
-            !(cc->owners = catalog_owners_new(n))) {
+            !(cc->root_id = calloc(n ?: 1, sizeof(*cc->root_id))) || !(cc->owners = catalog_owners_new(n, tenants_here(fs)))) {
                 catalog_changes_free(cc);
                 return NULL;
         }
         cc->fs = fs;
         cc->tail = &cc->head;
-        root_ids(cc);
+        if (root_ids(cc) < 0) {
+                catalog_changes_free(cc);
+                return NULL;
+        }
         return cc;
 }
 
@@ -519,6 +541,5 @@ void catalog_changes_free(struct catalog_changes *cc) {
         catalog_owners_free(cc->owners);
         free(cc->share);
         free(cc->root_id);
-        free(cc->root);
         free(cc);
 }

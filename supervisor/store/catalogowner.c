@@ -6,6 +6,7 @@
 #include "catalogowner.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,9 @@
 
 struct owned {
         struct owned *chain;         /* the bucket's next */
-        struct owned *newer, *older; /* the tenant's list */
+        struct owned *newer, *older; /* the tenant's list (not a pinned one's) */
         int tenant;
+        bool pinned;
         struct file_handle fh; /* with its bytes after it */
 };
 
@@ -40,12 +42,12 @@ static size_t handle_hash(const struct file_handle *fh) {
         return (size_t)h;
 }
 
-struct catalog_owners *catalog_owners_new(size_t n_tenants) {
+struct catalog_owners *catalog_owners_new(size_t n_tenants, size_t n_here) {
         struct catalog_owners *o = calloc(1, sizeof(*o));
         size_t n = 1024;
 
         /* A bucket for every two directories at most. */
-        while (n < 1u << 20 && n < n_tenants * OWNER_MAX / 2)
+        while (n < 1u << 20 && n < n_here * OWNER_MAX / 2)
                 n <<= 1;
         if (!o || !(o->buckets = calloc(n, sizeof(struct owned *))) ||
             !(o->lists = calloc(n_tenants ?: 1, sizeof(*o->lists)))) {
@@ -68,6 +70,8 @@ static struct owned **find(struct catalog_owners *o, const struct file_handle *f
 
 static void unlist(struct catalog_owners *o, struct owned *e) {
         struct owner_list *l = &o->lists[e->tenant];
+        if (e->pinned)
+                return;
         *(e->newer ? &e->newer->older : &l->newest) = e->older;
         *(e->older ? &e->older->newer : &l->oldest) = e->newer;
         e->newer = e->older = NULL;
@@ -76,6 +80,8 @@ static void unlist(struct catalog_owners *o, struct owned *e) {
 
 static void list_first(struct catalog_owners *o, struct owned *e) {
         struct owner_list *l = &o->lists[e->tenant];
+        if (e->pinned)
+                return;
         e->newer = NULL;
         e->older = l->newest;
         *(l->newest ? &l->newest->newer : &l->oldest) = e;
@@ -104,6 +110,8 @@ int catalog_owners_get(struct catalog_owners *o, const struct file_handle *fh) {
 int catalog_owners_set(struct catalog_owners *o, const struct file_handle *fh, int tenant) {
         struct owned **at = find(o, fh), *e;
 
+        if (*at && (*at)->pinned)
+                return 0;
         if (*at && (*at)->tenant == tenant) {
                 unlist(o, *at);
                 list_first(o, *at);
@@ -128,7 +136,30 @@ int catalog_owners_set(struct catalog_owners *o, const struct file_handle *fh, i
         return 0;
 }
 
+int catalog_owners_pin(struct catalog_owners *o, const struct file_handle *fh, int tenant) {
+        struct owned **at = find(o, fh), *e;
+
+        if (tenant < 0 || (size_t)tenant >= o->n_tenants)
+                return -EINVAL;
+        if (*at)
+                drop(o, at);
+        if (!(e = calloc(1, sizeof(*e) + fh->handle_bytes)))
+                return -ENOMEM;
+        memcpy(&e->fh, fh, sizeof(*fh) + fh->handle_bytes);
+        e->tenant = tenant;
+        e->pinned = true;
+        e->chain = *at;
+        *at = e;
+        return 0;
+}
+
 void catalog_owners_clear(struct catalog_owners *o) {
+        for (size_t i = 0; i < o->n_tenants; i++)
+                while (o->lists[i].oldest)
+                        drop(o, find(o, &o->lists[i].oldest->fh));
+}
+
+static void drop_all(struct catalog_owners *o) {
         for (size_t i = 0; i <= o->mask; i++)
                 while (o->buckets[i])
                         drop(o, &o->buckets[i]);
@@ -141,7 +172,7 @@ size_t catalog_owners_count(const struct catalog_owners *o, int tenant) {
 void catalog_owners_free(struct catalog_owners *o) {
         if (!o)
                 return;
-        catalog_owners_clear(o);
+        drop_all(o);
         free(o->buckets);
         free(o->lists);
         free(o);

@@ -5,6 +5,8 @@
 #include "catalogowner.h"
 #include "handle.h"
 
+#include <errno.h>
+
 static struct file_handle *handle(union file_handle_buf *h, uint32_t ino) {
         h->fh.handle_type = 1; /* FILEID_INO32_GEN, as ext4's */
         h->fh.handle_bytes = 8;
@@ -15,7 +17,7 @@ static struct file_handle *handle(union file_handle_buf *h, uint32_t ino) {
 
 static void test_found_and_moved(void **state) {
         (void)state;
-        struct catalog_owners *o = catalog_owners_new(2);
+        struct catalog_owners *o = catalog_owners_new(2, 2);
         union file_handle_buf a, b;
 
         assert_non_null(o);
@@ -34,15 +36,22 @@ static void test_found_and_moved(void **state) {
         assert_int_equal(catalog_owners_get(o, &a.fh), -1);
         assert_int_equal(catalog_owners_set(o, &a.fh, 7), 0); /* no such tenant: not kept */
         assert_int_equal(catalog_owners_get(o, &a.fh), -1);
+        union file_handle_buf root;
+        assert_int_equal(catalog_owners_pin(o, handle(&root, 2), 1), 0); /* tenant 1's root */
+        assert_int_equal(catalog_owners_set(o, &root.fh, 0), 0);          /* stays pinned */
+        assert_int_equal(catalog_owners_set(o, &root.fh, -1), 0);
+        assert_int_equal(catalog_owners_count(o, 1), 1); /* 11 only: a pinned one is not counted */
         catalog_owners_clear(o);
         assert_int_equal(catalog_owners_get(o, handle(&b, 11)), -1);
         assert_int_equal(catalog_owners_count(o, 1), 0);
+        assert_int_equal(catalog_owners_get(o, &root.fh), 1); /* not cleared */
+        assert_int_equal(catalog_owners_pin(o, &root.fh, 9), -EINVAL);
         catalog_owners_free(o);
 }
 
 static void test_bounded_per_tenant(void **state) {
         (void)state;
-        struct catalog_owners *o = catalog_owners_new(2);
+        struct catalog_owners *o = catalog_owners_new(2, 2);
         union file_handle_buf h;
 
         assert_int_equal(catalog_owners_set(o, handle(&h, 1), 1), 0); /* tenant 1's one directory */
