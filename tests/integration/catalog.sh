@@ -300,6 +300,27 @@ if [ "$KIND" = file ]; then
 	storm "ext4" "$FSB" e1 e2
 	cp "$TL_DIR/c1.json" "$TL_DIR/c.json"
 
+	# A directory an admin moves from e1's tree to e2's (through the
+	# filesystem's own mount), from a parent tierd had not seen and that
+	# is gone before a thread names it: what tierd remembered beneath it
+	# as e1's is forgotten. Then a change e2 makes there is not counted as
+	# e1's, and e1's storm, which drops e1's changes waiting, keeps it.
+	mkdir -p "$FSB/e1/proj/D/s1"
+	started_e() { TIERD_TEST_CATALOG_PAUSE_MS=2000 BUILD=$BUILD/testhooks tl_tierd_start "$TL_DIR/e1.json"; }
+	check "a tierd with e1 and e2's catalogs, its catalog thread slowed" started_e
+	e_journal() { # TENANT PATH: in its journal within 15 s
+		for _ in $(seq 150); do cat "$TL_DIR/store/$1"/catalog/journal/* 2>/dev/null | grep -q "\"path\":\"$2\"" && return 0; sleep 0.1; done; return 1; }
+	ln -s nowhere "$TL_DIR/views/e1/proj/D/s1/first"
+	check "... a change in e1/proj/D/s1 reaches e1's journal" e_journal e1 proj/D/s1/first
+	mv "$FSB/e1/proj/D" "$FSB/e2/D" && rmdir "$FSB/e1/proj"
+	check "... D moved to e2 by an admin: e2's journal has D/s1/first" e_journal e2 D/s1/first
+	ln -s nowhere "$TL_DIR/views/e2/D/s1/late"
+	mkdir "$TL_DIR/views/e1/storm2" && "$BUILD/tests/mkfiles" "$TL_DIR/views/e1/storm2" 20000
+	spilled_e1() { for _ in $(seq 100); do grep -q "tenant e1: catalog: more changes were heard than wait" "$TL_TIERD_LOG" && return 0; sleep 0.1; done; return 1; }
+	check "... e1's 20,000 creates spill e1's catalog" spilled_e1
+	check "... and e2's change made in D/s1 meanwhile reaches e2's journal" e_journal e2 D/s1/late
+	check "SIGTERM: exits 0" tl_tierd_stop
+
 	# CancelJob stops a job whose file waits for its path's walk on a
 	# thread (a test build: every job's path is walked there, in 3 s, as
 	# a cold tree on a slow disk would be): the file is left untouched.
