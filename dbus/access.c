@@ -5,19 +5,72 @@
  * reused between its call and our look. The bus gives the uid; it gives the
  * groups too from dbus 1.15 (UnixGroupIDs). With an older bus (Debian 12's
  * 1.14) group membership comes from the user database for that uid.
+ *
+ * The user database may be a network service (LDAP, sssd), and the loop
+ * that asks it also answers every tenant's readers: so admin_group's id
+ * is asked once a minute at most, and a caller found outside the group
+ * is not asked about again for a minute (someone added to the group may
+ * wait that long; someone taken out is refused at once, as a member is
+ * looked up each time). Any local user may call; they cost one lookup a
+ * minute each.
  */
 #include "access.h"
 
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "macro.h"
 
 static void creds_unrefp(sd_bus_creds **c) { sd_bus_creds_unref(*c); }
+
+#define LOOKUP_TTL_USEC (60 * 1000000ULL)
+#define OUTSIDE_MAX 64
+
+static struct {
+        char name[64];
+        bool found;
+        gid_t gid;
+        uint64_t until;
+} admin_gid;
+
+static struct {
+        uid_t uid;
+        gid_t gid;
+        uint64_t until; /* 0: free */
+} outside[OUTSIDE_MAX];
+static unsigned outside_next;
+
+/* admin_group's id: 0, or -ENOENT (no such group). */
+static int group_gid(const char *group, uint64_t now, gid_t *ret) {
+        if (strcmp(admin_gid.name, group) != 0 || now >= admin_gid.until) {
+                struct group gr, *res = NULL;
+                char buf[4096];
+                snprintf(admin_gid.name, sizeof(admin_gid.name), "%s", group);
+                admin_gid.found = getgrnam_r(group, &gr, buf, sizeof(buf), &res) == 0 && res;
+                admin_gid.gid = admin_gid.found ? gr.gr_gid : (gid_t)-1;
+                admin_gid.until = now + LOOKUP_TTL_USEC;
+        }
+        *ret = admin_gid.gid;
+        return admin_gid.found ? 0 : -ENOENT;
+}
+
+static bool known_outside(uid_t uid, gid_t gid, uint64_t now) {
+        for (size_t i = 0; i < OUTSIDE_MAX; i++)
+                if (outside[i].until > now && outside[i].uid == uid && outside[i].gid == gid)
+                        return true;
+        return false;
+}
+
+static void note_outside(uid_t uid, gid_t gid, uint64_t now) {
+        outside[outside_next] = (typeof(outside[0])){ .uid = uid, .gid = gid, .until = now + LOOKUP_TTL_USEC };
+        outside_next = (outside_next + 1) % OUTSIDE_MAX;
+}
 
 static bool user_in_group(uid_t uid, gid_t gid) {
         struct passwd pw, *res = NULL;
@@ -84,10 +137,13 @@ int bus_check_admin(struct tierd *t, sd_bus_message *m, sd_bus_error *error) {
         if (uid == 0)
                 return 0;
         if (group) {
-                struct group gr, *res = NULL;
-                char buf[4096];
-                if (getgrnam_r(group, &gr, buf, sizeof(buf), &res) == 0 && res && creds_in_group(creds, uid, gr.gr_gid))
-                        return 0;
+                uint64_t now = tierd_now_usec(t);
+                gid_t gid;
+                if (group_gid(group, now, &gid) == 0 && !known_outside(uid, gid, now)) {
+                        if (creds_in_group(creds, uid, gid))
+                                return 0;
+                        note_outside(uid, gid, now);
+                }
                 return sd_bus_error_setf(error, ERROR_ACCESS_DENIED,
                                          "only root or members of group %s may change files (caller is uid %u)", group,
                                          (unsigned)uid);
