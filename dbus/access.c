@@ -8,11 +8,13 @@
  *
  * The user database may be a network service (LDAP, sssd), and the loop
  * that asks it also answers every tenant's readers: so admin_group's id
- * is asked once a minute at most, and a caller found outside the group
+ * is asked once a minute at most (a gid changed or reused may be
+ * trusted that long), and a caller the database says is outside the group
  * is not asked about again for a minute (someone added to the group may
  * wait that long; someone taken out is refused at once, as a member is
- * looked up each time). Any local user may call; they cost one lookup a
- * minute each.
+ * looked up each time; a lookup that failed is not remembered). Any local
+ * user may call; they cost one lookup a minute each, for at most 64 users
+ * at a time.
  */
 #include "access.h"
 
@@ -72,31 +74,39 @@ static void note_outside(uid_t uid, gid_t gid, uint64_t now) {
         outside_next = (outside_next + 1) % OUTSIDE_MAX;
 }
 
-static bool user_in_group(uid_t uid, gid_t gid) {
+/* 1: a member, 0: not (the database said so), -1: not known (no such
+ * user, a lookup that failed, more groups than room). */
+static int user_in_group(uid_t uid, gid_t gid) {
         struct passwd pw, *res = NULL;
         char buf[4096];
         gid_t groups[256];
         int n = ARRAY_SIZE(groups);
 
         if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
-                return false;
+                return -1;
         if (pw.pw_gid == gid)
-                return true;
+                return 1;
         if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
-                return false;
+                return -1;
         for (int i = 0; i < n; i++)
                 if (groups[i] == gid)
-                        return true;
-        return false;
+                        return 1;
+        return 0;
 }
 
-static bool creds_in_group(sd_bus_creds *c, uid_t uid, gid_t gid) {
+static bool creds_in_group(sd_bus_creds *c, uid_t uid, gid_t gid, uint64_t now) {
         const gid_t *gids;
         gid_t egid;
         int n = sd_bus_creds_get_supplementary_gids(c, &gids);
 
-        if (n < 0) /* the bus does not say: the user database does */
-                return user_in_group(uid, gid);
+        if (n < 0) { /* the bus does not say: the user database does, once a minute for one outside */
+                if (known_outside(uid, gid, now))
+                        return false;
+                int k = user_in_group(uid, gid);
+                if (k == 0)
+                        note_outside(uid, gid, now);
+                return k > 0;
+        }
         if (sd_bus_creds_get_egid(c, &egid) >= 0 && egid == gid)
                 return true;
         for (int i = 0; i < n; i++)
@@ -139,11 +149,8 @@ int bus_check_admin(struct tierd *t, sd_bus_message *m, sd_bus_error *error) {
         if (group) {
                 uint64_t now = tierd_now_usec(t);
                 gid_t gid;
-                if (group_gid(group, now, &gid) == 0 && !known_outside(uid, gid, now)) {
-                        if (creds_in_group(creds, uid, gid))
-                                return 0;
-                        note_outside(uid, gid, now);
-                }
+                if (group_gid(group, now, &gid) == 0 && creds_in_group(creds, uid, gid, now))
+                        return 0;
                 return sd_bus_error_setf(error, ERROR_ACCESS_DENIED,
                                          "only root or members of group %s may change files (caller is uid %u)", group,
                                          (unsigned)uid);

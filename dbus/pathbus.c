@@ -26,7 +26,6 @@
 /* Calls whose paths are being walked: what waits on the threads is
  * bounded (each call's paths are). */
 #define PATH_CALLS_MAX 8
-#define ERROR_TRY_AGAIN "org.tierd1.Error.TryAgain"
 /* Paths named, queued or answered for in one turn of the loop. */
 #define SLICE 4096
 

@@ -12,6 +12,7 @@
 
 #define ERROR_SHUTTING_DOWN "org.tierd1.Error.ShuttingDown"
 #define ERROR_INVALID_ARGS "org.tierd1.Error.InvalidArguments"
+#define ERROR_TRY_AGAIN "org.tierd1.Error.TryAgain"
 #define MAX_PATHS 100000
 
 /* ArchivePaths, ReleasePaths...: checks, then each path walked on a

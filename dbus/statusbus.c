@@ -26,7 +26,6 @@
 
 /* Calls whose stubs are being read: each holds a thread. */
 #define STATUS_CALLS_MAX 8
-#define ERROR_TRY_AGAIN "org.tierd1.Error.TryAgain"
 
 struct fd_status {
         int fd;    /* the caller's, in the message */

@@ -110,6 +110,14 @@ static int owner_of(const struct catalog_changes *cc, const struct file_handle *
         return fh ? catalog_owners_get(cc->owners, fh) : -1;
 }
 
+/* A change's: its directory's tenant; a rename's, both sides' if they
+ * are one tenant, else no one's (dropped, it spills every catalog, the
+ * one it left too). */
+static int change_owner(const struct catalog_changes *cc, const struct file_handle *a, const struct file_handle *b) {
+        int to = owner_of(cc, a), from = owner_of(cc, b);
+        return !a ? from : !b || to == from ? to : -1;
+}
+
 static size_t *share_of(const struct catalog_changes *cc, int owner) {
         return &cc->share[owner >= 0 ? (size_t)owner : cc->fs->t->n_tenants];
 }
@@ -264,7 +272,7 @@ static void reattribute(struct catalog_changes *cc) {
         if (!*share_of(cc, -1))
                 return;
         for (struct change *c = cc->head; c; c = c->next) {
-                int owner = c->owner < 0 ? owner_of(cc, c->at[0].fh ?: c->at[1].fh) : -1;
+                int owner = c->owner < 0 ? change_owner(cc, c->at[0].fh, c->at[1].fh) : -1;
                 if (owner < 0)
                         continue;
                 (*share_of(cc, -1))--;
@@ -315,18 +323,19 @@ static void spill_owner(struct catalog_changes *cc, int owner, const char *why) 
 
 void catalog_changes_spill(struct catalog_changes *cc, const char *why) { spill_owner(cc, -1, why); }
 
-/* The waiting changes' first BATCH_MAX directories to a thread, their
- * list detached before it starts. */
+/* The waiting changes' first BATCH_MAX to a thread, their list detached
+ * before it starts. */
 static int batch_start(struct catalog_changes *cc) {
         struct change_batch *b = calloc(1, sizeof(*b));
         struct change **at = &cc->head, *rest;
-        size_t dirs = 0;
 
         if (!b)
                 return -ENOMEM;
         *b = (struct change_batch){ .cc = cc, .root_fd = cc->fs->root_fd, .first = cc->head };
-        for (; *at && dirs < BATCH_MAX; at = &(*at)->next, b->n++)
-                dirs += (*at)->kind != CHANGE_ARCHIVED;
+        /* At most BATCH_MAX in all, files archived too: what a batch holds
+         * stays under a tenant's share, so a spill always makes room. */
+        for (; *at && b->n < BATCH_MAX; at = &(*at)->next)
+                b->n++;
         rest = *at;
         *at = NULL;
         int r = offthread_start(cc->fs->t->event, &b->root_fd, 1, resolve_work, on_resolved, b, &cc->thread);
@@ -409,9 +418,7 @@ static void copy_dir(struct change_dir *to, const struct dfid_name *from, char *
 int catalog_changes_add(struct catalog_changes *cc, enum change_kind kind, bool dir, const struct dfid_name *a,
                         const struct dfid_name *b, const struct file_handle *child) {
         struct change_dir at[2] = { { .owner = owner_of(cc, a->fh) }, { .owner = owner_of(cc, b->fh) } };
-        /* A rename between two tenants (or either not known) is no one's:
-         * dropped, it spills every catalog, the one it left too. */
-        int owner = !a->fh ? at[1].owner : !b->fh || at[0].owner == at[1].owner ? at[0].owner : -1;
+        int owner = change_owner(cc, a->fh, b->fh);
         if (dir && child)
                 heard_dir(cc, kind, &at[0], &at[1], child);
         if (!room_for(cc, owner)) {
@@ -495,23 +502,35 @@ static int root_ids(struct catalog_changes *cc) {
                 if (st.st_ino == 256 /* BTRFS_FIRST_FREE_OBJECTID: a subvolume's root */)
                         cc->root_id[i] = handle_root_id(&root[i].fh);
         }
+        /* Shared: by two tenants, or three (each marked before any is cleared). */
+        _cleanup_free_ bool *shared_id = calloc(t->n_tenants ?: 1, sizeof(bool));
+        _cleanup_free_ bool *shared_root = calloc(t->n_tenants ?: 1, sizeof(bool));
+        if (!shared_id || !shared_root)
+                return -ENOMEM;
         for (size_t i = 0; i < t->n_tenants; i++)
                 for (size_t k = i + 1; k < t->n_tenants; k++) {
                         if (cc->root_id[i] && cc->root_id[k] == cc->root_id[i])
-                                cc->root_id[i] = cc->root_id[k] = 0;
-                        if (root[i].fh.handle_bytes && file_handle_equal(&root[i].fh, &root[k].fh))
-                                root[i].fh.handle_bytes = root[k].fh.handle_bytes = 0;
+                                shared_id[i] = shared_id[k] = true;
+                        if (root[i].fh.handle_bytes && root[k].fh.handle_bytes &&
+                            file_handle_equal(&root[i].fh, &root[k].fh))
+                                shared_root[i] = shared_root[k] = true;
                 }
-        for (size_t i = 0; r >= 0 && i < t->n_tenants; i++)
-                if (root[i].fh.handle_bytes)
+        for (size_t i = 0; r >= 0 && i < t->n_tenants; i++) {
+                if (shared_id[i])
+                        cc->root_id[i] = 0;
+                if (root[i].fh.handle_bytes && !shared_root[i])
                         r = catalog_owners_pin(cc->owners, &root[i].fh, (int)i);
+        }
         return r;
 }
 
+/* The table remembers every tenant's directories on the filesystem, a
+ * catalog's or not: a storm in a tenant without one counts against its
+ * own share too. */
 static size_t tenants_here(const struct tiered_fs *fs) {
         size_t n = 0;
         for (size_t i = 0; i < fs->t->n_tenants; i++)
-                n += fs->t->tenants[i].fs == fs && fs->t->tenants[i].cfg->catalog;
+                n += fs->t->tenants[i].fs == fs;
         return n;
 }
 
