@@ -29,6 +29,11 @@
 /* Paths named, queued or answered for in one turn of the loop. */
 #define SLICE 4096
 
+/* Where a slice that starts at done (of n) ends. */
+static size_t slice_end(size_t done, size_t n) {
+        return n - done > SLICE ? done + SLICE : n;
+}
+
 struct paths_call {
         sd_bus_message *m;
         struct tierd *t;
@@ -163,7 +168,7 @@ static void chunk_walked(void *userdata) {
 
 /* SLICE paths' walks to the thread. Those it cannot queue say so. */
 static void queue_slice(struct paths_call *c) {
-        size_t k = c->n - c->queued > SLICE ? SLICE : c->n - c->queued;
+        size_t k = slice_end(c->queued, c->n) - c->queued;
 
         c->chunks++;
         if (pathwarm_check(c->t, c->refs + c->queued, c->checks + c->queued, k, chunk_walked, c) < 0) {
@@ -188,7 +193,7 @@ static int on_prepare_slice(sd_event_source *s, void *userdata) {
                         paths_call_free(c);
                         return 0;
                 }
-                for (size_t end = c->n - c->named > SLICE ? c->named + SLICE : c->n; c->named < end; c->named++)
+                for (size_t end = slice_end(c->named, c->n); c->named < end; c->named++)
                         if (name_path(c, c->named) < 0)
                                 return 0;
         } else
@@ -300,7 +305,7 @@ static int append_checked_status(sd_bus_message *reply, struct paths_call *c, si
 /* SLICE more answers; the reply is sent after the last. */
 static int on_status_slice(sd_event_source *s, void *userdata) {
         struct paths_call *c = userdata;
-        size_t end = c->n - c->replied > SLICE ? c->replied + SLICE : c->n;
+        size_t end = slice_end(c->replied, c->n);
         int r = 0;
         (void)s;
 

@@ -113,9 +113,8 @@ static int owner_of(const struct catalog_changes *cc, const struct file_handle *
 /* A change's: its directory's tenant; a rename's, both sides' if they
  * are one tenant, else no one's (dropped, it spills every catalog, the
  * one it left too). */
-static int change_owner(const struct catalog_changes *cc, const struct file_handle *a, const struct file_handle *b) {
-        int to = owner_of(cc, a), from = owner_of(cc, b);
-        return !a ? from : !b || to == from ? to : -1;
+static int change_owner(const struct change_dir at[2]) {
+        return !at[0].fh ? at[1].owner : !at[1].fh || at[0].owner == at[1].owner ? at[0].owner : -1;
 }
 
 static size_t *share_of(const struct catalog_changes *cc, int owner) {
@@ -272,7 +271,11 @@ static void reattribute(struct catalog_changes *cc) {
         if (!*share_of(cc, -1))
                 return;
         for (struct change *c = cc->head; c; c = c->next) {
-                int owner = c->owner < 0 ? change_owner(cc, c->at[0].fh, c->at[1].fh) : -1;
+                if (c->owner >= 0)
+                        continue;
+                struct change_dir now[2] = { { .fh = c->at[0].fh, .owner = owner_of(cc, c->at[0].fh) },
+                                             { .fh = c->at[1].fh, .owner = owner_of(cc, c->at[1].fh) } };
+                int owner = change_owner(now);
                 if (owner < 0)
                         continue;
                 (*share_of(cc, -1))--;
@@ -417,8 +420,10 @@ static void copy_dir(struct change_dir *to, const struct dfid_name *from, char *
 
 int catalog_changes_add(struct catalog_changes *cc, enum change_kind kind, bool dir, const struct dfid_name *a,
                         const struct dfid_name *b, const struct file_handle *child) {
-        struct change_dir at[2] = { { .owner = owner_of(cc, a->fh) }, { .owner = owner_of(cc, b->fh) } };
-        int owner = change_owner(cc, a->fh, b->fh);
+        /* The handles (the caller's) only for telling whose: copied below. */
+        struct change_dir at[2] = { { .fh = (struct file_handle *)a->fh, .owner = owner_of(cc, a->fh) },
+                                    { .fh = (struct file_handle *)b->fh, .owner = owner_of(cc, b->fh) } };
+        int owner = change_owner(at);
         if (dir && child)
                 heard_dir(cc, kind, &at[0], &at[1], child);
         if (!room_for(cc, owner)) {
