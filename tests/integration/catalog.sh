@@ -284,7 +284,7 @@ storm() { # filesystem's name, tenants' parent directory, names
 	snapshots() { for _ in $(seq 100); do [ "$(grep -c "tenant \($n1\|$n2\): catalog: snapshot written" "$TL_TIERD_LOG")" -ge 2 ] && return 0; sleep 0.1; done; return 1; }
 	check "... both catalogs wrote their first snapshot" snapshots
 	mkdir "$TL_DIR/views/$n2/storm" "$TL_DIR/views/$n1/calm"
-	"$BUILD/tests/mkfiles" "$TL_DIR/views/$n2/storm" 20000
+	check "$n2 makes 20,000 files (within 60 s: a hang fails here)" timeout 60 "$BUILD/tests/mkfiles" "$TL_DIR/views/$n2/storm" 20000
 	ln -s nowhere "$TL_DIR/views/$n1/calm/link" # a catalog records a symlink as it is (a file only once archived)
 	spilled() { for _ in $(seq 100); do grep -q "tenant $n2: catalog: more changes were heard than wait" "$TL_TIERD_LOG" && return 0; sleep 0.1; done; return 1; }
 	check "$n2's 20,000 creates: $n2's catalog spills to a snapshot" spilled
@@ -315,7 +315,8 @@ if [ "$KIND" = file ]; then
 	mv "$FSB/e1/proj/D" "$FSB/e2/D" && rmdir "$FSB/e1/proj"
 	check "... D moved to e2 by an admin: e2's journal has D/s1/first" e_journal e2 D/s1/first
 	ln -s nowhere "$TL_DIR/views/e2/D/s1/late"
-	mkdir "$TL_DIR/views/e1/storm2" && "$BUILD/tests/mkfiles" "$TL_DIR/views/e1/storm2" 20000
+	mkdir "$TL_DIR/views/e1/storm2"
+	check "... e1 makes 20,000 files (within 60 s: a hang fails here)" timeout 60 "$BUILD/tests/mkfiles" "$TL_DIR/views/e1/storm2" 20000
 	spilled_e1() { for _ in $(seq 100); do grep -q "tenant e1: catalog: more changes were heard than wait" "$TL_TIERD_LOG" && return 0; sleep 0.1; done; return 1; }
 	check "... e1's 20,000 creates spill e1's catalog" spilled_e1
 	check "... and e2's change made in D/s1 meanwhile reaches e2's journal" e_journal e2 D/s1/late
