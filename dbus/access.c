@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Who is asking, from the bus's own record of the caller
- * (GetConnectionCredentials), never /proc: a process may exit and its pid be
- * reused between its call and our look. The bus gives the uid; it gives the
- * groups too from dbus 1.15 (UnixGroupIDs). With an older bus (Debian 12's
- * 1.14) group membership comes from the user database for that uid.
+ * Who may change files: root, or a member of the policy's admin_group.
+ * Who is asking comes from the bus (callers.c). Group membership comes
+ * from the bus too where it says the groups the caller had when it
+ * connected (UnixGroupIDs: dbus-daemon on a kernel with SO_PEERGROUPS);
+ * else from the user database for the caller's uid.
  *
- * The user database may be a network service (LDAP, sssd), and the loop
- * that asks it also answers every tenant's readers: so admin_group's id
- * is asked once a minute at most (a gid changed or reused may be
- * trusted that long), and a caller the database says is outside the group
- * is not asked about again for a minute (someone added to the group may
- * wait that long; someone taken out is refused at once, as a member is
- * looked up each time; a lookup that failed is not remembered). Any local
- * user may call; they cost one lookup a minute each, for at most 64 users
- * at a time.
+ * The user database may be a network service (LDAP, sssd): it is asked
+ * on a thread, never on the loop that also answers every tenant's
+ * readers, and the method waits aside as it does for the bus (callers.h).
+ * What it says is kept a minute: admin_group's id (a gid changed or
+ * reused may be trusted that long) and, per uid, whether it is a member
+ * (someone added to the group or taken out of it may wait that long, as
+ * with nscd or sssd's own caches; a lookup that failed is kept 5 s).
+ * Any local user may call: each costs one lookup a minute, for at most
+ * VERDICTS_MAX users at once, with LOOKUPS_MAX threads at most.
  */
 #include "access.h"
 
@@ -26,135 +26,229 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "callers.h"
 #include "log.h"
 #include "macro.h"
-
-static void creds_unrefp(sd_bus_creds **c) { sd_bus_creds_unref(*c); }
+#include "offthread.h"
 
 #define LOOKUP_TTL_USEC (60 * 1000000ULL)
-#define OUTSIDE_MAX 64
+#define FAILED_TTL_USEC (5 * 1000000ULL)
+#define VERDICTS_MAX 64
+#define LOOKUPS_MAX 4
+#define NAME_MAX_LEN 64
+
+/* One question for the user database, on a thread: admin_group's id,
+ * and (want_member) whether uid is in it. */
+struct lookup {
+        char group[NAME_MAX_LEN];
+        bool want_member;
+        uid_t uid;
+        bool group_found; /* results */
+        gid_t gid;
+        int member; /* 1, 0, -1: could not say */
+        struct offthread *thread;
+        struct tierd *t;
+};
 
 static struct {
-        char name[64];
+        char group[NAME_MAX_LEN];
         bool found;
         gid_t gid;
-        uint64_t until;
+        uint64_t until; /* 0: not known */
 } admin_gid;
 
-static struct {
+static struct verdict {
         uid_t uid;
-        gid_t gid;
-        uint64_t until; /* 0: free */
-} outside[OUTSIDE_MAX];
-static unsigned outside_next;
+        char group[NAME_MAX_LEN];
+        int member;     /* as struct lookup's */
+        uint64_t until; /* 0: a free slot */
+} verdicts[VERDICTS_MAX];
 
-/* admin_group's id: 0, or -ENOENT (no such group). */
-static int group_gid(const char *group, uint64_t now, gid_t *ret) {
-        if (strcmp(admin_gid.name, group) != 0 || now >= admin_gid.until) {
-                struct group gr, *res = NULL;
-                char buf[4096];
-                snprintf(admin_gid.name, sizeof(admin_gid.name), "%s", group);
-                admin_gid.found = getgrnam_r(group, &gr, buf, sizeof(buf), &res) == 0 && res;
-                admin_gid.gid = admin_gid.found ? gr.gr_gid : (gid_t)-1;
-                admin_gid.until = now + LOOKUP_TTL_USEC;
-        }
-        *ret = admin_gid.gid;
-        return admin_gid.found ? 0 : -ENOENT;
-}
+static struct lookup *lookups[LOOKUPS_MAX];
 
-static bool known_outside(uid_t uid, gid_t gid, uint64_t now) {
-        for (size_t i = 0; i < OUTSIDE_MAX; i++)
-                if (outside[i].until > now && outside[i].uid == uid && outside[i].gid == gid)
-                        return true;
-        return false;
-}
+/* getgrnam_r and the like, with a buffer grown until the entry fits
+ * (a group of many members is long). */
+#define NSS_RETRY(buf, size, call) \
+        ({ \
+                int r_; \
+                for (size = 4096;; size *= 2) { \
+                        free(buf); \
+                        if (!(buf = malloc(size))) { r_ = ENOMEM; break; } \
+                        r_ = (call); \
+                        if (r_ != ERANGE || size >= (1U << 20)) break; \
+                } \
+                r_; \
+        })
 
-static void note_outside(uid_t uid, gid_t gid, uint64_t now) {
-        outside[outside_next] = (typeof(outside[0])){ .uid = uid, .gid = gid, .until = now + LOOKUP_TTL_USEC };
-        outside_next = (outside_next + 1) % OUTSIDE_MAX;
-}
-
-/* 1: a member, 0: not (the database said so), -1: not known (no such
- * user, a lookup that failed, more groups than room). */
-static int user_in_group(uid_t uid, gid_t gid) {
+static int user_in_group_work(uid_t uid, gid_t gid) {
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_free_ gid_t *groups = NULL;
         struct passwd pw, *res = NULL;
-        char buf[4096];
-        gid_t groups[256];
-        int n = ARRAY_SIZE(groups);
+        int n = 64, k;
+        size_t size;
 
-        if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
+        if (NSS_RETRY(buf, size, getpwuid_r(uid, &pw, buf, size, &res)) != 0 || !res)
                 return -1;
         if (pw.pw_gid == gid)
                 return 1;
-        if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) < 0)
-                return -1;
-        for (int i = 0; i < n; i++)
+        for (;;) { /* n grows to the user's count of groups */
+                free(groups);
+                if (n > 65536 || !(groups = calloc((size_t)n, sizeof(gid_t))))
+                        return -1;
+                k = n;
+                if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) >= 0)
+                        break;
+                if (n <= k)
+                        return -1;
+        }
+        for (int i = 0; i < n && i < k; i++)
                 if (groups[i] == gid)
                         return 1;
         return 0;
 }
 
-static bool creds_in_group(sd_bus_creds *c, uid_t uid, gid_t gid, uint64_t now) {
-        const gid_t *gids;
-        gid_t egid;
-        int n = sd_bus_creds_get_supplementary_gids(c, &gids);
+/* On a thread: the user database may be a network service. */
+static void lookup_work(void *userdata) {
+        struct lookup *l = userdata;
+        _cleanup_free_ char *buf = NULL;
+        struct group gr, *res = NULL;
+        size_t size;
 
-        if (n < 0) { /* the bus does not say: the user database does, once a minute for one outside */
-                if (known_outside(uid, gid, now))
-                        return false;
-                int k = user_in_group(uid, gid);
-                if (k == 0)
-                        note_outside(uid, gid, now);
-                return k > 0;
+#ifdef TIERD_TEST_HOOKS
+        /* Test builds: a user database that takes its time (LDAP). */
+        const char *pause = getenv("TIERD_TEST_USERDB_PAUSE_MS");
+        if (pause) {
+                log_info("test build: the user database lookup pauses %s ms", pause);
+                usleep((useconds_t)atoi(pause) * 1000);
         }
-        if (sd_bus_creds_get_egid(c, &egid) >= 0 && egid == gid)
-                return true;
-        for (int i = 0; i < n; i++)
-                if (gids[i] == gid)
-                        return true;
-        return false;
+#endif
+        l->group_found = NSS_RETRY(buf, size, getgrnam_r(l->group, &gr, buf, size, &res)) == 0 && res;
+        l->gid = l->group_found ? gr.gr_gid : (gid_t)-1;
+        if (l->want_member)
+                l->member = l->group_found ? user_in_group_work(l->uid, l->gid) : 0;
 }
 
-static int caller_creds(sd_bus_message *m, sd_bus_creds **ret, uid_t *uid, sd_bus_error *error) {
-        int r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS, ret);
-        if (r >= 0)
-                r = sd_bus_creds_get_euid(*ret, uid);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "cannot identify the caller: %m");
-        return 0;
+static struct verdict *verdict_find(uid_t uid, const char *group) {
+        for (size_t i = 0; i < VERDICTS_MAX; i++)
+                if (verdicts[i].until && verdicts[i].uid == uid && strcmp(verdicts[i].group, group) == 0)
+                        return &verdicts[i];
+        return NULL;
+}
+
+/* Kept over the verdict soonest to expire. */
+static void verdict_keep(const struct lookup *l, uint64_t now) {
+        struct verdict *v = verdict_find(l->uid, l->group);
+        if (!v) {
+                v = &verdicts[0];
+                for (size_t i = 1; i < VERDICTS_MAX; i++)
+                        if (verdicts[i].until < v->until)
+                                v = &verdicts[i];
+        }
+        *v = (struct verdict){ .uid = l->uid, .member = l->member };
+        snprintf(v->group, sizeof(v->group), "%s", l->group);
+        v->until = now + (l->member >= 0 ? LOOKUP_TTL_USEC : FAILED_TTL_USEC);
+}
+
+static void lookup_done(void *userdata) {
+        struct lookup *l = userdata;
+        uint64_t now = tierd_now_usec(l->t);
+
+        snprintf(admin_gid.group, sizeof(admin_gid.group), "%s", l->group);
+        admin_gid.found = l->group_found;
+        admin_gid.gid = l->gid;
+        admin_gid.until = now + LOOKUP_TTL_USEC;
+        if (l->want_member)
+                verdict_keep(l, now);
+        for (size_t i = 0; i < LOOKUPS_MAX; i++)
+                if (lookups[i] == l)
+                        lookups[i] = NULL;
+        free(l);
+        callers_wake_all();
+}
+
+/* Asks the user database (unless that is being asked already, or
+ * LOOKUPS_MAX are), and puts m aside until it answers: 1, or < 0. */
+static int lookup_start(struct tierd *t, sd_bus_message *m, const char *group, bool want_member, uid_t uid,
+                        sd_bus_error *error) {
+        struct lookup **slot = NULL;
+        for (size_t i = 0; i < LOOKUPS_MAX; i++) {
+                struct lookup *l = lookups[i];
+                if (!l)
+                        slot = slot ?: &lookups[i];
+                else if (strcmp(l->group, group) == 0 && l->want_member == want_member && (!want_member || l->uid == uid))
+                        return callers_wait(m, error);
+        }
+        if (slot) {
+                struct lookup *l = calloc(1, sizeof(*l));
+                int r = l ? 0 : -ENOMEM;
+                if (l) {
+                        *l = (struct lookup){ .want_member = want_member, .uid = uid, .t = t };
+                        snprintf(l->group, sizeof(l->group), "%s", group);
+                        r = offthread_start(t->event, NULL, 0, lookup_work, lookup_done, l, &l->thread);
+                }
+                if (r < 0) {
+                        free(l);
+                        return sd_bus_error_set_errnof(error, -r, "cannot look the caller up: %m");
+                }
+                *slot = l;
+        }
+        return callers_wait(m, error); /* woken when any lookup ends */
+}
+
+/* 0: a member of group; -EACCES (error not set): not; > 0: being looked
+ * up (m aside); else < 0 with error set. */
+static int check_group(struct tierd *t, sd_bus_message *m, const char *group, const struct caller_creds *cr,
+                       sd_bus_error *error) {
+        uint64_t now = tierd_now_usec(t);
+
+        if (!cr->have_groups) {
+                const struct verdict *v = verdict_find(cr->uid, group);
+                if (!v || now >= v->until)
+                        return lookup_start(t, m, group, true, cr->uid, error);
+                return v->member > 0 ? 0 : -EACCES;
+        }
+        if (strcmp(admin_gid.group, group) != 0 || now >= admin_gid.until)
+                return lookup_start(t, m, group, false, 0, error);
+        for (size_t i = 0; admin_gid.found && i < cr->n_groups; i++)
+                if (cr->groups[i] == admin_gid.gid)
+                        return 0;
+        return -EACCES;
 }
 
 int bus_check_root(sd_bus_message *m, sd_bus_error *error) {
-        _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
-        uid_t uid = (uid_t)-1;
-        int r = caller_creds(m, &creds, &uid, error);
-        if (r < 0)
+        const struct caller_creds *cr = NULL;
+        int r = callers_lookup(m, &cr, error);
+        if (r != 0)
                 return r;
-        if (uid != 0)
+        if (cr->uid != 0)
                 return sd_bus_error_setf(error, ERROR_ACCESS_DENIED, "only root may call %s (caller is uid %u)",
-                                         sd_bus_message_get_member(m), (unsigned)uid);
+                                         sd_bus_message_get_member(m), (unsigned)cr->uid);
         return 0;
 }
 
 int bus_check_admin(struct tierd *t, sd_bus_message *m, sd_bus_error *error) {
-        _cleanup_(creds_unrefp) sd_bus_creds *creds = NULL;
+        const struct caller_creds *cr = NULL;
         const char *group = t->policy->admin_group;
-        uid_t uid = (uid_t)-1;
-        int r = caller_creds(m, &creds, &uid, error);
+        int r = callers_lookup(m, &cr, error);
 
-        if (r < 0)
+        if (r != 0 || cr->uid == 0)
                 return r;
-        if (uid == 0)
-                return 0;
-        if (group) {
-                uint64_t now = tierd_now_usec(t);
-                gid_t gid;
-                if (group_gid(group, now, &gid) == 0 && creds_in_group(creds, uid, gid, now))
-                        return 0;
-                return sd_bus_error_setf(error, ERROR_ACCESS_DENIED,
-                                         "only root or members of group %s may change files (caller is uid %u)", group,
-                                         (unsigned)uid);
-        }
-        return sd_bus_error_setf(error, ERROR_ACCESS_DENIED, "only root may change files (caller is uid %u)",
-                                 (unsigned)uid);
+        if (!group)
+                return sd_bus_error_setf(error, ERROR_ACCESS_DENIED, "only root may change files (caller is uid %u)",
+                                         (unsigned)cr->uid);
+        if ((r = check_group(t, m, group, cr, error)) != -EACCES || sd_bus_error_is_set(error))
+                return r;
+        return sd_bus_error_setf(error, ERROR_ACCESS_DENIED,
+                                 "only root or members of group %s may change files (caller is uid %u)", group,
+                                 (unsigned)cr->uid);
+}
+
+void access_close(void) {
+        for (size_t i = 0; i < LOOKUPS_MAX; i++)
+                if (lookups[i]) {
+                        offthread_abandon(lookups[i]->thread, free);
+                        lookups[i] = NULL;
+                }
+        admin_gid.until = 0;
+        memset(verdicts, 0, sizeof(verdicts));
 }

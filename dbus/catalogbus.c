@@ -153,7 +153,7 @@ static void on_collect_cancel(void *userdata) {
 static struct tenant *find_tenant_for_root(sd_bus_message *m, struct tierd *t, const char *name, int *r,
                                            sd_bus_error *error) {
         struct tenant *tn = NULL;
-        if ((*r = bus_check_root(m, error)) < 0)
+        if ((*r = bus_check_root(m, error)) != 0)
                 return NULL;
         if (t->stopping)
                 *r = sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is stopping");

@@ -186,7 +186,7 @@ int container_bus_method_attach(sd_bus_message *m, void *userdata, sd_bus_error 
         if ((r = read_options(m, &req, error)) < 0)
                 return r;
         req.pid = (pid_t)pid;
-        if ((r = bus_check_root(m, error)) < 0)
+        if ((r = bus_check_root(m, error)) != 0)
                 return r;
         if (t->stopping)
                 return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is stopping");
@@ -210,7 +210,7 @@ int container_bus_method_detach(sd_bus_message *m, void *userdata, sd_bus_error 
 
         if (r < 0)
                 return r;
-        if ((r = bus_check_root(m, error)) < 0)
+        if ((r = bus_check_root(m, error)) != 0)
                 return r;
         if (!(c = container_find(t, id)))
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_CONTAINER, "no container \"%.128s\" is attached", id);

@@ -97,7 +97,7 @@ static int method_job_cancel(sd_bus_message *m, void *userdata, sd_bus_error *er
         struct batch *b = userdata;
         char path[64];
         int r = bus_check_admin(b->t, m, error);
-        if (r < 0)
+        if (r != 0)
                 return r;
         job_bus_path(b->id, path);
         if (batch_cancel(b->t, b->id) < 0)

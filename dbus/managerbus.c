@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "callers.h"
 #include "catalogbus.h"
 #include "containerbus.h"
 #include "jobbus.h"
@@ -90,7 +91,7 @@ static int method_file_job(sd_bus_message *m, struct tierd *t, const char *opera
         size_t n = 0;
         int r;
 
-        if ((r = bus_file_job_allowed(m, t, error)) < 0)
+        if ((r = bus_file_job_allowed(m, t, error)) != 0)
                 return r;
         if ((r = read_files(m, t, &refs, &n, error)) < 0)
                 return r;
@@ -122,7 +123,7 @@ static int method_cancel_job(sd_bus_message *m, void *userdata, sd_bus_error *er
 
         if (r < 0)
                 return r;
-        if ((r = bus_check_admin(t, m, error)) < 0)
+        if ((r = bus_check_admin(t, m, error)) != 0)
                 return r;
         r = job_bus_cancel(t, path);
         if (r == 0)
@@ -236,7 +237,7 @@ static int method_reload_policy(sd_bus_message *m, void *userdata, sd_bus_error 
         _cleanup_free_ char *why = NULL;
         int r;
 
-        if ((r = bus_check_admin(t, m, error)) < 0)
+        if ((r = bus_check_admin(t, m, error)) != 0)
                 return r;
         r = tierd_reload_policy(t, &why);
         if (r < 0)
@@ -257,14 +258,14 @@ static int method_set_tenant_policy(sd_bus_message *m, void *userdata, sd_bus_er
                 return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "settings longer than %d bytes", SETTINGS_MAX);
         if (!tierd_find_tenant(t, name))
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_TENANT, "no tenant named \"%.64s\" in the policy", name);
-        if ((r = bus_check_admin(t, m, error)) < 0)
+        if ((r = bus_check_admin(t, m, error)) != 0)
                 return r;
         const char *key = policy_patch_root_only_key(settings);
         if (key) {
                 sd_bus_error not_root = SD_BUS_ERROR_NULL;
-                r = bus_check_root(m, &not_root);
+                r = bus_check_root(m, &not_root); /* known: bus_check_admin asked */
                 sd_bus_error_free(&not_root);
-                if (r < 0)
+                if (r != 0)
                         return sd_bus_error_setf(error, ERROR_ACCESS_DENIED,
                                                  "only root may set \"%s\": it says where the tenant's data goes, "
                                                  "which secret it uses, who else sees it or what keeps its "
@@ -386,6 +387,8 @@ static int manager_bus_open(struct tierd *t) {
                 return log_error_errno(r, "cannot own %s on the system bus (is another tierd running, or the bus policy "
                                           "contrib/dbus/org.tierd1.conf missing?): %m", TIERD_BUS_NAME);
         r = sd_bus_attach_event(t->bus, t->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r >= 0) /* closed by manager_bus_close, after the stop's last words */
+                r = sd_bus_set_close_on_exit(t->bus, false);
         if (r < 0)
                 return log_error_errno(r, "sd_bus_attach_event: %m");
         t->face = &bus_face; /* from now on supervisor/ tells us */
@@ -394,6 +397,8 @@ static int manager_bus_open(struct tierd *t) {
 
 static void manager_bus_close(struct tierd *t) {
         t->face = NULL;
+        access_close();
+        callers_close(); /* calls put aside are answered ShuttingDown */
         t->bus = sd_bus_flush_close_unref(t->bus);
 }
 

@@ -266,7 +266,7 @@ int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation,
         struct paths_call *c = NULL;
         int r;
 
-        if ((r = bus_file_job_allowed(m, t, error)) < 0)
+        if ((r = bus_file_job_allowed(m, t, error)) != 0)
                 return r;
         if ((r = paths_call_new(m, t, &c, error)) < 0)
                 return r;
@@ -344,6 +344,10 @@ int path_bus_method_file_status(sd_bus_message *m, void *userdata, sd_bus_error 
         if (t->stopping) /* its walks would not be made */
                 return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
         r = bus_check_admin(t, m, &denied);
+        if (r > 0) /* not known yet: m comes back */
+                return r;
+        if (r < 0 && !sd_bus_error_has_name(&denied, ERROR_ACCESS_DENIED))
+                return sd_bus_error_move(error, &denied); /* TryAgain, or the caller not known */
         sd_bus_error_free(&denied);
         if (r < 0)
                 return sd_bus_error_set(error, ERROR_ACCESS_DENIED,
@@ -359,7 +363,7 @@ int path_bus_method_file_status(sd_bus_message *m, void *userdata, sd_bus_error 
 
 int bus_file_job_allowed(sd_bus_message *m, struct tierd *t, sd_bus_error *error) {
         int r = bus_check_admin(t, m, error);
-        if (r < 0)
+        if (r != 0)
                 return r;
         if (t->stopping)
                 return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");

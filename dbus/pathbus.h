@@ -22,7 +22,8 @@ int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation,
 int path_bus_method_file_status(sd_bus_message *m, void *userdata, sd_bus_error *error);
 
 /* Who may start a file job, and when (root or the admin group, tierd
- * not stopping): 0, or error set. */
+ * not stopping): 0, < 0 with error set, or > 0 (not known yet: return
+ * it, as bus_check_admin says). */
 int bus_file_job_allowed(sd_bus_message *m, struct tierd *t, sd_bus_error *error);
 /* A job of refs' files, its path in the reply to m, then it runs: 1, or
  * -errno (nothing started, nothing replied). */

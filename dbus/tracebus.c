@@ -31,7 +31,7 @@ static int read_args(sd_bus_message *m, struct tierd *t, struct tenant **tn, con
         int r = sd_bus_message_read(m, "ss", &tenant, name);
         if (r < 0)
                 return r;
-        if ((r = bus_check_root(m, error)) < 0)
+        if ((r = bus_check_root(m, error)) != 0)
                 return r;
         if (!(*tn = tierd_find_tenant(t, tenant)))
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_TENANT, "no tenant \"%.64s\"", tenant);
@@ -45,7 +45,7 @@ int trace_bus_method_start(sd_bus_message *m, void *userdata, sd_bus_error *erro
         const char *name;
         int r = read_args(m, userdata, &tn, &name, error);
 
-        if (r < 0)
+        if (r != 0)
                 return r;
         if (tn->recording || tn->prefetch)
                 return sd_bus_error_setf(error, ERROR_BUSY, "tenant %s: a host trace is running already",
@@ -101,7 +101,7 @@ int trace_bus_method_get(sd_bus_message *m, void *userdata, sd_bus_error *error)
         const char *name;
         int r = read_args(m, userdata, &tn, &name, error);
 
-        if (r < 0)
+        if (r != 0)
                 return r;
         sd_bus_message_ref(m);
         if ((r = trace_read(tn, name, on_read, m)) < 0) {

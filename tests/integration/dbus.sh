@@ -4,7 +4,8 @@
 # the running daemon introspects matches dbus/*.xml; the manager and tenant
 # objects; access control (root, admin_group, anyone else); named errors on
 # bad input with tierd staying up; signals and PropertiesChanged when a
-# worker is killed.
+# worker is killed; a slow user database (a test build's) holds no one but
+# the caller it is asked about.
 set -u
 source "$(dirname "$0")/../lib/lib.sh"
 tl_init
@@ -454,4 +455,50 @@ for _ in $(seq 50); do kill -0 "$EXPORTER" 2>/dev/null || break; sleep 0.1; done
 check "SIGTERM: the exporter ends" bash -c "! kill -0 $EXPORTER 2>/dev/null"
 wait "$EXPORTER"; rc=$?
 check "... with exit 0 (exit $rc)" test "$rc" = 0
+# Who is asking is never waited for on the loop that answers readers. The
+# bus is asked without waiting, and the user database (LDAP, sssd: a
+# network service) on a thread, the call put aside meanwhile. A test build
+# whose user database takes 3 s, and which ignores the groups this bus
+# says (as a bus that does not say them: membership is then the user
+# database's word): tierd serves a cold read, a status and root's call
+# meanwhile, each at once, then refuses the waiting caller.
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+TIERD_TEST_USERDB_PAUSE_MS=3000 TIERD_TEST_BUS_NO_GROUPS=1 BUILD=$BUILD/testhooks tl_tierd_start "$POLICY" ||
+	not_ok "tierd (a test build: a slow user database) starts"
+head -c 300000 /dev/urandom >"$TL_DIR/u.orig"
+cp "$TL_DIR/u.orig" "$V/u" && chmod 644 "$V/u"
+"$TIERCTL" archive "$V/u" >/dev/null && "$TIERCTL" release "$V/u" >/dev/null
+tl_log_mark
+T0=$(date +%s%N)
+as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy" \
+	>"$TL_DIR/aside.err" &
+ASIDE=$!
+check "a call from outside admin_group: the user database is asked on a thread" \
+	tl_logged 5 "the user database lookup pauses 3000 ms"
+T=$(date +%s%N); cmp -s "$V/u" "$TL_DIR/u.orig"; rc=$?; ms=$(ms_since "$T")
+check "... meanwhile a cold read gets its bytes at once (${ms} ms)" test "$rc" = 0 -a "$ms" -lt 1500
+T=$(date +%s%N); as_user daemon "$TIERCTL" status "$V/u" >/dev/null; rc=$?; ms=$(ms_since "$T")
+check "... so does another user's tierctl status (${ms} ms)" test "$rc" = 0 -a "$ms" -lt 1500
+T=$(date +%s%N); $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy >/dev/null; rc=$?; ms=$(ms_since "$T")
+check "... and root's ReloadPolicy (${ms} ms)" test "$rc" = 0 -a "$ms" -lt 1500
+wait "$ASIDE"; ms=$(ms_since "$T0")
+check "... then the waiting call is refused: AccessDenied, once looked up (${ms} ms)" \
+	test "$(cat "$TL_DIR/aside.err")" = org.tierd1.Error.AccessDenied -a "$ms" -ge 2500
+T=$(date +%s%N); err=$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy"); ms=$(ms_since "$T")
+check "... the same user again: refused without a lookup, the answer kept (${ms} ms)" \
+	test "$err" = org.tierd1.Error.AccessDenied -a "$ms" -lt 1500
+cp "$TL_DIR/u.orig" "$V/u2" && chmod 644 "$V/u2"
+T=$(date +%s%N); as_user nobody "$TIERCTL" archive "$V/u2" >/dev/null; rc=$?; ms=$(ms_since "$T")
+check "a member (nobody) is let in once looked up (${ms} ms)" test "$rc" = 0 -a "$ms" -ge 2500
+tl_log_mark
+as_user bin bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy" \
+	>"$TL_DIR/stopped.err" &
+ASIDE=$!
+tl_logged 5 "the user database lookup pauses 3000 ms"
+kill -TERM "$TL_TIERD_PID"
+check "SIGTERM while a call waits for its lookup: tierd exits within 10 s" tl_tierd_exits 10
+check "... with 0 (exit $TL_TIERD_STATUS)" test "$TL_TIERD_STATUS" = 0
+wait "$ASIDE"
+check "... and the waiting call is answered ShuttingDown ($(cat "$TL_DIR/stopped.err"))" \
+	test "$(cat "$TL_DIR/stopped.err")" = org.tierd1.Error.ShuttingDown
 tl_summary

@@ -20,6 +20,10 @@
 #    snapshot may be a GiB, a list of snapshots 4 MiB: store_get_worked);
 # 4h. nor read the stub of a file a D-Bus caller named (a lookup in the
 #    filesystem's tree: the caller picks cold ones);
+# 4i. nor wait for the bus daemon (behind any caller's 10 MB message) or
+#    the user database (LDAP, sssd) to say who a caller is: no
+#    synchronous bus call, no creds query, no getpw*/getgr* but in a
+#    thread's work function (dbus/callers.c asks the bus without waiting);
 # 5. a log line (written from anywhere, the event path too) never waits
 #    for journald: the journal sink sends with MSG_DONTWAIT only, and no
 #    sd_journal_* call (which blocks while journald is behind) is made;
@@ -156,6 +160,20 @@ bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
 		print FILENAME ":" FNR ": in " fn "(): " $0 }' dbus/*.c)
 if [ -z "$bad" ]; then echo "ok - event path: the D-Bus faces read callers' stubs on threads only"
 else echo "not ok - event path: a caller's stub read on the event loop (statusbus.c: status_work):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 4i. Who is asking is learnt without waiting: no synchronous bus call
+# (sd_bus_call*, sd_bus_get_name_creds, sd_bus_query_sender_creds...: a
+# round trip to the bus daemon, which queues it behind what any caller
+# sent) and no user database lookup (getpw*, getgr*, getgrouplist,
+# initgroups: maybe the network) in supervisor/ or dbus/, but in a
+# thread's work function (*_work: access.c's lookup_work). Startup's own
+# calls (sd_bus_request_name) are not callers' and are not matched.
+bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
+	/^[^ \t#\/*}{][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	/(^|[^a-z_])(sd_bus_call(_method)?|sd_bus_get_(name|owner)_creds|sd_bus_query_sender_creds|sd_bus_get_name_machine_id|getpw[a-z_]*|getgr[a-z_]*|getgrouplist|initgroups)\(/ &&
+	$0 !~ /^[a-z].*\) \{$/ && fn !~ /_work$/ {
+		print FILENAME ":" FNR ": in " fn "(): " $0 }' $(ls supervisor/*.c supervisor/*/*.c dbus/*.c))
+if [ -z "$bad" ]; then echo "ok - event path: callers are identified without waiting (no synchronous bus call or user database lookup)"
+else echo "not ok - event path: a wait for the bus or the user database on the loop (dbus/callers.c, access.c's lookup_work):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 5. The journal sink: every send non-blocking, no sd_journal_*.
 bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
 	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c supervisor/*/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
