@@ -1,24 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Garbage collection of a tenant's store: the why is in gc.h. The steps,
- * each a request to the tenant's worker or a walk:
+ * each a request to the tenant's worker or work on a thread (offthread.h:
+ * the event loop keeps serving readers; it does no step whose cost grows
+ * with the count of files or objects):
  *   list catalog snapshots -> list journal objects -> read those in the
- *   retention period -> walk the filesystem's stubs (offthread.h: the event
- *   loop keeps serving readers) -> list data objects -> list manifests ->
- *   list access traces (unless trace_keep is "0s") -> delete the doomed, a
- *   few at a time.
- */
+ *   retention period (threads) -> walk the filesystem's stubs (thread) ->
+ *   sort the marks (thread) -> list data objects, manifests, access traces
+ *   (unless trace_keep is "0s"), each sorted out on a thread -> delete
+ *   the doomed, a few at a time. */
 #include "gc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,13 +28,13 @@
 #include "offthread.h"
 #include "storeio.h"
 #include "taskrun.h"
-#include "url.h"
 #include "wholefs.h"
 
 #define GC_LIST_MAX (512u << 20)       /* bytes of listing records: ~9.5 million objects */
 #define GC_CATALOG_MAX (1024u << 20)   /* a catalog object read (catalog-internal.h's bound) */
 #define GC_DELETES_IN_FLIGHT 4
 #define GC_WALKS_MAX 5                 /* walks that saw renames, before giving up */
+#define GC_SWEEP_SLICE 1024            /* doomed objects gone through a turn */
 
 struct gc_run {
         struct task_run run; /* first: run_free finds the run from it */
@@ -57,8 +55,10 @@ struct gc_run {
         const char *read_why;
         uint64_t base_seq; /* the snapshot current when the retention period began; 0: none */
         bool have_base;
-        struct proto_object *doomed;
-        size_t n_doomed, next_doomed;
+        struct proto_object *doomed; /* classify_work's, on its thread */
+        size_t n_doomed, cap_doomed, next_doomed;
+        int classify_error;
+        sd_event_source *sweep_src;
         unsigned deleting;
         uint32_t listing; /* the kind listed last */
         uint64_t listed, listed_bytes, referenced, young, deleted, deleted_bytes, failed;
@@ -84,6 +84,7 @@ static void run_free(struct task_run *r) {
         hashes_done(&g->walk_marks);
         free(g->catalog);
         free(g->doomed);
+        sd_event_source_disable_unref(g->sweep_src);
         safe_close(g->walk_root);
         free(g);
 }
@@ -254,8 +255,27 @@ static void walk_thread(void *userdata) {
  * entries too. */
 static void mark_pending(void *userdata, const uint8_t hash[32]) {
         struct gc_run *g = userdata;
-        if (hashes_add(&g->marks, hash) < 0)
+        if (hashes_add(&g->walk_marks, hash) < 0)
                 g->walk_error = -ENOMEM;
+}
+
+/* On a thread: the walk's marks (and the catalog's pending ones) join
+ * the catalog's, and all are sorted. */
+static void marks_work(void *userdata) {
+        struct gc_run *g = userdata;
+        if (hashes_merge_sort(&g->marks, &g->walk_marks) < 0)
+                g->walk_error = -ENOMEM;
+}
+
+static void on_marks_sorted(void *userdata) {
+        struct gc_run *g = userdata;
+        if (!task_run_thread_ended(&g->run))
+                return;
+        if (g->walk_error < 0) {
+                task_run_finish(&g->run, g->walk_error, "out of memory; nothing was deleted");
+                return;
+        }
+        list_objects(g, PROTO_OBJECT_DATA);
 }
 
 static void on_walked(void *userdata) {
@@ -289,20 +309,15 @@ static void on_walked(void *userdata) {
                                                    "again when it is quieter", g->tn->fs->mountpoint, g->walks);
                 return;
         }
-        for (size_t i = 0; i < g->walk_marks.n; i++)
-                if (hashes_add(&g->marks, g->walk_marks.h[i]) < 0) {
-                        task_run_finish(&g->run, -ENOMEM, "out of memory");
-                        return;
-                }
-        hashes_done(&g->walk_marks);
+        /* The catalog's changes not written yet name objects too (its
+         * queue is bounded); the marks are merged and sorted on a thread. */
         catalog_pending_objects(g->tn, mark_pending, g);
-        if (g->walk_error < 0) {
-                task_run_finish(&g->run, g->walk_error, "out of memory");
+        int r = g->walk_error < 0 ? g->walk_error : offthread_start(g->tn->t->event, NULL, 0, marks_work, on_marks_sorted, g, NULL);
+        if (r < 0) {
+                task_run_finish(&g->run, r, "cannot sort the marks: %s; nothing was deleted", strerror(-r));
                 return;
         }
-        hashes_sort(&g->marks);
-        list_objects(g, PROTO_OBJECT_DATA);
-        return;
+        g->run.on_thread = true;
 }
 
 static void walk_start(struct gc_run *g) {
@@ -331,14 +346,21 @@ static void walk_start(struct gc_run *g) {
 
 /* ---- the sweep ---- */
 
-static void on_listed(void *userdata, int error, const struct proto_object *o, size_t n) {
+static int grow_doomed(struct gc_run *g) {
+        size_t cap = g->cap_doomed ? g->cap_doomed * 2 : 1024;
+        struct proto_object *p = reallocarray(g->doomed, cap, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        g->doomed = p;
+        g->cap_doomed = cap;
+        return 0;
+}
+
+/* On a thread (store_list_worked): each object listed is referenced,
+ * young, a trace kept, or doomed. The loop touches none of it meanwhile
+ * (archives go to g->archived, which the sweep checks). */
+static void classify_work(void *userdata, const struct proto_object *o, size_t n) {
         struct gc_run *g = userdata;
-        if (!task_run_request_ended(&g->run))
-                return;
-        if (error < 0) {
-                task_run_finish(&g->run, error, "cannot list the store's objects: %s; nothing was deleted", strerror(-error));
-                return;
-        }
         for (size_t i = 0; i < n; i++) {
                 g->listed++;
                 g->listed_bytes += o[i].size;
@@ -349,20 +371,32 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
                                 g->traces_kept++;
                                 continue;
                         }
-                } else if (hashes_has(&g->marks, o[i].hash) || hashes_has(&g->archived, o[i].hash)) {
+                } else if (hashes_has(&g->marks, o[i].hash)) {
                         g->referenced++;
                         continue;
                 } else if (o[i].mtime >= g->before) {
                         g->young++;
                         continue;
                 }
-                struct proto_object *p = reallocarray(g->doomed, g->n_doomed + 1, sizeof(*p));
-                if (!p) {
-                        task_run_finish(&g->run, -ENOMEM, "out of memory; nothing was deleted");
+                if (g->n_doomed == g->cap_doomed && grow_doomed(g) < 0) {
+                        g->classify_error = -ENOMEM;
                         return;
                 }
-                g->doomed = p;
                 g->doomed[g->n_doomed++] = o[i];
+        }
+}
+
+static void on_listed(void *userdata, int error) {
+        struct gc_run *g = userdata;
+        if (!task_run_request_ended(&g->run))
+                return;
+        if (error < 0) {
+                task_run_finish(&g->run, error, "cannot list the store's objects: %s; nothing was deleted", strerror(-error));
+                return;
+        }
+        if (g->classify_error < 0) {
+                task_run_finish(&g->run, g->classify_error, "out of memory; nothing was deleted");
+                return;
         }
         /* Data first, then manifests, then traces. */
         if (g->listing == PROTO_OBJECT_DATA)
@@ -381,7 +415,8 @@ static void list_objects(struct gc_run *g, uint32_t kind) {
         }
         g->listing = kind;
         g->progress(g->userdata, "listing the store", 0, 0);
-        request_started(g, store_list(g->tn, kind, GC_LIST_MAX, on_listed, g), "list the store's objects");
+        request_started(g, store_list_worked(g->tn, kind, GC_LIST_MAX, classify_work, on_listed, g),
+                        "list the store's objects");
 }
 
 struct gc_delete {
@@ -427,8 +462,24 @@ static void report(struct gc_run *g) {
                                 (unsigned long long)g->failed, g->failed ? " (see the log)" : "");
 }
 
+static int on_sweep_slice(sd_event_source *s, void *userdata) {
+        struct gc_run *g = userdata;
+        (void)s;
+        if (!g->run.ended)
+                sweep_next(g);
+        return 0;
+}
+
 static void sweep_next(struct gc_run *g) {
+        unsigned slice = 0;
         while (g->deleting < GC_DELETES_IN_FLIGHT && g->next_doomed < g->n_doomed) {
+                /* A dry run (or a sweep of objects archives took back)
+                 * goes on without a reply to wait for: a slice a turn. */
+                if (++slice > GC_SWEEP_SLICE) {
+                        if (tierd_defer_once(g->tn->t->event, &g->sweep_src, on_sweep_slice, g) < 0)
+                                task_run_finish(&g->run, -ENOMEM, "out of memory");
+                        return;
+                }
                 const struct proto_object *o = &g->doomed[g->next_doomed++];
                 char key[STUB_KEY_MAX];
                 if (o->kind != PROTO_OBJECT_TRACE && hashes_has(&g->archived, o->hash)) {
@@ -476,32 +527,6 @@ void gc_note_archived(struct tenant *tn, const uint8_t sha256[32], const uint8_t
 
 bool gc_running(const struct tenant *tn) { return tn->gc != NULL; }
 
-static bool str_same(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
-
-/* Do a and b keep their objects in one place, however their URLs are
- * spelled? (file://: the same directory; s3://: endpoint, bucket and
- * prefix.) Unsure: yes. */
-static bool same_store(const struct tenant *a, const struct tenant *b) {
-        struct backend_url ua, ub;
-        struct stat sa, sb;
-        bool same;
-
-        if (a->store_fd >= 0 && b->store_fd >= 0)
-                return fstat(a->store_fd, &sa) < 0 || fstat(b->store_fd, &sb) < 0 ||
-                       (sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
-        if (backend_url_parse(a->cfg->backend, &ua, NULL) < 0)
-                return true;
-        if (backend_url_parse(b->cfg->backend, &ub, NULL) < 0) {
-                backend_url_done(&ua);
-                return true;
-        }
-        same = ua.kind == ub.kind && str_same(ua.bucket, ub.bucket) && str_same(ua.base, ub.base) &&
-               str_same(ua.prefix, ub.prefix) && (ua.kind != BACKEND_S3 || str_same(a->cfg->endpoint, b->cfg->endpoint));
-        backend_url_done(&ua);
-        backend_url_done(&ub);
-        return same;
-}
-
 int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t progress, void *userdata,
              const char **why) {
         struct timespec now;
@@ -515,7 +540,7 @@ int gc_start(struct tenant *tn, bool dry_run, gc_done_t done, gc_progress_t prog
                 return *why = "an audit of this tenant is running", -EBUSY;
         /* First: it is the policy's to change, not a moment's. */
         for (size_t i = 0; i < tn->t->n_tenants; i++)
-                if (&tn->t->tenants[i] != tn && same_store(&tn->t->tenants[i], tn))
+                if (&tn->t->tenants[i] != tn && store_same_place(&tn->t->tenants[i], tn))
                         return *why = "another tenant keeps its objects in the same store: its stubs are not "
                                       "this tenant's, so nothing there is collected",
                                -EADDRINUSE;

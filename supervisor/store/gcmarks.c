@@ -37,6 +37,15 @@ static int compare_hash(const void *a, const void *b) { return memcmp(a, b, 32);
 
 void hashes_sort(struct hashes *s) { qsort(s->h, s->n, sizeof(hash_t), compare_hash); }
 
+int hashes_merge_sort(struct hashes *into, struct hashes *from) {
+        int r = 0;
+        for (size_t i = 0; i < from->n && r == 0; i++)
+                r = hashes_add(into, from->h[i]);
+        hashes_done(from);
+        hashes_sort(into);
+        return r;
+}
+
 bool hashes_has(const struct hashes *s, const uint8_t h[32]) {
         return s->n && bsearch(h, s->h, s->n, sizeof(hash_t), compare_hash);
 }

@@ -19,6 +19,9 @@ struct hashes {
 int hashes_add(struct hashes *s, const uint8_t h[32]);
 /* Sorted once filled: hashes_has() needs it. */
 void hashes_sort(struct hashes *s);
+/* from's hashes added to into (from emptied), and into sorted: 0 or
+ * -ENOMEM (into sorted still, without some of them). */
+int hashes_merge_sort(struct hashes *into, struct hashes *from);
 bool hashes_has(const struct hashes *s, const uint8_t h[32]);
 /* Kept sorted as it grows. */
 int hashes_insert_sorted(struct hashes *s, const uint8_t h[32]);

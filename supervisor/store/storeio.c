@@ -15,6 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
+#include "url.h"
 #include "workers.h"
 
 struct get {
@@ -183,6 +184,45 @@ int store_list(struct tenant *tn, uint32_t kind, size_t max, store_listed_t done
                    &(struct get){ .listed = done, .userdata = userdata });
 }
 
+/* store_list_worked's: the listing checked and worked on the thread. */
+struct list_worked {
+        store_list_work_t work;
+        void (*done)(void *userdata, int error);
+        void *userdata;
+        uint32_t kind;
+        int error;
+};
+
+static void list_work(void *userdata, const char *data, size_t len) {
+        struct list_worked *l = userdata;
+        const struct proto_object *o = (const struct proto_object *)(const void *)data;
+        size_t n = len / sizeof(*o);
+
+        if (len % sizeof(*o) || check_listing(o, n, l->kind) < 0)
+                l->error = -EBADMSG;
+        else
+                l->work(l->userdata, o, n);
+}
+
+static void list_worked(void *userdata, int error) {
+        struct list_worked *l = userdata;
+        l->done(l->userdata, error ?: l->error);
+        free(l);
+}
+
+int store_list_worked(struct tenant *tn, uint32_t kind, size_t max, store_list_work_t work,
+                      void (*done)(void *userdata, int error), void *userdata) {
+        struct list_worked *l = calloc(1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        *l = (struct list_worked){ .work = work, .done = done, .userdata = userdata, .kind = kind };
+        int r = get(tn, PROTO_LIST, "", kind, max - max % sizeof(struct proto_object), 0,
+                    &(struct get){ .work = list_work, .worked = list_worked, .userdata = l, .tn = tn });
+        if (r < 0)
+                free(l);
+        return r;
+}
+
 struct put {
         store_put_t done;
         void *userdata;
@@ -241,4 +281,27 @@ int store_put(struct tenant *tn, const char *key, const void *data, size_t len, 
         EVP_Digest(data, len, req->msg.sha256, NULL, EVP_sha256(), NULL);
         worker_submit(&tn->worker, req);
         return 0;
+}
+
+static bool str_same(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+bool store_same_place(const struct tenant *a, const struct tenant *b) {
+        struct backend_url ua, ub;
+        struct stat sa, sb;
+        bool same;
+
+        if (a->store_fd >= 0 && b->store_fd >= 0)
+                return fstat(a->store_fd, &sa) < 0 || fstat(b->store_fd, &sb) < 0 ||
+                       (sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+        if (backend_url_parse(a->cfg->backend, &ua, NULL) < 0)
+                return true;
+        if (backend_url_parse(b->cfg->backend, &ub, NULL) < 0) {
+                backend_url_done(&ua);
+                return true;
+        }
+        same = ua.kind == ub.kind && str_same(ua.bucket, ub.bucket) && str_same(ua.base, ub.base) &&
+               str_same(ua.prefix, ub.prefix) && (ua.kind != BACKEND_S3 || str_same(a->cfg->endpoint, b->cfg->endpoint));
+        backend_url_done(&ua);
+        backend_url_done(&ub);
+        return same;
 }

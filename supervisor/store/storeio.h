@@ -39,6 +39,13 @@ typedef void (*store_put_t)(void *userdata, int error);
  * during the call only. -EOPNOTSUPP: the store cannot list (http). */
 typedef void (*store_listed_t)(void *userdata, int error, const struct proto_object *objects, size_t n);
 int store_list(struct tenant *tn, uint32_t kind, size_t max, store_listed_t done, void *userdata);
+/* The same, for listings too long to go through on the event loop (a
+ * store may hold millions of objects): work(userdata, objects, n) runs
+ * on a thread as store_get_worked's does, then done(userdata, 0) on the
+ * loop; or done(userdata, -errno), work not run. */
+typedef void (*store_list_work_t)(void *userdata, const struct proto_object *objects, size_t n);
+int store_list_worked(struct tenant *tn, uint32_t kind, size_t max, store_list_work_t work,
+                      void (*done)(void *userdata, int error), void *userdata);
 
 /* Deletes key if it is still of size bytes and last changed before the
  * second `before` (the store's clock), else -EBUSY: an archive refreshed
@@ -49,3 +56,8 @@ int store_delete_if_old(struct tenant *tn, const char *key, uint64_t size, int64
                         void *userdata);
 int store_put(struct tenant *tn, const char *key, const void *data, size_t len, bool if_absent, store_put_t done,
               void *userdata);
+
+/* Do a and b keep their objects in one place, however their URLs are
+ * spelled? (file://: the same directory; s3://: endpoint, bucket and
+ * prefix.) Unsure: yes. */
+bool store_same_place(const struct tenant *a, const struct tenant *b);
