@@ -7,10 +7,14 @@
 #include "audit.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "catalog.h"
 #include "catalogtree.h"
@@ -26,6 +30,15 @@
 
 #define AUDIT_LIST_MAX (512u << 20)
 #define AUDIT_FINDINGS_MAX 10000 /* kept and told; the rest are counted */
+#define AUDIT_SLICE 256           /* files whose object is missing, looked at a turn */
+
+/* A file on disk whose object the store lost: whole (archived or
+ * dirty: every byte here, so it can be uploaded again) as its stub said
+ * to the walk's thread. */
+struct missing {
+        const struct catalog_entry *e; /* in a->disk */
+        bool whole;
+};
 
 struct audit_run {
         struct task_run run; /* first: run_free finds the run from it; the walk counts as a request */
@@ -40,7 +53,11 @@ struct audit_run {
         int walk_error;
         struct proto_object *objects;   /* data and manifests in the store, sorted by hash */
         size_t n_objects;
+        int list_error;                 /* append_work's */
         bool listed_manifests, compared;
+        struct missing *missing;        /* the walk thread's, gone through on the loop a slice a turn */
+        size_t n_missing, next_missing;
+        sd_event_source *slice_src;
         struct audit_finding *findings;
         size_t n_findings, n_found;
         uint64_t repairs, repaired, repair_failed, lost;
@@ -55,6 +72,8 @@ static void run_free(struct task_run *r) {
         catalog_entries_done(&a->catalog);
         catalog_entries_done(&a->disk);
         free(a->objects);
+        free(a->missing);
+        sd_event_source_disable_unref(a->slice_src);
         for (size_t i = 0; i < a->n_findings; i++)
                 free(a->findings[i].name);
         free(a->findings);
@@ -116,7 +135,7 @@ static bool same_entry(const struct catalog_entry *a, const struct catalog_entry
 }
 
 /* Every object the entries name, sorted: data and manifests alike. */
-static int named_objects(const struct catalog_entries *const lists[2], uint8_t (**ret)[32], size_t *n) {
+static int named_objects_work(const struct catalog_entries *const lists[2], uint8_t (**ret)[32], size_t *n) {
         size_t max = lists[0]->n * 2 + lists[1]->n * 2, k = 0;
         uint8_t(*h)[32] = calloc(max + 1, 32);
         if (!h)
@@ -162,18 +181,17 @@ static void on_repaired(void *userdata, int error, const char *message) {
                 repair_next(a);
 }
 
-/* A file on disk whose object is gone: uploaded again if its bytes are
- * all here (an archived file), else lost. */
-static void object_missing(struct audit_run *a, const struct catalog_entry *e, const char *key) {
+/* On the loop, a missing one the thread found: uploaded again if its
+ * bytes are all here, else lost. The path is looked up from the kernel's
+ * lookup cache only (the walk just went through it). */
+static void object_missing(struct audit_run *a, const struct missing *m) {
         _cleanup_(file_ref_done) struct file_ref ref = {};
         _cleanup_free_ char *path = NULL;
-        char msg[512];
+        const struct catalog_entry *e = m->e;
+        struct proto_object o = { .kind = PROTO_OBJECT_DATA };
+        char msg[512], key[STUB_KEY_MAX];
 
-        if (!a->repair) {
-                found(a, "object-missing", e->path, e->path_len, "the store lost this file's object");
-                return;
-        }
-        int k = asprintf(&path, "%s/%s", a->tn->cfg->subvolume, e->path) < 0
+        int k = asprintf(&path, "%s/%.*s", a->tn->cfg->subvolume, (int)e->path_len, e->path) < 0
                         ? -ENOMEM
                         : file_ref_from_path(a->tn->t, path, &ref, msg, sizeof(msg));
         if (k < 0 && k != -EAGAIN) {
@@ -181,11 +199,6 @@ static void object_missing(struct audit_run *a, const struct catalog_entry *e, c
                                                                  "from the disk too");
                 return;
         }
-        struct file_status st = { .tenant = "", .state = "" };
-        /* Named from the lookup cache only: the inode it leads to is known
-         * only once a walk finds it, which a thread does for the next audit. */
-        if (k == 0)
-                k = job_file_status(a->tn->t, &ref, &st, msg, sizeof(msg));
         if (k == -EAGAIN) {
                 /* Not walked on the loop: a thread brings its path in for the next audit. */
                 file_ref_warm(a->tn->t, &ref);
@@ -193,8 +206,7 @@ static void object_missing(struct audit_run *a, const struct catalog_entry *e, c
                                                                  "in the kernel's lookup cache: audit again to repair it");
                 return;
         }
-        /* Archived or changed since: every byte is here. */
-        if (k < 0 || (strcmp(st.state, "archived") != 0 && strcmp(st.state, "dirty") != 0)) {
+        if (!m->whole) {
                 a->lost++;
                 found(a, "object-missing", e->path, e->path_len,
                       "the store lost this file's object and the file is not whole here: its bytes are lost");
@@ -205,6 +217,8 @@ static void object_missing(struct audit_run *a, const struct catalog_entry *e, c
                 return;
         *r = (struct repair){ .a = a, .ref = ref };
         ref = (struct file_ref){};
+        memcpy(o.hash, e->sha256, 32);
+        object_key_format(&o, key);
         found(a, "object-missing", e->path, e->path_len, "the store lost this file's object: uploaded again");
         log_info("tenant %s: audit: %s: uploading it again (%s)", a->tn->cfg->name, r->ref.name, key);
         a->repairs++;
@@ -213,23 +227,51 @@ static void object_missing(struct audit_run *a, const struct catalog_entry *e, c
                 on_repaired(r, -ENOMEM, NULL);
 }
 
-/* 0, or -ENOMEM (the run is not finished here). */
-static int compare(struct audit_run *a, struct catalog_entries *disk) {
+/* On the walk's thread: is the file every byte of which its stub says
+ * is here (archived, or changed since)? Read through the walk's own fd,
+ * beneath it, following no link. */
+static bool whole_here(const struct audit_run *a, const struct catalog_entry *e) {
+        struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
+        struct file_status st = { .tenant = "", .state = "" };
+        _cleanup_free_ char *rel = strndup(e->path, e->path_len);
+        char msg[512];
+
+        if (!rel)
+                return false;
+        _cleanup_close_ int fd = (int)syscall(SYS_openat2, a->walk_fd, rel, &how, sizeof(how));
+        return fd >= 0 && file_status_fd(fd, rel, &st, msg, sizeof(msg)) == 0 &&
+               (strcmp(st.state, "archived") == 0 || strcmp(st.state, "dirty") == 0);
+}
+
+static int note_missing(struct audit_run *a, const struct catalog_entry *e) {
+        struct missing *p = reallocarray(a->missing, a->n_missing + 1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        a->missing = p;
+        a->missing[a->n_missing++] = (struct missing){ .e = e, .whole = whole_here(a, e) };
+        return 0;
+}
+
+/* On the walk's thread: the three sorted and compared; what only the
+ * loop may do (a repair) noted in a->missing. 0, or -ENOMEM. */
+static int compare_work(struct audit_run *a, struct catalog_entries *disk) {
         const struct catalog_entries *const lists[2] = { disk, &a->catalog };
         _cleanup_free_ uint8_t(*named)[32] = NULL;
         char key[STUB_KEY_MAX];
         size_t n_named = 0;
 
-        a->progress(a->userdata, "comparing", 0, 0);
+        qsort(a->catalog.e, a->catalog.n, sizeof(*a->catalog.e), compare_entries);
+        qsort(a->objects, a->n_objects, sizeof(*a->objects), compare_objects);
         qsort(disk->e, disk->n, sizeof(*disk->e), compare_entries);
         /* What the disk has: in the store, and in the catalog as it is? */
-        for (size_t i = 0; i < disk->n && !a->run.ended; i++) {
+        for (size_t i = 0; i < disk->n; i++) {
                 const struct catalog_entry *e = &disk->e[i], *c = find_entry(&a->catalog, e);
                 if (has_object(e) && !in_store(a, e->sha256)) {
-                        struct proto_object o = { .kind = PROTO_OBJECT_DATA };
-                        memcpy(o.hash, e->sha256, 32);
-                        object_key_format(&o, key);
-                        object_missing(a, e, key);
+                        if (!a->repair)
+                                found(a, "object-missing", e->path, e->path_len, "the store lost this file's object");
+                        else if (note_missing(a, e) < 0)
+                                return -ENOMEM;
                 } else if (has_object(e) && e->has_manifest && !in_store(a, e->manifest))
                         found(a, "manifest-missing", e->path, e->path_len,
                               "the store lost this file's chunk manifest: its ranged reads restore it whole");
@@ -240,16 +282,16 @@ static int compare(struct audit_run *a, struct catalog_entries *disk) {
                 }
         }
         /* What the catalog has and the disk not. */
-        for (size_t i = 0; i < a->catalog.n && !a->run.ended; i++)
+        for (size_t i = 0; i < a->catalog.n; i++)
                 if (!find_entry(disk, &a->catalog.e[i])) {
                         a->catalog_differs = true;
                         found(a, "catalog-only", a->catalog.e[i].path, a->catalog.e[i].path_len,
                               "in the catalog, not on disk");
                 }
         /* What nothing here names. */
-        if (named_objects(lists, &named, &n_named) < 0)
+        if (named_objects_work(lists, &named, &n_named) < 0)
                 return -ENOMEM;
-        for (size_t i = 0; i < a->n_objects && !a->run.ended; i++)
+        for (size_t i = 0; i < a->n_objects; i++)
                 if (!n_named || !bsearch(a->objects[i].hash, named, n_named, 32, compare_hash)) {
                         object_key_format(&a->objects[i], key);
                         found(a, "unreferenced", key, strlen(key),
@@ -274,35 +316,44 @@ static void repair_next(struct audit_run *a) {
 
 static void walk_run(void *userdata);
 static void on_walked(void *userdata);
+static void on_listed(void *userdata, int error);
 
-static void on_listed(void *userdata, int error, const struct proto_object *o, size_t n) {
+/* On a thread (store_list_worked): the listing kept, sorted later. */
+static void append_work(void *userdata, const struct proto_object *o, size_t n) {
         struct audit_run *a = userdata;
-        if (!task_run_request_ended(&a->run))
-                return;
-        if (error < 0) {
-                task_run_finish(&a->run, error, "cannot list the store: %s", strerror(-error));
-                return;
-        }
         struct proto_object *p = reallocarray(a->objects, a->n_objects + n + 1, sizeof(*p));
         if (!p) {
-                task_run_finish(&a->run, -ENOMEM, "out of memory");
+                a->list_error = -ENOMEM;
                 return;
         }
         a->objects = p;
         memcpy(a->objects + a->n_objects, o, n * sizeof(*o));
         a->n_objects += n;
-        if (!a->listed_manifests) {
-                a->listed_manifests = true;
-                a->run.requests++;
-                int r = store_list(a->tn, PROTO_OBJECT_MANIFEST, AUDIT_LIST_MAX, on_listed, a);
-                if (r < 0) {
-                        a->run.requests--;
-                        task_run_finish(&a->run, r, "cannot list the store: %s", strerror(-r));
-                }
+}
+
+static void list_objects(struct audit_run *a, uint32_t kind) {
+        a->run.requests++;
+        int r = store_list_worked(a->tn, kind, AUDIT_LIST_MAX, append_work, on_listed, a);
+        if (r < 0) {
+                a->run.requests--;
+                task_run_finish(&a->run, r, "cannot list the store: %s", strerror(-r));
+        }
+}
+
+static void on_listed(void *userdata, int error) {
+        struct audit_run *a = userdata;
+        if (!task_run_request_ended(&a->run))
+                return;
+        if (error < 0 || a->list_error < 0) {
+                task_run_finish(&a->run, error ?: a->list_error, "cannot list the store: %s", strerror(-(error ?: a->list_error)));
                 return;
         }
-        qsort(a->objects, a->n_objects, sizeof(*a->objects), compare_objects);
-        /* The walk: what is on disk now, on a thread of its own. */
+        if (!a->listed_manifests) {
+                a->listed_manifests = true;
+                list_objects(a, PROTO_OBJECT_MANIFEST);
+                return;
+        }
+        /* The walk: what is on disk now, and the comparison, on a thread. */
         a->progress(a->userdata, "reading the stubs", 0, 0);
         a->run.requests++;
         a->walk_fd = a->tn->subvol_fd; /* the thread reads no tenant: it may be freed at an exit meanwhile */
@@ -316,28 +367,50 @@ static void on_listed(void *userdata, int error, const struct proto_object *o, s
 static void walk_run(void *userdata) {
         struct audit_run *a = userdata;
         a->walk_error = catalog_walk(a->walk_fd, "", &a->disk);
+        if (a->walk_error == 0 && compare_work(a, &a->disk) < 0)
+                a->walk_error = -ENOMEM;
+}
+
+/* The files whose object is missing, a slice a turn: each is a lookup
+ * and maybe a job. Then the last repair to end ends the audit. */
+static int on_missing_slice(sd_event_source *s, void *userdata) {
+        struct audit_run *a = userdata;
+        size_t end = MIN(a->n_missing, a->next_missing + AUDIT_SLICE);
+        (void)s;
+
+        if (a->run.ended)
+                return 0;
+        while (a->next_missing < end)
+                object_missing(a, &a->missing[a->next_missing++]);
+        if (a->next_missing < a->n_missing) {
+                if (tierd_defer_once(a->tn->t->event, &a->slice_src, on_missing_slice, a) < 0)
+                        task_run_finish(&a->run, -ENOMEM, "out of memory");
+                return 0;
+        }
+        a->compared = true;
+        if (a->repaired + a->repair_failed == a->repairs)
+                repair_next(a);
+        return 0;
 }
 
 static void on_walked(void *userdata) {
         struct audit_run *a = userdata;
         if (!task_run_request_ended(&a->run))
                 return;
+        if (a->walk_error == -ENOMEM) {
+                task_run_finish(&a->run, -ENOMEM, "out of memory");
+                return;
+        }
         if (a->walk_error < 0) {
                 task_run_finish(&a->run, a->walk_error, "cannot walk the subvolume: %s", strerror(-a->walk_error));
                 return;
         }
-        if (compare(a, &a->disk) < 0 && !a->run.ended) {
-                task_run_finish(&a->run, -ENOMEM, "out of memory");
-                return;
-        }
-        if (a->run.ended)
-                return;
-        a->compared = true; /* from here on, the last repair to end ends the audit */
-        if (a->repaired + a->repair_failed == a->repairs)
-                repair_next(a);
+        a->progress(a->userdata, "comparing", 0, 0);
+        on_missing_slice(NULL, a);
 }
 
-static void on_tree(void *userdata, int error, const char *message, const struct catalog_entries *tree) {
+/* The catalog's tree, taken (its entries sorted on the walk's thread). */
+static void on_tree(void *userdata, int error, const char *message, struct catalog_entries *tree) {
         struct audit_run *a = userdata;
         if (!task_run_request_ended(&a->run))
                 return;
@@ -345,28 +418,11 @@ static void on_tree(void *userdata, int error, const char *message, const struct
                 task_run_finish(&a->run, error, "cannot read the catalog: %s", message);
                 return;
         }
-        /* Kept: the entries are the caller's. */
-        for (size_t i = 0; i < tree->n; i++) {
-                const struct catalog_entry *e = &tree->e[i];
-                struct catalog_entry copy = { .op = e->op, .type = e->type, .path = strndup(e->path, e->path_len),
-                                              .path_len = e->path_len, .size = e->size,
-                                              .has_manifest = e->has_manifest };
-                memcpy(copy.sha256, e->sha256, 32);
-                memcpy(copy.manifest, e->manifest, 32);
-                if (!copy.path || catalog_entries_add(&a->catalog, &copy) < 0) {
-                        catalog_entry_done(&copy);
-                        task_run_finish(&a->run, -ENOMEM, "out of memory");
-                        return;
-                }
-        }
-        qsort(a->catalog.e, a->catalog.n, sizeof(*a->catalog.e), compare_entries);
+        catalog_entries_done(&a->catalog);
+        a->catalog = *tree;
+        *tree = (struct catalog_entries){};
         a->progress(a->userdata, "listing the store", 0, 0);
-        a->run.requests++;
-        int r = store_list(a->tn, PROTO_OBJECT_DATA, AUDIT_LIST_MAX, on_listed, a);
-        if (r < 0) {
-                a->run.requests--;
-                task_run_finish(&a->run, r, "cannot list the store: %s", strerror(-r));
-        }
+        list_objects(a, PROTO_OBJECT_DATA);
 }
 
 int audit_start(struct tenant *tn, bool repair, audit_done_t done, audit_progress_t progress, void *userdata,

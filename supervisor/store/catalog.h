@@ -76,11 +76,12 @@ void catalog_pending_objects(const struct tenant *tn, void (*each)(void *userdat
 
 /* The tree the catalog holds now (the latest snapshot and the journal
  * after it), read without taking the lease: done(userdata, 0, NULL, tree),
- * the tree valid during the call only, or an error and a message.
+ * the tree valid during the call only (done may take its entries, leaving
+ * it empty), or an error and a message.
  * -EALREADY while an import (or another read) runs. */
 struct catalog_entries;
 int catalog_read_tree(struct tenant *tn,
-                      void (*done)(void *userdata, int error, const char *message, const struct catalog_entries *tree),
+                      void (*done)(void *userdata, int error, const char *message, struct catalog_entries *tree),
                       void *userdata);
 
 /* tierctl tenant import: recreates the tree the catalog holds (as of

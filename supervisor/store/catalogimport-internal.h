@@ -22,7 +22,7 @@ struct catalog_import {
         void (*done)(void *userdata, int error, const char *message);
         void (*progress)(void *userdata, const char *phase, uint64_t done, uint64_t total);
         /* catalog_read_tree: the tree read is handed over, nothing made. */
-        void (*tree_read)(void *userdata, int error, const char *message, const struct catalog_entries *tree);
+        void (*tree_read)(void *userdata, int error, const char *message, struct catalog_entries *tree);
         void *userdata;
         bool running;
         uint64_t *epoch_start; /* epoch k starts at journal number epoch_start[k - 1] */

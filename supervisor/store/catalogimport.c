@@ -381,7 +381,7 @@ static int import_begin(struct tenant *tn, const struct catalog_import *proto) {
 }
 
 int catalog_read_tree(struct tenant *tn,
-                      void (*done)(void *userdata, int error, const char *message, const struct catalog_entries *tree),
+                      void (*done)(void *userdata, int error, const char *message, struct catalog_entries *tree),
                       void *userdata) {
         return import_begin(tn, &(struct catalog_import){ .tree_read = done, .userdata = userdata });
 }

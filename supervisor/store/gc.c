@@ -52,12 +52,12 @@ struct gc_run {
         struct proto_object *catalog; /* catalog objects to read */
         size_t n_catalog, next_catalog;
         int read_error; /* the object read last, as the thread found it */
+        int classify_error; /* classify_work's */
         const char *read_why;
         uint64_t base_seq; /* the snapshot current when the retention period began; 0: none */
         bool have_base;
         struct proto_object *doomed; /* classify_work's, on its thread */
         size_t n_doomed, cap_doomed, next_doomed;
-        int classify_error;
         sd_event_source *sweep_src;
         unsigned deleting;
         uint32_t listing; /* the kind listed last */

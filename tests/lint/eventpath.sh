@@ -24,6 +24,8 @@
 #    the user database (LDAP, sssd) to say who a caller is: no
 #    synchronous bus call, no creds query, no getpw*/getgr* but in a
 #    thread's work function (dbus/callers.c asks the bus without waiting);
+# 4j. nor sort or compare what a long task (gc, audit) gathered: millions
+#    of hashes, catalog entries, listed objects (*_work, *_run: threads);
 # 5. a log line (written from anywhere, the event path too) never waits
 #    for journald: the journal sink sends with MSG_DONTWAIT only, and no
 #    sd_journal_* call (which blocks while journald is behind) is made;
@@ -174,6 +176,19 @@ bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
 		print FILENAME ":" FNR ": in " fn "(): " $0 }' $(ls supervisor/*.c supervisor/*/*.c dbus/*.c))
 if [ -z "$bad" ]; then echo "ok - event path: callers are identified without waiting (no synchronous bus call or user database lookup)"
 else echo "not ok - event path: a wait for the bus or the user database on the loop (dbus/callers.c, access.c's lookup_work):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 4j. A long task's sorts (gc's marks, audit's catalog, listing and
+# walk) and what goes through its listings run on threads: in gc.c and
+# audit.c, qsort, a sort of marks and the audit's comparison only in
+# *_work or *_run functions, and listings only through store_list_worked
+# (store_list runs its callback on the loop, over every object listed).
+bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
+	/^[^ \t#\/*}{][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	/(^|[^a-z_])(qsort|qsort_r|hashes_sort|hashes_merge_sort|compare_work|named_objects_work)\(/ && $0 !~ /^[a-z].*\) \{$/ && fn !~ /_(work|run)$/ {
+		print FILENAME ":" FNR ": in " fn "(): " $0 }
+	/(^|[^a-z_])store_list\(/ && fn != "on_snapshots_listed" && fn != "gc_start" { print FILENAME ":" FNR ": in " fn "(): " $0 }' \
+	supervisor/store/gc.c supervisor/store/audit.c)
+if [ -z "$bad" ]; then echo "ok - event path: gc's and audit's sorts and listings are gone through on threads only"
+else echo "not ok - event path: a long task's sort or listing on the event loop (store_list_worked, a *_work function):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 5. The journal sink: every send non-blocking, no sd_journal_*.
 bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
 	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c supervisor/*/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
