@@ -12,8 +12,9 @@
  * What it says is kept a minute: admin_group's id (a gid changed or
  * reused may be trusted that long) and, per uid, whether it is a member
  * (someone added to the group or taken out of it may wait that long, as
- * with nscd or sssd's own caches; a lookup that failed is kept 5 s).
- * Any local user may call: each costs one lookup a minute, for at most
+ * with nscd or sssd's own caches; a lookup that failed, or was not
+ * answered in 10 s, is kept 5 s and its callers told TryAgain). Any
+ * local user may call: each costs one lookup a minute, for at most
  * VERDICTS_MAX users at once, with LOOKUPS_MAX threads at most.
  */
 #include "access.h"
@@ -24,17 +25,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "callers.h"
 #include "log.h"
 #include "macro.h"
 #include "offthread.h"
+#include "pathbus.h"
 
 #define LOOKUP_TTL_USEC (60 * 1000000ULL)
 #define FAILED_TTL_USEC (5 * 1000000ULL)
 #define VERDICTS_MAX 64
 #define LOOKUPS_MAX 4
+/* A lookup not answered in 10 s counts as failed, its thread left to end
+ * (a database that does not answer: LDAP down); once 4 are left so,
+ * none is started until one ends. */
+#define LOOKUP_TIMEOUT_USEC (10 * 1000000ULL)
+#define STUCK_MAX 4
 #define NAME_MAX_LEN 64
 
 /* One question for the user database, on a thread: admin_group's id,
@@ -43,16 +51,17 @@ struct lookup {
         char group[NAME_MAX_LEN];
         bool want_member;
         uid_t uid;
-        bool group_found; /* results */
+        int group_found; /* results: 1, 0 (no such group), -1 (could not say) */
         gid_t gid;
         int member; /* 1, 0, -1: could not say */
         struct offthread *thread;
+        sd_event_source *timeout_src;
         struct tierd *t;
 };
 
 static struct {
         char group[NAME_MAX_LEN];
-        bool found;
+        int found; /* as struct lookup's group_found */
         gid_t gid;
         uint64_t until; /* 0: not known */
 } admin_gid;
@@ -65,6 +74,7 @@ static struct verdict {
 } verdicts[VERDICTS_MAX];
 
 static struct lookup *lookups[LOOKUPS_MAX];
+static unsigned stuck; /* lookups given up, their threads not ended yet */
 
 /* getgrnam_r and the like, with a buffer grown until the entry fits
  * (a group of many members is long). */
@@ -122,10 +132,11 @@ static void lookup_work(void *userdata) {
                 usleep((useconds_t)atoi(pause) * 1000);
         }
 #endif
-        l->group_found = NSS_RETRY(buf, size, getgrnam_r(l->group, &gr, buf, size, &res)) == 0 && res;
-        l->gid = l->group_found ? gr.gr_gid : (gid_t)-1;
+        int r = NSS_RETRY(buf, size, getgrnam_r(l->group, &gr, buf, size, &res));
+        l->group_found = r == 0 && res ? 1 : r == 0 || r == ENOENT ? 0 : -1;
+        l->gid = l->group_found > 0 ? gr.gr_gid : (gid_t)-1;
         if (l->want_member)
-                l->member = l->group_found ? user_in_group_work(l->uid, l->gid) : 0;
+                l->member = l->group_found > 0 ? user_in_group_work(l->uid, l->gid) : l->group_found;
 }
 
 static struct verdict *verdict_find(uid_t uid, const char *group) {
@@ -149,21 +160,74 @@ static void verdict_keep(const struct lookup *l, uint64_t now) {
         v->until = now + (l->member >= 0 ? LOOKUP_TTL_USEC : FAILED_TTL_USEC);
 }
 
-static void lookup_done(void *userdata) {
-        struct lookup *l = userdata;
-        uint64_t now = tierd_now_usec(l->t);
-
-        snprintf(admin_gid.group, sizeof(admin_gid.group), "%s", l->group);
-        admin_gid.found = l->group_found;
-        admin_gid.gid = l->gid;
-        admin_gid.until = now + LOOKUP_TTL_USEC;
+/* What the lookup said, kept; a failure does not replace what a lookup
+ * that answered said of admin_group's id. */
+static void lookup_keep(const struct lookup *l, uint64_t now) {
+        bool same = strcmp(admin_gid.group, l->group) == 0;
+        if (l->group_found >= 0 || !same || now >= admin_gid.until || admin_gid.found < 0) {
+                snprintf(admin_gid.group, sizeof(admin_gid.group), "%s", l->group);
+                admin_gid.found = l->group_found;
+                admin_gid.gid = l->gid;
+                admin_gid.until = now + (l->group_found >= 0 ? LOOKUP_TTL_USEC : FAILED_TTL_USEC);
+        }
         if (l->want_member)
                 verdict_keep(l, now);
+}
+
+static void lookup_forget(struct lookup *l) {
         for (size_t i = 0; i < LOOKUPS_MAX; i++)
                 if (lookups[i] == l)
                         lookups[i] = NULL;
+        l->timeout_src = sd_event_source_disable_unref(l->timeout_src);
+}
+
+static void lookup_done(void *userdata) {
+        struct lookup *l = userdata;
+        lookup_keep(l, tierd_now_usec(l->t));
+        lookup_forget(l);
         free(l);
         callers_wake_all();
+}
+
+static void stuck_release(void *userdata) {
+        free(userdata);
+        stuck--;
+}
+
+static int on_lookup_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct lookup *l = userdata;
+        /* Its inputs only: the thread may still write its results. */
+        struct lookup failed = { .want_member = l->want_member, .uid = l->uid, .group_found = -1, .member = -1,
+                                 .gid = (gid_t)-1 };
+        (void)s;
+
+        memcpy(failed.group, l->group, sizeof(failed.group));
+        log_warning("the user database did not answer about group %s in 10 s: callers are refused a while", l->group);
+        lookup_keep(&failed, usec);
+        lookup_forget(l);
+        stuck++;
+        offthread_abandon(l->thread, stuck_release);
+        callers_wake_all();
+        return 0;
+}
+
+static int lookup_new(struct tierd *t, const char *group, bool want_member, uid_t uid, struct lookup **ret) {
+        struct lookup *l = calloc(1, sizeof(*l));
+        int r = l ? 0 : -ENOMEM;
+        if (l) {
+                *l = (struct lookup){ .want_member = want_member, .uid = uid, .t = t };
+                snprintf(l->group, sizeof(l->group), "%s", group);
+                r = sd_event_add_time_relative(t->event, &l->timeout_src, CLOCK_MONOTONIC, LOOKUP_TIMEOUT_USEC, 0,
+                                               on_lookup_timeout, l);
+        }
+        if (r >= 0)
+                r = offthread_start(t->event, NULL, 0, lookup_work, lookup_done, l, &l->thread);
+        if (r < 0 && l) {
+                sd_event_source_disable_unref(l->timeout_src);
+                free(l);
+        }
+        *ret = r < 0 ? NULL : l;
+        return r;
 }
 
 /* Asks the user database (unless that is being asked already, or
@@ -176,23 +240,17 @@ static int lookup_start(struct tierd *t, sd_bus_message *m, const char *group, b
                 if (!l)
                         slot = slot ?: &lookups[i];
                 else if (strcmp(l->group, group) == 0 && l->want_member == want_member && (!want_member || l->uid == uid))
-                        return callers_wait(m, error);
+                        return callers_wait(m, uid, error);
         }
+        if (slot && stuck >= STUCK_MAX)
+                return sd_bus_error_setf(error, ERROR_TRY_AGAIN, "the user database does not answer: cannot say "
+                                         "whether uid %u is in group %s; try again later", (unsigned)uid, group);
         if (slot) {
-                struct lookup *l = calloc(1, sizeof(*l));
-                int r = l ? 0 : -ENOMEM;
-                if (l) {
-                        *l = (struct lookup){ .want_member = want_member, .uid = uid, .t = t };
-                        snprintf(l->group, sizeof(l->group), "%s", group);
-                        r = offthread_start(t->event, NULL, 0, lookup_work, lookup_done, l, &l->thread);
-                }
-                if (r < 0) {
-                        free(l);
+                int r = lookup_new(t, group, want_member, uid, slot);
+                if (r < 0)
                         return sd_bus_error_set_errnof(error, -r, "cannot look the caller up: %m");
-                }
-                *slot = l;
         }
-        return callers_wait(m, error); /* woken when any lookup ends */
+        return callers_wait(m, uid, error); /* woken when any lookup ends */
 }
 
 /* 0: a member of group; -EACCES (error not set): not; > 0: being looked
@@ -201,15 +259,23 @@ static int check_group(struct tierd *t, sd_bus_message *m, const char *group, co
                        sd_bus_error *error) {
         uint64_t now = tierd_now_usec(t);
 
+        int member;
+
         if (!cr->have_groups) {
                 const struct verdict *v = verdict_find(cr->uid, group);
                 if (!v || now >= v->until)
                         return lookup_start(t, m, group, true, cr->uid, error);
-                return v->member > 0 ? 0 : -EACCES;
-        }
-        if (strcmp(admin_gid.group, group) != 0 || now >= admin_gid.until)
-                return lookup_start(t, m, group, false, 0, error);
-        for (size_t i = 0; admin_gid.found && i < cr->n_groups; i++)
+                member = v->member;
+        } else if (strcmp(admin_gid.group, group) != 0 || now >= admin_gid.until)
+                return lookup_start(t, m, group, false, cr->uid, error);
+        else
+                member = admin_gid.found;
+        if (member < 0)
+                return sd_bus_error_setf(error, ERROR_TRY_AGAIN, "the user database did not say whether uid %u is in "
+                                         "group %s: try again", (unsigned)cr->uid, group);
+        if (!cr->have_groups)
+                return member > 0 ? 0 : -EACCES;
+        for (size_t i = 0; admin_gid.found > 0 && i < cr->n_groups; i++)
                 if (cr->groups[i] == admin_gid.gid)
                         return 0;
         return -EACCES;
@@ -246,8 +312,9 @@ int bus_check_admin(struct tierd *t, sd_bus_message *m, sd_bus_error *error) {
 void access_close(void) {
         for (size_t i = 0; i < LOOKUPS_MAX; i++)
                 if (lookups[i]) {
-                        offthread_abandon(lookups[i]->thread, free);
-                        lookups[i] = NULL;
+                        struct lookup *l = lookups[i];
+                        lookup_forget(l);
+                        offthread_abandon(l->thread, free);
                 }
         admin_gid.until = 0;
         memset(verdicts, 0, sizeof(verdicts));

@@ -16,8 +16,8 @@
  * A connection's unique name is never reused while the bus runs, and
  * what the bus recorded for it never changes: the answer is kept for the
  * connection's life, for the last CALLERS_MAX connections heard from.
- * At most WAITING_MAX methods are put aside at once (then TryAgain): a
- * caller's calls wait for one answer, asked once.
+ * A caller's calls wait for one answer, asked once; how many may wait,
+ * and how long, is below (WAITING_*).
  */
 #include "callers.h"
 
@@ -25,29 +25,49 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <systemd/sd-event.h>
+#include <time.h>
 
 #include "log.h"
 #include "macro.h"
 #include "pathbus.h"
 
 #define CALLERS_MAX 256
-#define WAITING_MAX 256
-#define ASK_TIMEOUT_USEC (25 * 1000000ULL)
+#define ASK_TIMEOUT_USEC (20 * 1000000ULL)
+/* Calls put aside. Each holds its message (its fds, up to the bus's
+ * 32 MiB): a few a connection while the bus is asked who it is, a few a
+ * uid while the user database is, never more than 20 s (the client's own
+ * timeout is 25 s: it is told TryAgain first). The user database's
+ * waiters have a share of their own, so no uid's can crowd out the calls
+ * not identified yet (root's among them). */
+#define WAITING_MAX 512
+#define WAITING_LOOKUP_MAX 128
+#define WAITING_PER_CALLER 8
+#define WAIT_MAX_USEC (20 * 1000000ULL)
 
 _Static_assert(sizeof(gid_t) == sizeof(uint32_t), "the bus's group ids are u");
 
 struct caller {
         char *name;          /* its unique name; NULL: a free slot */
         sd_bus_slot *asking; /* the question in flight */
-        int error;           /* < 0: the bus did not say (the caller left) */
+        int error;           /* < 0: the bus did not say (kept until error_until) */
+        uint64_t error_until; /* 0: for the connection's life (it is gone) */
         struct caller_creds creds;
         uint64_t used;       /* the least recently used goes first */
 };
 
+struct waiter {
+        sd_bus_message *m;
+        uint64_t since;
+        bool lookup; /* waits for the user database about uid, not for the bus */
+        uid_t uid;
+};
+
 static struct caller callers[CALLERS_MAX];
 static uint64_t use_clock;
-static sd_bus_message *waiting[WAITING_MAX];
+static struct waiter waiting[WAITING_MAX];
 static size_t n_waiting;
+static sd_event_source *expiry_src; /* while calls wait */
 
 static void caller_forget(struct caller *c) {
         sd_bus_slot_unref(c->asking);
@@ -149,10 +169,10 @@ static void redispatch(sd_bus_message *m) {
 static void wake(const char *sender) {
         size_t kept = 0;
         for (size_t i = 0; i < n_waiting; i++) {
-                sd_bus_message *m = waiting[i];
+                sd_bus_message *m = waiting[i].m;
                 const char *s = sd_bus_message_get_sender(m);
                 if (sender && (!s || strcmp(s, sender) != 0)) {
-                        waiting[kept++] = m;
+                        waiting[kept++] = waiting[i];
                         continue;
                 }
                 redispatch(m);
@@ -165,12 +185,67 @@ void callers_wake_all(void) {
         wake(NULL);
 }
 
-int callers_wait(sd_bus_message *m, sd_bus_error *error) {
-        if (n_waiting >= WAITING_MAX)
-                return sd_bus_error_set(error, ERROR_TRY_AGAIN,
-                                        "too many calls wait for their callers to be identified: try again");
-        waiting[n_waiting++] = sd_bus_message_ref(m);
+static uint64_t now_usec(sd_bus_message *m) {
+        uint64_t now = 0;
+        (void)sd_event_now(sd_bus_get_event(sd_bus_message_get_bus(m)), CLOCK_MONOTONIC, &now);
+        return now;
+}
+
+/* Calls waiting 20 s: told TryAgain (the client would give up soon). */
+static int on_expiry(sd_event_source *s, uint64_t now, void *userdata) {
+        size_t kept = 0;
+        (void)userdata;
+        for (size_t i = 0; i < n_waiting; i++) {
+                if (now < waiting[i].since + WAIT_MAX_USEC) {
+                        waiting[kept++] = waiting[i];
+                        continue;
+                }
+                (void)sd_bus_reply_method_errorf(waiting[i].m, ERROR_TRY_AGAIN, "%s did not say who the caller is "
+                                                 "within 20 s: try again", waiting[i].lookup ? "the user database" : "the bus");
+                sd_bus_message_unref(waiting[i].m);
+        }
+        n_waiting = kept;
+        if (n_waiting)
+                (void)sd_event_source_set_time(s, now + 1000000);
+        (void)sd_event_source_set_enabled(s, n_waiting ? SD_EVENT_ONESHOT : SD_EVENT_OFF);
+        return 0;
+}
+
+static int expiry_arm(sd_bus_message *m, uint64_t now) {
+        sd_event *e = sd_bus_get_event(sd_bus_message_get_bus(m));
+        int r = 0;
+        if (!expiry_src)
+                r = sd_event_add_time(e, &expiry_src, CLOCK_MONOTONIC, now + 1000000, 0, on_expiry, NULL);
+        else if (sd_event_source_get_enabled(expiry_src, NULL) == 0)
+                r = sd_event_source_set_time(expiry_src, now + 1000000);
+        return r < 0 ? r : sd_event_source_set_enabled(expiry_src, SD_EVENT_ONESHOT);
+}
+
+/* 1, or < 0 with error set: too many wait, of this caller's or all. */
+static int wait_aside(sd_bus_message *m, const uid_t *uid, sd_bus_error *error) {
+        const char *sender = sd_bus_message_get_sender(m);
+        size_t mine = 0, lookups = 0;
+        uint64_t now = now_usec(m);
+
+        for (size_t i = 0; i < n_waiting; i++) {
+                const char *s = sd_bus_message_get_sender(waiting[i].m);
+                lookups += waiting[i].lookup;
+                mine += uid ? waiting[i].lookup && waiting[i].uid == *uid
+                            : !waiting[i].lookup && s && sender && strcmp(s, sender) == 0;
+        }
+        if (mine >= WAITING_PER_CALLER || n_waiting >= WAITING_MAX || (uid && lookups >= WAITING_LOOKUP_MAX))
+                return sd_bus_error_setf(error, ERROR_TRY_AGAIN, "%zu calls of %s wait to be identified already: try "
+                                         "again", mine >= WAITING_PER_CALLER ? mine : n_waiting,
+                                         mine >= WAITING_PER_CALLER ? "yours" : "all callers");
+        if (expiry_arm(m, now) < 0)
+                return sd_bus_error_set_errnof(error, ENOMEM, "cannot put the call aside: %m");
+        waiting[n_waiting++] = (struct waiter){ .m = sd_bus_message_ref(m), .since = now, .lookup = uid != NULL,
+                                                .uid = uid ? *uid : 0 };
         return 1;
+}
+
+int callers_wait(sd_bus_message *m, uid_t uid, sd_bus_error *error) {
+        return wait_aside(m, &uid, error);
 }
 
 static int on_answer(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
@@ -180,6 +255,10 @@ static int on_answer(sd_bus_message *reply, void *userdata, sd_bus_error *ret_er
 
         c->asking = sd_bus_slot_unref(c->asking);
         c->error = e ? -(sd_bus_error_get_errno(e) ?: EIO) : read_creds(reply, &c->creds);
+        /* Gone: for good. Else (a timeout, a bus too busy): asked again
+         * after a second, for the calls to come. */
+        if (c->error < 0 && !sd_bus_error_has_name(e, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
+                c->error_until = now_usec(reply) + 1000000;
         if (c->error < 0)
                 log_debug("the bus does not say who %s is: %s", c->name, strerror(-c->error));
         wake(c->name);
@@ -209,7 +288,9 @@ int callers_lookup(sd_bus_message *m, const struct caller_creds **ret, sd_bus_er
 
         if (!sender)
                 return sd_bus_error_set_errnof(error, ENXIO, "cannot identify the caller: the call has no sender");
-        if (!(c = caller_find(sender))) {
+        if ((c = caller_find(sender)) && c->error_until && now_usec(m) >= c->error_until)
+                caller_forget(c), c = NULL;
+        if (!c) {
                 if (!(c = caller_slot()))
                         return sd_bus_error_set(error, ERROR_TRY_AGAIN,
                                                 "too many callers are being identified at once: try again");
@@ -218,7 +299,7 @@ int callers_lookup(sd_bus_message *m, const struct caller_creds **ret, sd_bus_er
         }
         c->used = ++use_clock;
         if (c->asking)
-                return callers_wait(m, error);
+                return wait_aside(m, NULL, error);
         if (c->error < 0)
                 return sd_bus_error_set_errnof(error, -c->error, "cannot identify the caller: %m");
         *ret = &c->creds;
@@ -227,10 +308,11 @@ int callers_lookup(sd_bus_message *m, const struct caller_creds **ret, sd_bus_er
 
 void callers_close(void) {
         for (size_t i = 0; i < n_waiting; i++) {
-                (void)sd_bus_reply_method_errorf(waiting[i], ERROR_SHUTTING_DOWN, "tierd is stopping");
-                sd_bus_message_unref(waiting[i]);
+                (void)sd_bus_reply_method_errorf(waiting[i].m, ERROR_SHUTTING_DOWN, "tierd is stopping");
+                sd_bus_message_unref(waiting[i].m);
         }
         n_waiting = 0;
+        expiry_src = sd_event_source_disable_unref(expiry_src);
         for (size_t i = 0; i < CALLERS_MAX; i++)
                 caller_forget(&callers[i]);
         use_clock = 0;

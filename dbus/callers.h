@@ -23,9 +23,10 @@ struct caller_creds {
  * dispatched again when the answer is in (the handler returns 1 at once,
  * having done and replied nothing). < 0: not known (error set). */
 int callers_lookup(sd_bus_message *m, const struct caller_creds **ret, sd_bus_error *error);
-/* Puts m aside until callers_wake_all (a lookup of another kind,
- * access.c's): 1, or < 0 with error set (too many put aside). */
-int callers_wait(sd_bus_message *m, sd_bus_error *error);
+/* Puts m, whose caller is uid, aside until callers_wake_all (a lookup of
+ * another kind: access.c's, in the user database): 1, or < 0 with error
+ * set (too many of uid's, or of all, put aside). */
+int callers_wait(sd_bus_message *m, uid_t uid, sd_bus_error *error);
 /* Dispatches again every method put aside (their handlers run anew). */
 void callers_wake_all(void);
 /* The bus is closing: every method put aside is answered ShuttingDown,

@@ -265,7 +265,9 @@ static int method_set_tenant_policy(sd_bus_message *m, void *userdata, sd_bus_er
                 sd_bus_error not_root = SD_BUS_ERROR_NULL;
                 r = bus_check_root(m, &not_root); /* known: bus_check_admin asked */
                 sd_bus_error_free(&not_root);
-                if (r != 0)
+                if (r > 0)
+                        return r;
+                if (r < 0)
                         return sd_bus_error_setf(error, ERROR_ACCESS_DENIED,
                                                  "only root may set \"%s\": it says where the tenant's data goes, "
                                                  "which secret it uses, who else sees it or what keeps its "

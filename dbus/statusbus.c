@@ -20,12 +20,20 @@
 #include <unistd.h>
 
 #include "fileops.h"
+#include "log.h"
 #include "macro.h"
 #include "offthread.h"
+#include "callers.h"
 #include "pathbus.h"
 
-/* Calls whose stubs are being read: each holds a thread. */
+/* Calls whose stubs are being read: each holds a thread. More wait, in
+ * the order they came but a caller with none being read first: one
+ * user's many calls (of cold files, slow to read) delay another's by one
+ * call at most, never make it try again. Each call waiting holds its fds
+ * (up to 253): a few wait, a few a user, then TryAgain. */
 #define STATUS_CALLS_MAX 8
+#define STATUS_WAITING_MAX 16
+#define STATUS_WAITING_PER_UID 4
 
 struct fd_status {
         int fd;    /* the caller's, in the message */
@@ -40,7 +48,12 @@ struct status_call {
         struct tierd *t;
         struct fd_status *items;
         size_t n;
+        uid_t uid;                /* the caller's */
+        struct status_call *next; /* waiting */
 };
+
+static struct status_call *running[STATUS_CALLS_MAX];
+static struct status_call *waiting; /* oldest first */
 
 static void status_call_free(struct status_call *c) {
         for (size_t i = 0; i < c->n; i++)
@@ -66,6 +79,15 @@ static void item_say(struct fd_status *s, int error, const char *msg) {
 static void status_work(void *userdata) {
         struct status_call *c = userdata;
 
+#ifdef TIERD_TEST_HOOKS
+        /* Test builds: stubs slow to read (cold, on a busy disk). */
+        const char *pause = getenv("TIERD_TEST_STATUS_PAUSE_MS");
+        if (pause) {
+                log_info("test build: a status read pauses %s ms", pause);
+                usleep((useconds_t)atoi(pause) * 1000);
+        }
+#endif
+
         for (size_t i = 0; i < c->n; i++) {
                 struct fd_status *s = &c->items[i];
                 char proc[40], name[32], msg[512];
@@ -82,10 +104,17 @@ static void status_work(void *userdata) {
         }
 }
 
+static void status_dispatch(struct tierd *t);
+
 static void status_done(void *userdata) {
         _cleanup_(status_call_freep) struct status_call *c = userdata;
         sd_bus_message *reply = NULL;
         int r = bus_array_reply_open(c->m, "(ssssttb)", &reply);
+
+        for (size_t i = 0; i < STATUS_CALLS_MAX; i++)
+                if (running[i] == c)
+                        running[i] = NULL;
+        status_dispatch(c->t); /* first: the threads kept busy */
 
         for (size_t i = 0; r >= 0 && i < c->n; i++) {
                 struct fd_status *s = &c->items[i];
@@ -133,29 +162,81 @@ static int read_fds(sd_bus_message *m, struct status_call *c, sd_bus_error *erro
         return r < 0 ? r : sd_bus_message_exit_container(m);
 }
 
+/* Calls of uid being read (any uid's: all). */
+static unsigned running_count(const uid_t *uid) {
+        unsigned n = 0;
+        for (size_t i = 0; i < STATUS_CALLS_MAX; i++)
+                n += running[i] && (!uid || running[i]->uid == *uid);
+        return n;
+}
+
+/* Threads for waiting calls while there are threads to spare: the oldest
+ * whose caller has none being read, else the oldest. */
+static void status_dispatch(struct tierd *t) {
+        while (waiting && running_count(NULL) < STATUS_CALLS_MAX) {
+                struct status_call **pick = &waiting, *c;
+                for (struct status_call **p = &waiting; *p; p = &(*p)->next)
+                        if (running_count(&(*p)->uid) == 0) {
+                                pick = p;
+                                break;
+                        }
+                if (!(c = *pick))
+                        break;
+                *pick = c->next;
+                c->next = NULL;
+                size_t slot = 0;
+                while (running[slot])
+                        slot++;
+                int r = offthread_start(t->event, NULL, 0, status_work, status_done, c, NULL);
+                if (r < 0) {
+                        (void)sd_bus_reply_method_errnof(c->m, r, "cannot read the files' status: %m");
+                        status_call_free(c);
+                        continue;
+                }
+                running[slot] = c;
+        }
+}
+
+static int status_queue(struct status_call *c, sd_bus_error *error) {
+        unsigned n = 0, of_uid = 0;
+        struct status_call **tail = &waiting;
+        for (; *tail; tail = &(*tail)->next) {
+                n++;
+                of_uid += (*tail)->uid == c->uid;
+        }
+        if (n >= STATUS_WAITING_MAX || of_uid >= STATUS_WAITING_PER_UID)
+                return sd_bus_error_setf(error, ERROR_TRY_AGAIN, "%u status calls%s wait to be read already: try again",
+                                         n >= STATUS_WAITING_MAX ? n : of_uid, n >= STATUS_WAITING_MAX ? "" : " of yours");
+        *tail = c;
+        return 0;
+}
+
 int status_bus_method_file_status_fds(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         _cleanup_(status_call_freep) struct status_call *c = NULL;
+        const struct caller_creds *cr = NULL;
         struct tierd *t = userdata;
         int r;
 
         if (t->stopping)
                 return sd_bus_error_set(error, ERROR_SHUTTING_DOWN, "tierd is shutting down");
-        if (t->status_calls >= STATUS_CALLS_MAX)
-                return sd_bus_error_setf(error, ERROR_TRY_AGAIN, "%d status calls are being read already: try again",
-                                         STATUS_CALLS_MAX);
+        if ((r = callers_lookup(m, &cr, error)) != 0) /* whose: each caller's turn comes */
+                return r;
         if (!(c = calloc(1, sizeof(*c))))
                 return -ENOMEM;
-        c->t = t;
+        *c = (struct status_call){ .t = t, .uid = cr->uid };
         if ((r = read_fds(m, c, error)) < 0)
                 return r;
-        c->m = sd_bus_message_ref(m);
-        t->status_calls++;
         if (c->n == 0) { /* nothing to read */
+                c->m = sd_bus_message_ref(m);
+                t->status_calls++;
                 status_done(TAKE_PTR(c));
                 return 1;
         }
-        if ((r = offthread_start(t->event, NULL, 0, status_work, status_done, c, NULL)) < 0)
+        if ((r = status_queue(c, error)) < 0)
                 return r;
+        c->m = sd_bus_message_ref(m);
+        t->status_calls++;
         TAKE_PTR(c);
+        status_dispatch(t);
         return 1;
 }

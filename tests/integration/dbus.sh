@@ -481,6 +481,7 @@ T=$(date +%s%N); as_user daemon "$TIERCTL" status "$V/u" >/dev/null; rc=$?; ms=$
 check "... so does another user's tierctl status (${ms} ms)" test "$rc" = 0 -a "$ms" -lt 1500
 T=$(date +%s%N); $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy >/dev/null; rc=$?; ms=$(ms_since "$T")
 check "... and root's ReloadPolicy (${ms} ms)" test "$rc" = 0 -a "$ms" -lt 1500
+check "... while the caller's call still waits" kill -0 "$ASIDE"
 wait "$ASIDE"; ms=$(ms_since "$T0")
 check "... then the waiting call is refused: AccessDenied, once looked up (${ms} ms)" \
 	test "$(cat "$TL_DIR/aside.err")" = org.tierd1.Error.AccessDenied -a "$ms" -ge 2500
@@ -490,6 +491,24 @@ check "... the same user again: refused without a lookup, the answer kept (${ms}
 cp "$TL_DIR/u.orig" "$V/u2" && chmod 644 "$V/u2"
 T=$(date +%s%N); as_user nobody "$TIERCTL" archive "$V/u2" >/dev/null; rc=$?; ms=$(ms_since "$T")
 check "a member (nobody) is let in once looked up (${ms} ms)" test "$rc" = 0 -a "$ms" -ge 2500
+# One user's flood waits in a share of its own: 8 of its calls wait for
+# its lookup, the rest are told TryAgain at once, and root is served.
+tl_log_mark
+FLOOD=()
+for i in $(seq 12); do
+	as_user sys bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy" \
+		>"$TL_DIR/flood.$i" &
+	FLOOD+=($!)
+done
+tl_logged 5 "the user database lookup pauses 3000 ms"
+T=$(date +%s%N); $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy >/dev/null; rc=$?; ms=$(ms_since "$T")
+check "12 calls of one user waiting for its lookup: root's call is answered meanwhile (${ms} ms)" \
+	test "$rc" = 0 -a "$ms" -lt 1500
+wait "${FLOOD[@]}"
+n_again=$(cat "$TL_DIR"/flood.* | grep -c org.tierd1.Error.TryAgain)
+n_denied=$(cat "$TL_DIR"/flood.* | grep -c org.tierd1.Error.AccessDenied)
+check "... 8 of them waited and were refused, 4 were told TryAgain at once ($n_denied, $n_again)" \
+	test "$n_denied" = 8 -a "$n_again" = 4
 tl_log_mark
 as_user bin bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy" \
 	>"$TL_DIR/stopped.err" &
@@ -501,4 +520,39 @@ check "... with 0 (exit $TL_TIERD_STATUS)" test "$TL_TIERD_STATUS" = 0
 wait "$ASIDE"
 check "... and the waiting call is answered ShuttingDown ($(cat "$TL_DIR/stopped.err"))" \
 	test "$(cat "$TL_DIR/stopped.err")" = org.tierd1.Error.ShuttingDown
+# A user database that does not answer (LDAP down): after 10 s the lookup
+# counts as failed, its callers are told TryAgain, and tierd stops anyway.
+TIERD_TEST_USERDB_PAUSE_MS=30000 TIERD_TEST_BUS_NO_GROUPS=1 BUILD=$BUILD/testhooks tl_tierd_start "$POLICY" ||
+	not_ok "tierd (a test build: a user database that does not answer) starts"
+T=$(date +%s%N)
+err=$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy")
+ms=$(ms_since "$T")
+check "a user database that does not answer: the caller is told TryAgain after 10 s ($err, ${ms} ms)" \
+	test "$err" = org.tierd1.Error.TryAgain -a "$ms" -ge 9000 -a "$ms" -lt 16000
+check "... and tierd says so" grep -q "the user database did not answer about group nogroup in 10 s" "$TL_TIERD_LOG"
+T=$(date +%s%N); $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy >/dev/null; rc=$?; ms=$(ms_since "$T")
+check "... root is served (${ms} ms)" test "$rc" = 0 -a "$ms" -lt 1500
+kill -TERM "$TL_TIERD_PID"
+check "... SIGTERM: tierd exits within 10 s, its lookup's thread still waiting" tl_tierd_exits 10
+# FileStatusFds: 8 calls read at once (a test build makes each take 2 s);
+# then a few wait, a caller with none being read first, and a user with
+# too many waiting is told TryAgain. Another user is never refused.
+TIERD_TEST_STATUS_PAUSE_MS=2000 BUILD=$BUILD/testhooks tl_tierd_start "$POLICY" ||
+	not_ok "tierd (a test build: slow status reads) starts"
+tl_log_mark
+status_fds() { as_user "$1" "$BUILD/tests/bus-status-fd" "$V/u" >"$2" 2>&1; } # USER OUT: one call, no retry
+ST=()
+for i in $(seq 14); do status_fds daemon "$TL_DIR/st.$i" & ST+=($!); done
+reading() { [ "$(tail -n +$((TL_LOG_MARK + 1)) "$TL_TIERD_LOG" | grep -c 'a status read pauses')" -ge 8 ]; }
+for _ in $(seq 50); do reading && break; sleep 0.1; done
+sleep 0.3
+T=$(date +%s%N); status_fds nobody "$TL_DIR/st.nobody"; rc=$?; ms=$(ms_since "$T")
+check "14 status calls of one user, 8 being read: another user's waits its turn, never TryAgain ($rc, ${ms} ms)" \
+	bash -c "[ $rc = 0 ] && grep -qxE '[a-z]+' '$TL_DIR/st.nobody' && [ $ms -ge 1000 ]"
+wait "${ST[@]}"
+n_again=$(cat "$TL_DIR"/st.[0-9]* | grep -cx org.tierd1.Error.TryAgain)
+n_ok=$(cat "$TL_DIR"/st.[0-9]* | grep -cxE '[a-z]+')
+check "... of the 14, 12 were read (8, then 4 waiting) and 2 told TryAgain ($n_ok, $n_again)" \
+	test "$n_ok" = 12 -a "$n_again" = 2
+check "... SIGTERM: tierd exits 0" tl_tierd_stop
 tl_summary
