@@ -124,14 +124,8 @@ static void lookup_work(void *userdata) {
         struct group gr, *res = NULL;
         size_t size;
 
-#ifdef TIERD_TEST_HOOKS
         /* Test builds: a user database that takes its time (LDAP). */
-        const char *pause = getenv("TIERD_TEST_USERDB_PAUSE_MS");
-        if (pause) {
-                log_info("test build: the user database lookup pauses %s ms", pause);
-                usleep((useconds_t)atoi(pause) * 1000);
-        }
-#endif
+        offthread_test_pause("TIERD_TEST_USERDB_PAUSE_MS", "the user database lookup");
         int r = NSS_RETRY(buf, size, getgrnam_r(l->group, &gr, buf, size, &res));
         l->group_found = r == 0 && res ? 1 : r == 0 || r == ENOENT ? 0 : -1;
         l->gid = l->group_found > 0 ? gr.gr_gid : (gid_t)-1;

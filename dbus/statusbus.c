@@ -79,14 +79,8 @@ static void item_say(struct fd_status *s, int error, const char *msg) {
 static void status_work(void *userdata) {
         struct status_call *c = userdata;
 
-#ifdef TIERD_TEST_HOOKS
         /* Test builds: stubs slow to read (cold, on a busy disk). */
-        const char *pause = getenv("TIERD_TEST_STATUS_PAUSE_MS");
-        if (pause) {
-                log_info("test build: a status read pauses %s ms", pause);
-                usleep((useconds_t)atoi(pause) * 1000);
-        }
-#endif
+        offthread_test_pause("TIERD_TEST_STATUS_PAUSE_MS", "a status read");
 
         for (size_t i = 0; i < c->n; i++) {
                 struct fd_status *s = &c->items[i];

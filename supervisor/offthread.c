@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "loopnice.h"
 #include "macro.h"
 
@@ -161,6 +162,14 @@ static void *run_now(void *arg) {
         if ((o->table_error = own_fd_table(o->keep, o->n_keep)) == 0)
                 o->work(o->userdata);
         return NULL;
+}
+
+void offthread_test_pause(const char *env, const char *what) {
+        const char *ms = getenv(env);
+        if (ms) {
+                log_info("test build: %s pauses %s ms", what, ms);
+                usleep((useconds_t)atoi(ms) * 1000);
+        }
 }
 
 int offthread_test_run(void (*work)(void *userdata), void *userdata) {

@@ -33,4 +33,13 @@ unsigned offthread_running(void);
 /* Test builds: runs work(userdata) on a thread set up as offthread_start's
  * are (keeping stdio only) and waits for it to end. */
 int offthread_test_run(void (*work)(void *userdata), void *userdata);
+/* Test builds: a thread's work that takes its time (a slow disk, a user
+ * database that waits for the network): sleeps the milliseconds the
+ * environment variable env says, if set, logging "test build: what
+ * pauses N ms". */
+void offthread_test_pause(const char *env, const char *what);
+#else
+static inline void offthread_test_pause(const char *env, const char *what) {
+        (void)env, (void)what;
+}
 #endif

@@ -229,14 +229,8 @@ static void walk_thread(void *userdata) {
         struct gc_run *g = userdata;
         char self[64];
 
-#ifdef TIERD_TEST_HOOKS
         /* Test builds: a long walk, for a stop to come during it. */
-        const char *pause = getenv("TIERD_TEST_GC_WALK_PAUSE_MS");
-        if (pause) {
-                log_info("test build: the collection's walk pauses %s ms", pause);
-                usleep((useconds_t)atoi(pause) * 1000);
-        }
-#endif
+        offthread_test_pause("TIERD_TEST_GC_WALK_PAUSE_MS", "the collection's walk");
         /* Every stub is read through /proc/thread-self/fd (this thread's
          * own fd table): without it each would look like no stub at all. */
         snprintf(self, sizeof(self), "/proc/thread-self/fd/%d", g->walk_root);
