@@ -120,7 +120,7 @@ $(BUILD)/tests/%: tests/helpers/%.c | $(DEPS)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(PKG_LIBS)
 
 # Unit tests, built plain and with ASan+UBSan.
-UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/workers/credentials.c supervisor/workers/awsanswer.c supervisor/workers/proxy.c worker/http-check.c worker/mcache.c worker/s3xml.c supervisor/traces/traceformat.c cli/ocihook.c supervisor/events/inodework.c supervisor/events/loopnice.c supervisor/store/catalogowner.c
+UNIT_LIB_SRC := $(COMMON_SRC) $(POLICY_SRC) supervisor/workers/credentials.c supervisor/workers/awsanswer.c supervisor/workers/proxy.c worker/http-check.c worker/mcache.c worker/s3xml.c supervisor/traces/traceformat.c cli/ocihook.c supervisor/events/inodework.c supervisor/events/loopnice.c supervisor/store/catalogowner.c supervisor/store/gcmarks.c
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 $(BUILD)/unit/%: tests/unit/%.c $(UNIT_LIB_SRC) | $(DEPS)
 	@mkdir -p $(dir $@)
