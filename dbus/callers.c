@@ -68,6 +68,14 @@ static uint64_t use_clock;
 static struct waiter waiting[WAITING_MAX];
 static size_t n_waiting;
 static sd_event_source *expiry_src; /* while calls wait */
+/* When each call dispatched again was first put aside: its 20 s count
+ * from then, however many times it waits (for the bus, then the user
+ * database). By the message and its cookie; the oldest overwritten. */
+static struct {
+        const sd_bus_message *m;
+        uint64_t cookie, since;
+} first_aside[WAITING_MAX];
+static size_t first_next;
 
 static void caller_forget(struct caller *c) {
         sd_bus_slot_unref(c->asking);
@@ -175,10 +183,27 @@ static void wake(const char *sender) {
                         waiting[kept++] = waiting[i];
                         continue;
                 }
+                uint64_t cookie = 0;
+                (void)sd_bus_message_get_cookie(m, &cookie);
+                first_aside[first_next].m = m;
+                first_aside[first_next].cookie = cookie;
+                first_aside[first_next].since = waiting[i].since;
+                first_next = (first_next + 1) % WAITING_MAX;
                 redispatch(m);
                 sd_bus_message_unref(m);
         }
         n_waiting = kept;
+}
+
+static uint64_t aside_since(sd_bus_message *m, uint64_t now) {
+        uint64_t cookie = 0;
+        (void)sd_bus_message_get_cookie(m, &cookie);
+        for (size_t i = 0; i < WAITING_MAX; i++)
+                if (first_aside[i].m == m && first_aside[i].cookie == cookie) {
+                        first_aside[i].m = NULL; /* taken: it waits again */
+                        return first_aside[i].since;
+                }
+        return now;
 }
 
 void callers_wake_all(void) {
@@ -192,9 +217,11 @@ static uint64_t now_usec(sd_bus_message *m) {
 }
 
 /* Calls waiting 20 s: told TryAgain (the client would give up soon). */
-static int on_expiry(sd_event_source *s, uint64_t now, void *userdata) {
+static int on_expiry(sd_event_source *s, uint64_t usec, void *userdata) {
+        uint64_t now = usec;
         size_t kept = 0;
         (void)userdata;
+        (void)sd_event_now(sd_event_source_get_event(s), CLOCK_MONOTONIC, &now); /* not when it was due */
         for (size_t i = 0; i < n_waiting; i++) {
                 if (now < waiting[i].since + WAIT_MAX_USEC) {
                         waiting[kept++] = waiting[i];
@@ -239,7 +266,7 @@ static int wait_aside(sd_bus_message *m, const uid_t *uid, sd_bus_error *error) 
                                          mine >= WAITING_PER_CALLER ? "yours" : "all callers");
         if (expiry_arm(m, now) < 0)
                 return sd_bus_error_set_errnof(error, ENOMEM, "cannot put the call aside: %m");
-        waiting[n_waiting++] = (struct waiter){ .m = sd_bus_message_ref(m), .since = now, .lookup = uid != NULL,
+        waiting[n_waiting++] = (struct waiter){ .m = sd_bus_message_ref(m), .since = aside_since(m, now), .lookup = uid != NULL,
                                                 .uid = uid ? *uid : 0 };
         return 1;
 }
@@ -313,6 +340,7 @@ void callers_close(void) {
         }
         n_waiting = 0;
         expiry_src = sd_event_source_disable_unref(expiry_src);
+        memset(first_aside, 0, sizeof(first_aside));
         for (size_t i = 0; i < CALLERS_MAX; i++)
                 caller_forget(&callers[i]);
         use_clock = 0;

@@ -401,6 +401,7 @@ static void manager_bus_close(struct tierd *t) {
         t->face = NULL;
         access_close();
         callers_close(); /* calls put aside are answered ShuttingDown */
+        status_bus_close();
         t->bus = sd_bus_flush_close_unref(t->bus);
 }
 

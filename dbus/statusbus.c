@@ -166,7 +166,18 @@ static unsigned running_count(const uid_t *uid) {
 
 /* Threads for waiting calls while there are threads to spare: the oldest
  * whose caller has none being read, else the oldest. */
+static void tell_waiting_stopping(void) {
+        while (waiting) {
+                struct status_call *c = waiting;
+                waiting = c->next;
+                (void)sd_bus_reply_method_errorf(c->m, ERROR_SHUTTING_DOWN, "tierd is shutting down");
+                status_call_free(c);
+        }
+}
+
 static void status_dispatch(struct tierd *t) {
+        if (t->stopping) /* not started: told at once, the stop does not wait for them */
+                tell_waiting_stopping();
         while (waiting && running_count(NULL) < STATUS_CALLS_MAX) {
                 struct status_call **pick = &waiting, *c;
                 for (struct status_call **p = &waiting; *p; p = &(*p)->next)
@@ -233,4 +244,8 @@ int status_bus_method_file_status_fds(sd_bus_message *m, void *userdata, sd_bus_
         TAKE_PTR(c);
         status_dispatch(t);
         return 1;
+}
+
+void status_bus_close(void) {
+        tell_waiting_stopping();
 }

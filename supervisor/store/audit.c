@@ -57,6 +57,8 @@ struct audit_run {
         bool listed_manifests, compared;
         struct missing *missing;        /* the walk thread's, gone through on the loop a slice a turn */
         size_t n_missing, next_missing;
+        struct audit_finding *later;    /* the walk thread's findings, told after the missing files' */
+        size_t n_later, next_later, later_found;
         sd_event_source *slice_src;
         struct audit_finding *findings;
         size_t n_findings, n_found;
@@ -73,6 +75,9 @@ static void run_free(struct task_run *r) {
         catalog_entries_done(&a->disk);
         free(a->objects);
         free(a->missing);
+        for (size_t i = a->next_later; i < a->n_later; i++)
+                free(a->later[i].name);
+        free(a->later);
         sd_event_source_disable_unref(a->slice_src);
         for (size_t i = 0; i < a->n_findings; i++)
                 free(a->findings[i].name);
@@ -87,20 +92,44 @@ static void told(struct task_run *r, int error, const char *msg) {
         a->done(a->userdata, error, msg, a->findings, a->n_findings);
 }
 
-static void found(struct audit_run *a, const char *kind, const char *name, size_t name_len, const char *detail) {
-        a->n_found++;
-        if (a->n_findings == AUDIT_FINDINGS_MAX)
-                return;
+static char *shown_name(const char *name, size_t name_len) {
         _cleanup_free_ char *raw = strndup(name, name_len);
-        char *shown = raw ? utf8_escape(raw) : NULL;
-        struct audit_finding *p = shown ? reallocarray(a->findings, a->n_findings + 1, sizeof(*p)) : NULL;
+        return raw ? utf8_escape(raw) : NULL;
+}
+
+/* f kept in *list (its name taken) unless that holds AUDIT_FINDINGS_MAX. */
+static bool keep_finding(struct audit_finding **list, size_t *n, struct audit_finding f) {
+        struct audit_finding *p = *n < AUDIT_FINDINGS_MAX && f.name ? reallocarray(*list, *n + 1, sizeof(*p)) : NULL;
         if (!p) {
-                free(shown);
-                return;
+                free(f.name);
+                return false;
         }
-        a->findings = p;
-        a->findings[a->n_findings++] = (struct audit_finding){ .kind = kind, .name = shown, .detail = detail };
-        log_warning("tenant %s: audit: %s: %s (%s)", a->tn->cfg->name, kind, shown, detail);
+        *list = p;
+        (*list)[(*n)++] = f;
+        return true;
+}
+
+/* On the loop: counted, kept and logged. */
+static void tell(struct audit_run *a, struct audit_finding f) {
+        a->n_found++;
+        if (keep_finding(&a->findings, &a->n_findings, f))
+                log_warning("tenant %s: audit: %s: %s (%s)", a->tn->cfg->name, f.kind, f.name, f.detail);
+}
+
+static void found(struct audit_run *a, const char *kind, const char *name, size_t name_len, const char *detail) {
+        bool room = a->n_findings < AUDIT_FINDINGS_MAX;
+        tell(a, (struct audit_finding){ .kind = kind, .name = room ? shown_name(name, name_len) : NULL, .detail = detail });
+}
+
+/* On the walk's thread, which touches nothing the loop may (the tenant,
+ * a->findings: a stop tells them meanwhile): kept for the loop to tell
+ * after the missing files' (a repair's findings first). */
+static void found_later(struct audit_run *a, const char *kind, const char *name, size_t name_len, const char *detail) {
+        bool room = a->n_later < AUDIT_FINDINGS_MAX;
+        a->later_found++;
+        (void)keep_finding(&a->later, &a->n_later,
+                           (struct audit_finding){ .kind = kind, .name = room ? shown_name(name, name_len) : NULL,
+                                                   .detail = detail });
 }
 
 /* ---- comparing ---- */
@@ -269,15 +298,15 @@ static int compare_work(struct audit_run *a, struct catalog_entries *disk) {
                 const struct catalog_entry *e = &disk->e[i], *c = find_entry(&a->catalog, e);
                 if (has_object(e) && !in_store(a, e->sha256)) {
                         if (!a->repair)
-                                found(a, "object-missing", e->path, e->path_len, "the store lost this file's object");
+                                found_later(a, "object-missing", e->path, e->path_len, "the store lost this file's object");
                         else if (note_missing(a, e) < 0)
                                 return -ENOMEM;
                 } else if (has_object(e) && e->has_manifest && !in_store(a, e->manifest))
-                        found(a, "manifest-missing", e->path, e->path_len,
+                        found_later(a, "manifest-missing", e->path, e->path_len,
                               "the store lost this file's chunk manifest: its ranged reads restore it whole");
                 if (!c || !same_entry(e, c)) {
                         a->catalog_differs = true;
-                        found(a, "not-in-catalog", e->path, e->path_len,
+                        found_later(a, "not-in-catalog", e->path, e->path_len,
                               c ? "the catalog has it otherwise" : "the catalog does not have it");
                 }
         }
@@ -285,7 +314,7 @@ static int compare_work(struct audit_run *a, struct catalog_entries *disk) {
         for (size_t i = 0; i < a->catalog.n; i++)
                 if (!find_entry(disk, &a->catalog.e[i])) {
                         a->catalog_differs = true;
-                        found(a, "catalog-only", a->catalog.e[i].path, a->catalog.e[i].path_len,
+                        found_later(a, "catalog-only", a->catalog.e[i].path, a->catalog.e[i].path_len,
                               "in the catalog, not on disk");
                 }
         /* What nothing here names. */
@@ -294,7 +323,7 @@ static int compare_work(struct audit_run *a, struct catalog_entries *disk) {
         for (size_t i = 0; i < a->n_objects; i++)
                 if (!n_named || !bsearch(a->objects[i].hash, named, n_named, 32, compare_hash)) {
                         object_key_format(&a->objects[i], key);
-                        found(a, "unreferenced", key, strlen(key),
+                        found_later(a, "unreferenced", key, strlen(key),
                               "no stub of the subvolume and no catalog entry names it");
                 }
         return 0;
@@ -371,8 +400,9 @@ static void walk_run(void *userdata) {
                 a->walk_error = -ENOMEM;
 }
 
-/* The files whose object is missing, a slice a turn: each is a lookup
- * and maybe a job. Then the last repair to end ends the audit. */
+/* The files whose object is missing, a slice a turn (each is a lookup
+ * and maybe a job), then the walk's other findings, told and logged.
+ * Then the last repair to end ends the audit. */
 static int on_missing_slice(sd_event_source *s, void *userdata) {
         struct audit_run *a = userdata;
         size_t end = MIN(a->n_missing, a->next_missing + AUDIT_SLICE);
@@ -382,11 +412,14 @@ static int on_missing_slice(sd_event_source *s, void *userdata) {
                 return 0;
         while (a->next_missing < end)
                 object_missing(a, &a->missing[a->next_missing++]);
-        if (a->next_missing < a->n_missing) {
+        for (end = MIN(a->n_later, a->next_later + AUDIT_SLICE); a->next_missing == a->n_missing && a->next_later < end;)
+                tell(a, a->later[a->next_later++]); /* its name taken */
+        if (a->next_missing < a->n_missing || a->next_later < a->n_later) {
                 if (tierd_defer_once(a->tn->t->event, &a->slice_src, on_missing_slice, a) < 0)
                         task_run_finish(&a->run, -ENOMEM, "out of memory");
                 return 0;
         }
+        a->n_found += a->later_found - a->n_later; /* counted, not kept */
         a->compared = true;
         if (a->repaired + a->repair_failed == a->repairs)
                 repair_next(a);
