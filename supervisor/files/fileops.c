@@ -340,16 +340,3 @@ int file_status_fd(int fd, const char *name, struct file_status *fst, char *mess
         fst->resident = s.state == STUB_DIRTY ? fst->size : stub_resident_bytes(&s);
         return 0;
 }
-
-int job_file_status(struct tierd *t, const struct file_ref *f, struct file_status *fst, char *message, size_t size) {
-        _cleanup_close_ int fd = -1;
-        (void)t;
-
-        /* O_PATH: nothing is opened (the status of a file never runs a
-         * driver's open or breaks a lease); the stub is read through it. */
-        int r = file_ref_open(f, O_PATH, &fd, message, size);
-        if (r < 0)
-                return r;
-        fst->tenant = f->tn->cfg->name;
-        return file_status_fd(fd, f->name, fst, message, size);
-}

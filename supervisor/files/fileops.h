@@ -109,5 +109,3 @@ int job_release_fd(struct tenant *tn, int fd, const char *name, char *message, s
 int job_pin(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 int job_unpin(struct tierd *t, const struct file_ref *f, job_done_t done, void *userdata);
 
-int job_file_status(struct tierd *t, const struct file_ref *f, struct file_status *st, char *message, size_t size);
-

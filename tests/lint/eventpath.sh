@@ -153,12 +153,12 @@ bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
 if [ -z "$bad" ]; then echo "ok - event path: catalog objects read from the store are decoded on threads only"
 else echo "not ok - event path: a catalog object decoded on the event loop (store_get_worked):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 4h. The D-Bus faces read no stub on the loop: a status's read
-# (file_status_fd, job_file_status, stub_read*) is made in a thread's
+# (file_status_fd, stub_read*) is made in a thread's
 # work function only (*_work: statusbus.c's status_work; FileStatus by
 # path reads in pathwarm.c's warm_work).
 bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
 	/^[^ \t#\/*}{][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
-	/(^|[^a-z_])(file_status_fd|job_file_status|stub_read[a-z_]*|stub_pinned[a-z_]*)\(/ && $0 !~ /^[a-z].*\) \{$/ && fn !~ /_work$/ {
+	/(^|[^a-z_])(file_status_fd|stub_read[a-z_]*|stub_pinned[a-z_]*)\(/ && $0 !~ /^[a-z].*\) \{$/ && fn !~ /_work$/ {
 		print FILENAME ":" FNR ": in " fn "(): " $0 }' dbus/*.c)
 if [ -z "$bad" ]; then echo "ok - event path: the D-Bus faces read callers' stubs on threads only"
 else echo "not ok - event path: a caller's stub read on the event loop (statusbus.c: status_work):"; echo "$bad" | sed 's/^/# /'; status=1; fi
