@@ -196,7 +196,7 @@ static int on_lookup_timeout(sd_event_source *s, uint64_t usec, void *userdata) 
         (void)s;
 
         memcpy(failed.group, l->group, sizeof(failed.group));
-        log_warning("the user database did not answer about group %s in 10 s: callers are refused a while", l->group);
+        log_warning("the user database did not answer about group %s in 10 s: its callers are told to try again", l->group);
         lookup_keep(&failed, usec);
         lookup_forget(l);
         stuck++;
@@ -252,7 +252,6 @@ static int lookup_start(struct tierd *t, sd_bus_message *m, const char *group, b
 static int check_group(struct tierd *t, sd_bus_message *m, const char *group, const struct caller_creds *cr,
                        sd_bus_error *error) {
         uint64_t now = tierd_now_usec(t);
-
         int member;
 
         if (!cr->have_groups) {

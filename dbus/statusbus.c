@@ -164,8 +164,6 @@ static unsigned running_count(const uid_t *uid) {
         return n;
 }
 
-/* Threads for waiting calls while there are threads to spare: the oldest
- * whose caller has none being read, else the oldest. */
 static void tell_waiting_stopping(void) {
         while (waiting) {
                 struct status_call *c = waiting;
@@ -175,6 +173,8 @@ static void tell_waiting_stopping(void) {
         }
 }
 
+/* Threads for waiting calls while there are threads to spare: the oldest
+ * whose caller has none being read, else the oldest. */
 static void status_dispatch(struct tierd *t) {
         if (t->stopping) /* not started: told at once, the stop does not wait for them */
                 tell_waiting_stopping();

@@ -48,9 +48,13 @@ static int map_reply(struct get *g, const struct proto_reply *rep, char **ret) {
         return 0;
 }
 
-/* A listing's records: whole ones, of the kind asked, nothing else. */
-static int check_listing(const struct proto_object *o, size_t n, uint32_t kind) {
-        for (size_t i = 0; i < n; i++)
+/* A listing's records (len bytes of them; data NULL if none): whole
+ * ones, of the kind asked, nothing else. 0 or -EBADMSG. */
+static int check_listing(const char *data, size_t len, uint32_t kind) {
+        const struct proto_object *o = (const struct proto_object *)(const void *)data;
+        if (len % sizeof(*o))
+                return -EBADMSG;
+        for (size_t i = 0; i < len / sizeof(*o); i++)
                 if (o[i].kind != kind || o[i].seq >= UINT64_MAX / 2 || o[i].mtime <= 0)
                         return -EBADMSG;
         return 0;
@@ -117,10 +121,8 @@ static void on_got(struct request *req, const struct proto_reply *rep) {
                 r = map_reply(g, rep, &data);
         if (g->listed) {
                 size_t n = rep->bytes / sizeof(struct proto_object);
-                if (r == 0 && (rep->bytes % sizeof(struct proto_object) ||
-                               (n && (!data || check_listing((const struct proto_object *)data, n,
-                                                             (uint32_t)req->msg.offset) < 0))))
-                        r = -EBADMSG;
+                if (r == 0)
+                        r = check_listing(data, rep->bytes, (uint32_t)req->msg.offset);
                 g->listed(g->userdata, r, r == 0 ? (const struct proto_object *)data : NULL, r == 0 ? n : 0);
         } else if (g->work && r < 0)
                 g->worked(g->userdata, r);
@@ -195,13 +197,8 @@ struct list_worked {
 
 static void list_work(void *userdata, const char *data, size_t len) {
         struct list_worked *l = userdata;
-        const struct proto_object *o = (const struct proto_object *)(const void *)data;
-        size_t n = len / sizeof(*o);
-
-        if (len % sizeof(*o) || check_listing(o, n, l->kind) < 0)
-                l->error = -EBADMSG;
-        else
-                l->work(l->userdata, o, n);
+        if ((l->error = check_listing(data, len, l->kind)) == 0)
+                l->work(l->userdata, (const struct proto_object *)(const void *)data, len / sizeof(struct proto_object));
 }
 
 static void list_worked(void *userdata, int error) {
