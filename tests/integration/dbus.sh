@@ -475,11 +475,11 @@ as_user daemon bash -c "$(declare -f dbus_err); dbus_err $SEND /org/tierd1 org.t
 ASIDE=$!
 check "a call from outside admin_group: the user database is asked on a thread" \
 	tl_logged 5 "the user database lookup pauses 3000 ms"
-T=$(date +%s%N); cmp -s "$V/u" "$TL_DIR/u.orig"; rc=$?; ms=$(ms_since "$T")
+T=$(date +%s%N); timeout -k 2 10 cmp -s "$V/u" "$TL_DIR/u.orig"; rc=$?; ms=$(ms_since "$T")
 check "... meanwhile a cold read gets its bytes at once (${ms} ms)" test "$rc" = 0 -a "$ms" -lt 1500
-T=$(date +%s%N); as_user daemon "$TIERCTL" status "$V/u" >/dev/null; rc=$?; ms=$(ms_since "$T")
+T=$(date +%s%N); as_user daemon timeout -k 2 10 "$TIERCTL" status "$V/u" >/dev/null; rc=$?; ms=$(ms_since "$T")
 check "... so does another user's tierctl status (${ms} ms)" test "$rc" = 0 -a "$ms" -lt 1500
-T=$(date +%s%N); $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy >/dev/null; rc=$?; ms=$(ms_since "$T")
+T=$(date +%s%N); timeout -k 2 10 $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy >/dev/null; rc=$?; ms=$(ms_since "$T")
 check "... and root's ReloadPolicy (${ms} ms)" test "$rc" = 0 -a "$ms" -lt 1500
 check "... while the caller's call still waits" kill -0 "$ASIDE"
 wait "$ASIDE"; ms=$(ms_since "$T0")
@@ -489,7 +489,7 @@ T=$(date +%s%N); err=$(as_user daemon bash -c "$(declare -f dbus_err); dbus_err 
 check "... the same user again: refused without a lookup, the answer kept (${ms} ms)" \
 	test "$err" = org.tierd1.Error.AccessDenied -a "$ms" -lt 1500
 cp "$TL_DIR/u.orig" "$V/u2" && chmod 644 "$V/u2"
-T=$(date +%s%N); as_user nobody "$TIERCTL" archive "$V/u2" >/dev/null; rc=$?; ms=$(ms_since "$T")
+T=$(date +%s%N); as_user nobody timeout -k 2 30 "$TIERCTL" archive "$V/u2" >/dev/null; rc=$?; ms=$(ms_since "$T")
 check "a member (nobody) is let in once looked up (${ms} ms)" test "$rc" = 0 -a "$ms" -ge 2500
 # One user's flood waits in a share of its own: 8 of its calls wait for
 # its lookup, the rest are told TryAgain at once, and root is served.
@@ -501,7 +501,7 @@ for i in $(seq 12); do
 	FLOOD+=($!)
 done
 tl_logged 5 "the user database lookup pauses 3000 ms"
-T=$(date +%s%N); $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy >/dev/null; rc=$?; ms=$(ms_since "$T")
+T=$(date +%s%N); timeout -k 2 10 $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy >/dev/null; rc=$?; ms=$(ms_since "$T")
 check "12 calls of one user waiting for its lookup: root's call is answered meanwhile (${ms} ms)" \
 	test "$rc" = 0 -a "$ms" -lt 1500
 wait "${FLOOD[@]}"
@@ -530,7 +530,7 @@ ms=$(ms_since "$T")
 check "a user database that does not answer: the caller is told TryAgain after 10 s ($err, ${ms} ms)" \
 	test "$err" = org.tierd1.Error.TryAgain -a "$ms" -ge 9000 -a "$ms" -lt 16000
 check "... and tierd says so" grep -q "the user database did not answer about group nogroup in 10 s" "$TL_TIERD_LOG"
-T=$(date +%s%N); $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy >/dev/null; rc=$?; ms=$(ms_since "$T")
+T=$(date +%s%N); timeout -k 2 10 $SEND /org/tierd1 org.tierd1.Manager.ReloadPolicy >/dev/null; rc=$?; ms=$(ms_since "$T")
 check "... root is served (${ms} ms)" test "$rc" = 0 -a "$ms" -lt 1500
 kill -TERM "$TL_TIERD_PID"
 check "... SIGTERM: tierd exits within 10 s, its lookup's thread still waiting" tl_tierd_exits 10
@@ -540,7 +540,7 @@ check "... SIGTERM: tierd exits within 10 s, its lookup's thread still waiting" 
 TIERD_TEST_STATUS_PAUSE_MS=2000 BUILD=$BUILD/testhooks tl_tierd_start "$POLICY" ||
 	not_ok "tierd (a test build: slow status reads) starts"
 tl_log_mark
-status_fds() { as_user "$1" "$BUILD/tests/bus-status-fd" "$V/u" >"$2" 2>&1; } # USER OUT: one call, no retry
+status_fds() { as_user "$1" timeout -k 2 30 "$BUILD/tests/bus-status-fd" "$V/u" >"$2" 2>&1; } # USER OUT: one call, no retry
 ST=()
 for i in $(seq 14); do status_fds daemon "$TL_DIR/st.$i" & ST+=($!); done
 reading() { [ "$(tail -n +$((TL_LOG_MARK + 1)) "$TL_TIERD_LOG" | grep -c 'a status read pauses')" -ge 8 ]; }
