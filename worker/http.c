@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,8 +80,50 @@ static uint64_t now_usec(void) {
 }
 
 /* Headers: status line, lengths, the range we got, S3's metadata. */
+/* The sockets this thread's transfers opened (sockopt_note, closed
+ * through sockopt_close): few, one a connection kept alive. A socket not
+ * listed (the list full) only misses ack_headers. */
+#define THREAD_SOCKS_MAX 32
+static __thread int thread_socks[THREAD_SOCKS_MAX];
+static __thread size_t thread_n_socks;
+
+static int sockopt_note(void *clientp, curl_socket_t fd, curlsocktype purpose) {
+        (void)clientp;
+        if (purpose == CURLSOCKTYPE_IPCXN && thread_n_socks < THREAD_SOCKS_MAX)
+                thread_socks[thread_n_socks++] = fd;
+        return CURL_SOCKOPT_OK;
+}
+
+static int sockopt_close(void *clientp, curl_socket_t fd) {
+        (void)clientp;
+        for (size_t i = 0; i < thread_n_socks; i++)
+                if (thread_socks[i] == fd) {
+                        thread_socks[i] = thread_socks[--thread_n_socks];
+                        break;
+                }
+        return close(fd);
+}
+
+/* The end of an answer's headers: their ACK goes now. A server that writes
+ * its headers and its body apart, with Nagle on (Ceph RGW's beast frontend
+ * unless it is given tcp_nodelay), holds a small body until the headers
+ * are ACKed; on a kept-alive connection the kernel delays that ACK up to
+ * 40 ms (a fresh one ACKs at once), and every small object, manifest page
+ * or HEAD took 40 ms more than its round trip. TCP_QUICKACK sends an ACK
+ * that is due at once; it is not kept, hence once an answer. libcurl 7.88
+ * does not say which socket a transfer uses while it runs: every socket of
+ * this thread is told (a socket with no ACK due only leaves the kernel's
+ * delayed-ACK mode until its next exchange). */
+static void ack_headers(void) {
+        int one = 1;
+        for (size_t i = 0; i < thread_n_socks; i++)
+                (void)setsockopt(thread_socks[i], IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+}
+
 static size_t on_header(char *buf, size_t size, size_t n, void *userdata) {
         struct http_req *q = userdata;
+        if (size * n <= 2 && (buf[0] == '\r' || buf[0] == '\n'))
+                ack_headers();
         http_meta_header(&q->meta, buf, size * n);
         return size * n;
 }
@@ -307,6 +351,8 @@ static int attempt_start(struct remote *r, struct http_req *q, CURL *c, struct a
         curl_easy_setopt(c, CURLOPT_URL, q->url);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, q->error);
+        curl_easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, sockopt_note);
+        curl_easy_setopt(c, CURLOPT_CLOSESOCKETFUNCTION, sockopt_close);
         curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(c, CURLOPT_HEADERDATA, q);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
