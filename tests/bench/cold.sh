@@ -72,9 +72,11 @@ RGW_START_TIMEOUT=180 rgw_start "$TL_DIR/rgw" "$PORT" >"$TL_DIR/rgw-start.log" 2
 # connection (a HEAD, a 16 KiB GET, a manifest page) then waits for the
 # client's delayed ACK, 40 ms; curl's one fresh connection never does.
 # Measured here: a cold 4 KiB pread through tierd 68-81 ms with it, 15-19
-# without; s3fs 32 -> 248 files/s. A real store answers without that stall:
-# radosgw restarted with beast's tcp_nodelay=1 (BENCH_RGW_NODELAY=0: as
-# rgw.sh starts it).
+# without; s3fs 32 -> 248 files/s. tierd's worker no longer waits so (it
+# ACKs the end of an answer's headers at once, worker/http.c); rclone and
+# s3fs still do: radosgw is restarted with beast's tcp_nodelay=1, so the
+# peers are measured at their best (BENCH_RGW_NODELAY=0: as rgw.sh starts
+# it).
 if [ "${BENCH_RGW_NODELAY:-1}" = 1 ] && ! grep -q '^rgw_frontends = .*tcp_nodelay' "$RGW_CEPH_CONF"; then
 	pid=$(cat "$RGW_DIR/run/client.rgw.a.pid")
 	kill -TERM "$pid" 2>/dev/null
