@@ -12,6 +12,7 @@
 #include "pathbus.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,8 @@ struct paths_call {
         const char *operation;
         file_job_t fn; /* NULL: FileStatus */
         const char **paths; /* in m */
-        size_t n;
+        size_t n, allocated;
+        bool read_all; /* every path read from m (read_slice) */
         struct file_ref *refs; /* refs[i].tn NULL: paths[i] names no tenant's file */
         struct path_check *checks;
         size_t named, queued;
@@ -75,52 +77,66 @@ static void paths_call_freep(struct paths_call **c) {
                 paths_call_free(*c);
 }
 
-/* The call's array of strings (in m: valid while it is), in time linear
- * in their number (sd_bus_message_read_strv measures its array anew for
- * each string it adds: 100,000 paths held the loop 1.6 s). More than
- * max: -E2BIG. */
-static int read_strings(sd_bus_message *m, size_t max, const char ***ret, size_t *ret_n) {
-        const char **v = NULL;
-        size_t n = 0, size = 0;
-        const char *s;
-        int r;
-
-        if ((r = sd_bus_message_enter_container(m, 'a', "s")) < 0)
-                return r;
-        while ((r = sd_bus_message_read_basic(m, 's', &s)) > 0) {
-                if (n == max) {
-                        r = -E2BIG;
-                        break;
-                }
-                if (n + 1 >= size) {
-                        size_t want = size ? size * 2 : 16;
-                        const char **grown = reallocarray(v, want, sizeof(char *));
-                        if (!grown) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        v = grown, size = want;
-                }
-                v[n++] = s;
-                v[n] = NULL;
-        }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(m);
-        if (r >= 0 && !v && !(v = calloc(1, sizeof(char *))))
-                r = -ENOMEM;
-        if (r < 0) {
-                free(v);
-                return r;
-        }
-        *ret = v;
-        *ret_n = n;
+/* The call is answered with error name and message, and freed: 0. */
+__attribute__((format(printf, 3, 4))) static int paths_call_fail(struct paths_call *c, const char *name,
+                                                                 const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        (void)sd_bus_reply_method_errorfv(c->m, name, fmt, ap);
+        va_end(ap);
+        paths_call_free(c);
         return 0;
 }
 
-/* The call's paths: absolute, of at most MAX_PATH_LEN bytes, at most
- * MAX_PATHS of them. */
+/* SLICE more of the call's paths read (the strings stay in its message)
+ * and checked: absolute, of at most MAX_PATH_LEN bytes, at most MAX_PATHS
+ * of them. All of 100,000 in one turn held the loop 12-18 ms. One
+ * string at a time, in time linear in their number:
+ * sd_bus_message_read_strv measures its array anew for each string it
+ * adds (100,000 paths held the loop 1.6 s). 0: the call was answered
+ * and freed. */
+static int read_slice(struct paths_call *c) {
+        const char *p;
+        int r = 1;
+
+        for (size_t k = 0; k < SLICE && (r = sd_bus_message_read_basic(c->m, 's', &p)) > 0; k++) {
+                if (c->n == MAX_PATHS)
+                        return paths_call_fail(c, ERROR_INVALID_ARGS, "at most %d paths per call", MAX_PATHS);
+                if (strlen(p) > MAX_PATH_LEN || p[0] != '/')
+                        return paths_call_fail(c, ERROR_INVALID_ARGS,
+                                               "path #%zu is not an absolute path of at most %d bytes", c->n,
+                                               MAX_PATH_LEN);
+                if (c->n == c->allocated) {
+                        size_t want = c->allocated ? c->allocated * 2 : 16;
+                        const char **grown = reallocarray(c->paths, want, sizeof(char *));
+                        if (!grown)
+                                return paths_call_fail(c, SD_BUS_ERROR_NO_MEMORY, "out of memory");
+                        c->paths = grown, c->allocated = want;
+                }
+                c->paths[c->n++] = p;
+        }
+        if (r > 0)
+                return 1; /* more next turn */
+        if (r == 0)
+                r = sd_bus_message_exit_container(c->m);
+        if (r >= 0 && c->fn && c->n == 0)
+                return paths_call_fail(c, ERROR_INVALID_ARGS, "no files given");
+        if (r >= 0 && (!(c->refs = calloc(c->n ?: 1, sizeof(*c->refs))) ||
+                       !(c->checks = calloc(c->n ?: 1, sizeof(*c->checks)))))
+                r = -ENOMEM;
+        if (r < 0) {
+                (void)sd_bus_reply_method_errnof(c->m, r, "cannot read the paths: %m");
+                paths_call_free(c);
+                return 0;
+        }
+        c->read_all = true;
+        return 1;
+}
+
+/* A call by path: its array of paths entered, read SLICE a turn
+ * (read_slice). */
 static int paths_call_new(sd_bus_message *m, struct tierd *t, struct paths_call **ret, sd_bus_error *error) {
-        _cleanup_(paths_call_freep) struct paths_call *c = NULL;
+        _cleanup_free_ struct paths_call *c = NULL;
         int r;
 
         if (t->path_calls >= PATH_CALLS_MAX)
@@ -128,18 +144,9 @@ static int paths_call_new(sd_bus_message *m, struct tierd *t, struct paths_call 
                                          PATH_CALLS_MAX);
         if (!(c = calloc(1, sizeof(*c))))
                 return -ENOMEM;
-        c->t = t;
-        if ((r = read_strings(m, MAX_PATHS, &c->paths, &c->n)) == -E2BIG)
-                return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "at most %d paths per call", MAX_PATHS);
-        if (r < 0)
+        if ((r = sd_bus_message_enter_container(m, 'a', "s")) < 0)
                 return r;
-        for (size_t i = 0; i < c->n; i++)
-                if (strlen(c->paths[i]) > MAX_PATH_LEN || c->paths[i][0] != '/')
-                        return sd_bus_error_setf(error, ERROR_INVALID_ARGS,
-                                                 "path #%zu is not an absolute path of at most %d bytes", i,
-                                                 MAX_PATH_LEN);
-        if (!(c->refs = calloc(c->n ?: 1, sizeof(*c->refs))) || !(c->checks = calloc(c->n ?: 1, sizeof(*c->checks))))
-                return -ENOMEM;
+        c->t = t;
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -182,25 +189,33 @@ static void queue_slice(struct paths_call *c) {
 /* A turn's slice: every path named first (a job's call fails before
  * anything is walked), then queued; once all are, the last walk's end
  * (or this, if they ended already) calls c->walked. */
+static int prepare_later(struct paths_call *c);
+
 static int on_prepare_slice(sd_event_source *s, void *userdata) {
         struct paths_call *c = userdata;
-        int r = 0;
         (void)s;
 
-        if (c->named < c->n) {
-                if (c->t->stopping) { /* its walks would not be made */
-                        (void)sd_bus_reply_method_errorf(c->m, ERROR_SHUTTING_DOWN, "tierd is shutting down");
-                        paths_call_free(c);
-                        return 0;
-                }
+        if (c->named < c->n || !c->read_all) {
+                if (c->t->stopping) /* its walks would not be made */
+                        return paths_call_fail(c, ERROR_SHUTTING_DOWN, "tierd is shutting down");
+                if (!c->read_all)
+                        return read_slice(c) == 0 ? 0 : prepare_later(c);
                 for (size_t end = slice_end(c->named, c->n); c->named < end; c->named++)
                         if (name_path(c, c->named) < 0)
                                 return 0;
         } else
                 queue_slice(c);
-        if (c->queued < c->n && (r = tierd_defer_once(c->t->event, &c->prepare_src, on_prepare_slice, c)) >= 0)
+        return prepare_later(c);
+}
+
+/* The next slice next turn, or, once all are queued, the hold goes. */
+static int prepare_later(struct paths_call *c) {
+        int r = 0;
+
+        if ((c->queued < c->n || !c->read_all) &&
+            (r = tierd_defer_once(c->t->event, &c->prepare_src, on_prepare_slice, c)) >= 0)
                 return 0;
-        if (c->queued == 0 && c->n > 0) { /* nothing queued yet */
+        if (!c->read_all || (c->queued == 0 && c->n > 0)) { /* nothing queued yet */
                 (void)sd_bus_reply_method_errnof(c->m, r, "cannot walk the paths: %m");
                 paths_call_free(c);
                 return 0;
@@ -273,11 +288,7 @@ int path_bus_file_job(sd_bus_message *m, struct tierd *t, const char *operation,
         if (!c)
                 return -ENOMEM;
         c->operation = operation;
-        c->fn = fn;
-        if (c->n == 0) {
-                paths_call_free(c);
-                return sd_bus_error_set(error, ERROR_INVALID_ARGS, "no files given");
-        }
+        c->fn = fn; /* none given: read_slice says so */
         return paths_call_start(c, m, on_job_paths_walked);
 }
 
