@@ -81,26 +81,39 @@ static uint64_t now_usec(void) {
 
 /* Headers: status line, lengths, the range we got, S3's metadata. */
 /* The sockets this thread's transfers opened (sockopt_note, closed
- * through sockopt_close): few, one a connection kept alive. A socket not
- * listed (the list full) only misses ack_headers. */
+ * through sockopt_close): few, one a connection kept alive. libcurl 7.88
+ * closes a connect attempt that lost or timed out without the close
+ * callback (fixed in 8.2.0), so a number may stay listed after its
+ * socket went: a number noted again is listed once, and a full list
+ * makes room by dropping its oldest entry. A socket not listed only
+ * misses ack_headers; a stale number only costs a setsockopt that fails
+ * (or one more ACK on another of the thread's sockets). */
 #define THREAD_SOCKS_MAX 32
 static __thread int thread_socks[THREAD_SOCKS_MAX];
 static __thread size_t thread_n_socks;
 
+static void socks_forget(curl_socket_t fd) {
+        for (size_t i = 0; i < thread_n_socks; i++)
+                if (thread_socks[i] == fd) {
+                        memmove(thread_socks + i, thread_socks + i + 1, (--thread_n_socks - i) * sizeof(int));
+                        return;
+                }
+}
+
 static int sockopt_note(void *clientp, curl_socket_t fd, curlsocktype purpose) {
         (void)clientp;
-        if (purpose == CURLSOCKTYPE_IPCXN && thread_n_socks < THREAD_SOCKS_MAX)
-                thread_socks[thread_n_socks++] = fd;
+        if (purpose != CURLSOCKTYPE_IPCXN)
+                return CURL_SOCKOPT_OK;
+        socks_forget(fd); /* the number of a socket closed unseen */
+        if (thread_n_socks == THREAD_SOCKS_MAX)
+                socks_forget(thread_socks[0]);
+        thread_socks[thread_n_socks++] = fd;
         return CURL_SOCKOPT_OK;
 }
 
 static int sockopt_close(void *clientp, curl_socket_t fd) {
         (void)clientp;
-        for (size_t i = 0; i < thread_n_socks; i++)
-                if (thread_socks[i] == fd) {
-                        thread_socks[i] = thread_socks[--thread_n_socks];
-                        break;
-                }
+        socks_forget(fd);
         return close(fd);
 }
 
