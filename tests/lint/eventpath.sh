@@ -189,6 +189,17 @@ bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
 	supervisor/store/gc.c supervisor/store/audit.c)
 if [ -z "$bad" ]; then echo "ok - event path: gc's and audit's sorts and listings are gone through on threads only"
 else echo "not ok - event path: a long task's sort or listing on the event loop (store_list_worked, a *_work function):"; echo "$bad" | sed 's/^/# /'; status=1; fi
+# 4k. Rules 4d-4j trust a function named *_work to run on a thread: such a
+# function is given to a thread (offthread_start, store_*_worked), and
+# called directly only from another *_work function or from the audit's
+# walk thread (walk_run), never from the loop's code.
+bad=$(awk '/^[ \t]*(\/?\*|\/\/)/ { next }
+	/^[^ \t#\/*}{][^;]*\(/ && $0 !~ /;[ \t]*$/ { fn = $0; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn) }
+	/(^|[^a-z_0-9])[a-z_0-9]+_work\(/ && $0 !~ /^[a-z].*\) \{$/ && $0 !~ /^[a-z][^(]*\(.*\);$/ &&
+	fn !~ /_work$/ && !(FILENAME ~ /audit\.c$/ && fn == "walk_run") { print FILENAME ":" FNR ": in " fn "(): " $0 }' \
+	$(ls supervisor/*.c supervisor/*/*.c dbus/*.c))
+if [ -z "$bad" ]; then echo "ok - event path: a thread's work function (*_work) is called from threads only"
+else echo "not ok - event path: a *_work function called on the event loop (give it to a thread: offthread_start):"; echo "$bad" | sed 's/^/# /'; status=1; fi
 # 5. The journal sink: every send non-blocking, no sd_journal_*.
 bad=$( (grep -nE '\bsend(msg|to)?\(' supervisor/journallog.c | grep -v MSG_DONTWAIT
 	grep -nE '\bsd_journal_[a-z]+\(' supervisor/*.c supervisor/*/*.c dbus/*.c common/*.c) | grep -vE '^[^:]*:[0-9]+:[[:space:]]*(/?\*|//)')
