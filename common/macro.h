@@ -19,6 +19,20 @@
 /* The struct of type whose member ptr points to. */
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
+/* An array with room for element n (its capacity *cap, elements of size
+ * bytes): arr itself while n < *cap, else moved into twice the room (first
+ * elements to begin with), *cap raised. NULL when out of memory: arr is
+ * left as it was. */
+static inline void *array_room(void *arr, size_t n, size_t *cap, size_t size, size_t first) {
+        if (n < *cap)
+                return arr;
+        size_t want = *cap ? *cap * 2 : first;
+        void *grown = reallocarray(arr, want, size);
+        if (grown)
+                *cap = want;
+        return grown;
+}
+
 static inline void freep(void *p) { free(*(void **)p); }
 static inline void *mfree(void *p) {
         free(p);

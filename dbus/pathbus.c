@@ -106,13 +106,10 @@ static int read_slice(struct paths_call *c) {
                         return paths_call_fail(c, ERROR_INVALID_ARGS,
                                                "path #%zu is not an absolute path of at most %d bytes", c->n,
                                                MAX_PATH_LEN);
-                if (c->n == c->allocated) {
-                        size_t want = c->allocated ? c->allocated * 2 : 16;
-                        const char **grown = reallocarray(c->paths, want, sizeof(char *));
-                        if (!grown)
-                                return paths_call_fail(c, SD_BUS_ERROR_NO_MEMORY, "out of memory");
-                        c->paths = grown, c->allocated = want;
-                }
+                const char **grown = array_room(c->paths, c->n, &c->allocated, sizeof(char *), 16);
+                if (!grown)
+                        return paths_call_fail(c, SD_BUS_ERROR_NO_MEMORY, "out of memory");
+                c->paths = grown;
                 c->paths[c->n++] = p;
         }
         if (r > 0)

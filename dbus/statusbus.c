@@ -134,13 +134,10 @@ static int read_fds(sd_bus_message *m, struct status_call *c, sd_bus_error *erro
         while (r >= 0 && (r = sd_bus_message_read(m, "h", &fd)) > 0) {
                 if (c->n == MAX_PATHS)
                         return sd_bus_error_setf(error, ERROR_INVALID_ARGS, "at most %d files per call", MAX_PATHS);
-                if (c->n == size) {
-                        size_t want = size ? size * 2 : 16;
-                        struct fd_status *grown = reallocarray(c->items, want, sizeof(*grown));
-                        if (!grown)
-                                return -ENOMEM;
-                        c->items = grown, size = want;
-                }
+                struct fd_status *grown = array_room(c->items, c->n, &size, sizeof(*grown), 16);
+                if (!grown)
+                        return -ENOMEM;
+                c->items = grown;
                 struct fd_status *s = &c->items[c->n++];
                 _cleanup_(file_ref_done) struct file_ref f = {};
                 char msg[512] = "";

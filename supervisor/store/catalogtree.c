@@ -31,14 +31,10 @@ int catalog_entries_add(struct catalog_entries *l, struct catalog_entry *e) {
                 catalog_entry_done(e);
                 return -E2BIG;
         }
-        if (l->n == l->allocated) {
-                size_t n = l->allocated ? l->allocated * 2 : 256;
-                struct catalog_entry *p = reallocarray(l->e, n, sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                l->e = p;
-                l->allocated = n;
-        }
+        struct catalog_entry *p = array_room(l->e, l->n, &l->allocated, sizeof(*p), 256);
+        if (!p)
+                return -ENOMEM;
+        l->e = p;
         l->e[l->n++] = *e;
         l->bytes += bytes;
         *e = (struct catalog_entry){};

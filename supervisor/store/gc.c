@@ -341,12 +341,10 @@ static void walk_start(struct gc_run *g) {
 /* ---- the sweep ---- */
 
 static int grow_doomed(struct gc_run *g) {
-        size_t cap = g->cap_doomed ? g->cap_doomed * 2 : 1024;
-        struct proto_object *p = reallocarray(g->doomed, cap, sizeof(*p));
+        struct proto_object *p = array_room(g->doomed, g->n_doomed, &g->cap_doomed, sizeof(*p), 1024);
         if (!p)
                 return -ENOMEM;
         g->doomed = p;
-        g->cap_doomed = cap;
         return 0;
 }
 
@@ -372,7 +370,7 @@ static void classify_work(void *userdata, const struct proto_object *o, size_t n
                         g->young++;
                         continue;
                 }
-                if (g->n_doomed == g->cap_doomed && grow_doomed(g) < 0) {
+                if (grow_doomed(g) < 0) {
                         g->classify_error = -ENOMEM;
                         return;
                 }

@@ -21,14 +21,10 @@
 #define GC_DEPTH_MAX 256
 
 int hashes_add(struct hashes *s, const uint8_t h[32]) {
-        if (s->n == s->cap) {
-                size_t cap = s->cap ? s->cap * 2 : 1024;
-                hash_t *p = reallocarray(s->h, cap, sizeof(hash_t));
-                if (!p)
-                        return -ENOMEM;
-                s->h = p;
-                s->cap = cap;
-        }
+        hash_t *p = array_room(s->h, s->n, &s->cap, sizeof(hash_t), 1024);
+        if (!p)
+                return -ENOMEM;
+        s->h = p;
         memcpy(s->h[s->n++], h, 32);
         return 0;
 }

@@ -111,17 +111,13 @@ bool trace_touch(struct tenant *tn, uint64_t route, int fd, const struct stub *s
                 last->resident |= resident;
                 return last->start == 0 && last->end >= s->size;
         }
-        if (rec->n == rec->allocated) {
-                size_t n = rec->allocated ? rec->allocated * 2 : 64;
-                struct trace_touch *grown = rec->n < TRACE_TOUCHES_MAX ? reallocarray(rec->touches, n, sizeof(*grown))
-                                                                        : NULL;
-                if (!grown) {
-                        rec->dropped = true;
-                        return true;
-                }
-                rec->touches = grown;
-                rec->allocated = n;
+        struct trace_touch *grown =
+                rec->n < TRACE_TOUCHES_MAX ? array_room(rec->touches, rec->n, &rec->allocated, sizeof(*grown), 64) : NULL;
+        if (!grown) {
+                rec->dropped = true;
+                return true;
         }
+        rec->touches = grown;
         if (!rec->touches)
                 return true;
         struct trace_touch *t = &rec->touches[rec->n++];
