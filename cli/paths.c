@@ -30,14 +30,10 @@
 #define FLAG_BASE 0x200 /* getopt_long's value for the verb's own flags */
 
 static int push(struct path_list *l, const char *path) {
-        if (l->n == l->cap) {
-                size_t cap = l->cap ? l->cap * 2 : 64;
-                char **v = realloc(l->v, cap * sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                l->v = v;
-                l->cap = cap;
-        }
+        char **v = array_room(l->v, l->n, &l->cap, sizeof(*v), 64);
+        if (!v)
+                return -ENOMEM;
+        l->v = v;
         if (!(l->v[l->n] = strdup(path)))
                 return -ENOMEM;
         l->n++;

@@ -159,8 +159,7 @@ static int name_path(struct paths_call *c, size_t i) {
         if (r >= 0 || !c->fn)
                 return 0;
         _cleanup_free_ char *safe = utf8_escape(msg);
-        (void)sd_bus_reply_method_errorf(c->m, bus_job_error_name(r), "%s", safe ?: "");
-        paths_call_free(c);
+        paths_call_fail(c, bus_job_error_name(r), "%s", safe ?: "");
         return -1;
 }
 
@@ -183,11 +182,11 @@ static void queue_slice(struct paths_call *c) {
         c->queued += k;
 }
 
-/* A turn's slice: every path named first (a job's call fails before
- * anything is walked), then queued; once all are, the last walk's end
- * (or this, if they ended already) calls c->walked. */
 static int prepare_later(struct paths_call *c);
 
+/* A turn's slice: every path read, then named (a job's call fails before
+ * anything is walked), then queued; once all are, the last walk's end
+ * (or this, if they ended already) calls c->walked. */
 static int on_prepare_slice(sd_event_source *s, void *userdata) {
         struct paths_call *c = userdata;
         (void)s;

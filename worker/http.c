@@ -79,7 +79,6 @@ static uint64_t now_usec(void) {
         return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* Headers: status line, lengths, the range we got, S3's metadata. */
 /* The sockets this thread's transfers opened (sockopt_note, closed
  * through sockopt_close): few, one a connection kept alive. libcurl 7.88
  * closes a connect attempt that lost or timed out without the close
@@ -133,6 +132,7 @@ static void ack_headers(void) {
                 (void)setsockopt(thread_socks[i], IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
 }
 
+/* Headers: status line, lengths, the range we got, S3's metadata. */
 static size_t on_header(char *buf, size_t size, size_t n, void *userdata) {
         struct http_req *q = userdata;
         if (size * n <= 2 && (buf[0] == '\r' || buf[0] == '\n'))

@@ -118,8 +118,6 @@ bool trace_touch(struct tenant *tn, uint64_t route, int fd, const struct stub *s
                 return true;
         }
         rec->touches = grown;
-        if (!rec->touches)
-                return true;
         struct trace_touch *t = &rec->touches[rec->n++];
         memcpy(&t->h, fh, sizeof(*fh) + fh->handle_bytes);
         snprintf(t->key, sizeof(t->key), "%s", s->key);
